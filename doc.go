@@ -1,0 +1,17 @@
+// Package sluice is Redis-native traffic control for backend services: the pieces that protect a
+// slow or fragile service from overload and schedule work for later, on a plain Redis (standalone,
+// Sentinel or Cluster).
+//
+// The packages, each usable on its own inside a Go service:
+//
+//   - [github.com/sluicehq/sluice/queue]: the job queue engine (delayed, prioritised, retried jobs
+//     with leases, ack/nack, dead letter, dedup) and the typed Queue[T] worker SDK.
+//   - [github.com/sluicehq/sluice/ratelimit]: GCRA, sliding log, sliding window, fixed window and
+//     distributed concurrency limits, with net/http middleware.
+//   - [github.com/sluicehq/sluice/cache]: a consistent cache-aside Store[K,V] in which no stale value
+//     survives a delete.
+//
+// The sluice binary (cmd/sluice) serves the job queue over HTTP, natively and as a drop-in for
+// lmstfy's API. Every state change in Redis is one atomic Lua script or one command, with time taken
+// from Redis itself, so any number of processes can share one Redis safely.
+package sluice

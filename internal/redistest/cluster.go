@@ -1,0 +1,88 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterSlotRanges splits the 16384 hash slots over three masters.
+var clusterSlotRanges = [3][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+
+// startCluster starts three cluster-enabled redis-servers, gives each a third of the slots, joins
+// them and waits until every node reports a healthy cluster.
+func startCluster() (string, func(), error) {
+	var nodes []*process
+	stop := func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+	}
+	for range clusterSlotRanges {
+		p, err := startServer("cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000")
+		if err != nil {
+			stop()
+			return "", nil, err
+		}
+		nodes = append(nodes, p)
+	}
+	if err := formCluster(nodes); err != nil {
+		stop()
+		return "", nil, fmt.Errorf("form cluster: %w", err)
+	}
+	addrs := make([]string, len(nodes))
+	for i, n := range nodes {
+		addrs[i] = n.Addr()
+	}
+	return "redis+cluster://" + strings.Join(addrs, ","), stop, nil
+}
+
+func formCluster(nodes []*process) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	clients := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
+		defer clients[i].Close()
+	}
+	for i, c := range clients {
+		r := clusterSlotRanges[i]
+		if err := c.ClusterAddSlotsRange(ctx, r[0], r[1]).Err(); err != nil {
+			return fmt.Errorf("addslots on %s: %w", nodes[i].Addr(), err)
+		}
+	}
+	for _, n := range nodes[1:] {
+		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", fmt.Sprint(n.port)).Err(); err != nil {
+			return fmt.Errorf("meet %s: %w", n.Addr(), err)
+		}
+	}
+	for {
+		if clusterReady(ctx, clients) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not ready: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// clusterReady reports whether every node sees a healthy cluster of all the masters.
+func clusterReady(ctx context.Context, clients []*redis.Client) bool {
+	for _, c := range clients {
+		info, err := c.ClusterInfo(ctx).Result()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") ||
+			!strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", len(clients))) {
+			return false
+		}
+		shards, err := c.ClusterShards(ctx).Result()
+		if err != nil || len(shards) != len(clients) {
+			return false
+		}
+	}
+	return true
+}

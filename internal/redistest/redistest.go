@@ -1,0 +1,167 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/internal/redisx"
+)
+
+// Env is what a test gets: a client of its own and a key prefix no other test uses.
+type Env struct {
+	// Client talks to the shared test server (or cluster). It is closed when the test ends.
+	Client redis.UniversalClient
+	// Prefix is unique to the test; every key the test writes must start with it. The keys are
+	// removed when the test ends.
+	Prefix string
+	// URL is the redisx URL of the server, for code under test that dials by itself.
+	URL string
+	// Cluster says whether Client talks to a Redis Cluster.
+	Cluster bool
+}
+
+var (
+	standalone = lazyServer{start: startStandalone}
+	cluster    = lazyServer{start: startCluster}
+	prefixSeq  atomic.Uint64
+)
+
+// lazyServer starts its server the first time a test asks for it, once per test binary.
+type lazyServer struct {
+	once  sync.Once
+	start func() (url string, stop func(), err error)
+	url   string
+	stop  func()
+	err   error
+}
+
+func (l *lazyServer) get() (string, error) {
+	l.once.Do(func() { l.url, l.stop, l.err = l.start() })
+	return l.url, l.err
+}
+
+func (l *lazyServer) shutdown() {
+	if l.stop != nil {
+		l.stop()
+	}
+}
+
+// Main runs the tests of a package, stops the servers they started and fails the run when a
+// test leaked a goroutine. Call it from TestMain.
+func Main(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// go-redis pools close their reaper goroutines asynchronously.
+		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
+		goleak.Cleanup(func(code int) {
+			standalone.shutdown()
+			cluster.shutdown()
+			os.Exit(code)
+		}),
+	)
+}
+
+// New returns a standalone Redis for the test. It fails the test (never skips) when no server can be
+// had.
+func New(t testing.TB) *Env {
+	t.Helper()
+	url := os.Getenv("SLUICE_TEST_REDIS_URL")
+	if url == "" {
+		var err error
+		if url, err = standalone.get(); err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+	}
+	return newEnv(t, url, false)
+}
+
+// NewCluster returns a 3-master Redis Cluster on loopback for the test.
+func NewCluster(t testing.TB) *Env {
+	t.Helper()
+	url := os.Getenv("SLUICE_TEST_REDIS_CLUSTER_URL")
+	if url == "" {
+		var err error
+		if url, err = cluster.get(); err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+	}
+	return newEnv(t, url, true)
+}
+
+// Each runs fn as a parallel subtest on a standalone server and on a cluster, so a suite proves it
+// works on both.
+func Each(t *testing.T, fn func(t *testing.T, env *Env)) {
+	t.Helper()
+	t.Run("standalone", func(t *testing.T) {
+		t.Parallel()
+		fn(t, New(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		fn(t, NewCluster(t))
+	})
+}
+
+func newEnv(t testing.TB, url string, isCluster bool) *Env {
+	t.Helper()
+	client, err := redisx.NewClient(url)
+	if err != nil {
+		t.Fatalf("redistest: client for %s: %v", url, err)
+	}
+	name := strings.NewReplacer("/", "-", " ", "_", ":", "-", "{", "", "}", "").Replace(t.Name())
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	env := &Env{
+		Client:  client,
+		Prefix:  fmt.Sprintf("t%d-%s", prefixSeq.Add(1), name),
+		URL:     url,
+		Cluster: isCluster,
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := DeletePrefix(ctx, client, env.Prefix); err != nil {
+			t.Errorf("redistest: remove keys of %s: %v", env.Prefix, err)
+		}
+		_ = client.Close()
+	})
+	return env
+}
+
+// DeletePrefix removes every key that starts with prefix, on every master of a cluster.
+func DeletePrefix(ctx context.Context, client redis.UniversalClient, prefix string) error {
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		return del(ctx, c)
+	default:
+		return fmt.Errorf("unsupported client type %T", client)
+	}
+}
+
+func startStandalone() (string, func(), error) {
+	p, err := startServer()
+	if err != nil {
+		return "", nil, err
+	}
+	return "redis://" + p.Addr(), p.stop, nil
+}
