@@ -1,0 +1,159 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
+)
+
+// Client is the job queue engine on one Redis. It is safe for concurrent use; create one per
+// process and Close it when done (it holds a Pub/Sub connection while consumers block).
+type Client struct {
+	rdb     redis.UniversalClient
+	cfg     Config
+	scripts map[string]*redis.Script
+	ids     idGen
+	notify  *notifier
+
+	registeredMu sync.Mutex
+	registered   map[string]time.Time // "ns\x00queue" -> when this process last registered it
+
+	loadMu sync.Mutex
+	loaded bool
+}
+
+// registerEvery is how often a process re-adds a queue it publishes to to the registry, so a queue
+// deleted while a producer runs comes back for the maintenance loop.
+const registerEvery = time.Minute
+
+// NewClient returns a Client on rdb (standalone, Sentinel or Cluster).
+func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	if rdb == nil {
+		return nil, errors.New("queue: nil redis client")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		rdb:        rdb,
+		cfg:        cfg,
+		scripts:    loadScripts(),
+		registered: make(map[string]time.Time),
+	}
+	c.notify = newNotifier(rdb, cfg.Logger)
+	return c, nil
+}
+
+// Config returns the client's configuration with defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// Close releases the client's Pub/Sub connection and wakes blocked consumers, which return. It
+// does not close the Redis client, which the caller owns.
+func (c *Client) Close() error {
+	c.notify.close()
+	return nil
+}
+
+// register adds a queue to its namespace's registry before the first publish, so maintenance and
+// Queues find it. It runs before the job is written: a crash in between leaves an empty queue
+// registered, never a job in an unregistered queue.
+func (c *Client) register(ctx context.Context, ns, q string) error {
+	key := ns + "\x00" + q
+	c.registeredMu.Lock()
+	last, ok := c.registered[key]
+	c.registeredMu.Unlock()
+	if ok && time.Since(last) < registerEvery {
+		return nil
+	}
+	pipe := c.rdb.Pipeline()
+	pipe.SAdd(ctx, namespacesKey(c.cfg.Prefix), ns)
+	pipe.SAdd(ctx, queuesKey(c.cfg.Prefix, ns), q)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("queue: register %s/%s: %w", ns, q, err)
+	}
+	c.registeredMu.Lock()
+	c.registered[key] = time.Now()
+	c.registeredMu.Unlock()
+	return nil
+}
+
+func (c *Client) forget(ns, q string) {
+	c.registeredMu.Lock()
+	delete(c.registered, ns+"\x00"+q)
+	c.registeredMu.Unlock()
+}
+
+// loadOnce loads the scripts into Redis so they can run inside pipelines.
+func (c *Client) loadOnce(ctx context.Context) error {
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
+	if c.loaded {
+		return nil
+	}
+	all := make([]*redis.Script, 0, len(c.scripts))
+	for _, s := range c.scripts {
+		all = append(all, s)
+	}
+	if err := redisx.LoadScripts(ctx, c.rdb, all...); err != nil {
+		return fmt.Errorf("queue: %w", err)
+	}
+	c.loaded = true
+	return nil
+}
+
+// execPipeline runs a pipeline of EVALSHA calls; when Redis lost its script cache (restart,
+// failover, SCRIPT FLUSH) it reloads the scripts and runs the pipeline once more. Every script
+// either ran whole or not at all, and NOSCRIPT means it did not run.
+func (c *Client) execPipeline(ctx context.Context, build func(redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
+	if err := c.loadOnce(ctx); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := c.rdb.Pipeline()
+		cmds := build(pipe)
+		_, err := pipe.Exec(ctx)
+		if attempt == 0 && anyNoScript(cmds) {
+			c.loadMu.Lock()
+			c.loaded = false
+			c.loadMu.Unlock()
+			if err := c.loadOnce(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil && !errors.Is(err, redis.Nil) && !allReplied(cmds) {
+			return nil, err
+		}
+		return cmds, nil
+	}
+}
+
+func anyNoScript(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if redisx.IsNoScript(c.Err()) {
+			return true
+		}
+	}
+	return false
+}
+
+// allReplied reports whether every command got a reply (possibly an error reply of its own), as
+// opposed to a connection failure that left some without one.
+func allReplied(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			var re redis.Error
+			if !errors.As(err, &re) {
+				return false
+			}
+		}
+	}
+	return true
+}

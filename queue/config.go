@@ -1,0 +1,101 @@
+package queue
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Client. The zero value is usable: every field has a default.
+type Config struct {
+	// Prefix starts every key the queue writes, so tenants and tests can share one Redis.
+	// Default "sluice".
+	Prefix string
+
+	// DefaultTries is the number of deliveries a job gets when PublishParams.Tries is 0. Default 3.
+	DefaultTries int
+
+	// DefaultTTR is the lease a consumer gets when neither the job nor the consume call names one.
+	// Default 30s.
+	DefaultTTR time.Duration
+
+	// DefaultUniqueFor is how long a unique key is held when PublishParams.UniqueFor is 0 (it is
+	// released earlier when its job finishes). Default 24h.
+	DefaultUniqueFor time.Duration
+
+	// MaxPayloadBytes bounds a job's payload. Default 8 MiB.
+	MaxPayloadBytes int
+
+	// ResultRetention is how long an acked job's result stays readable with Get. Default 24h.
+	ResultRetention time.Duration
+
+	// MaxResults bounds the results kept per queue; the oldest go first. Default 100,000.
+	MaxResults int
+
+	// DeadRetention is how long a job stays in the dead letter. Default 7 days.
+	DeadRetention time.Duration
+
+	// MaxDead bounds the dead letter of each queue; the oldest jobs go first. Default 100,000.
+	MaxDead int
+
+	// Batch is the most jobs one housekeeping step moves inside one script call (due jobs, expired
+	// leases, expired jobs), which bounds how long a script can block Redis. Default 1,000.
+	Batch int
+
+	// WakeupInterval is the longest a blocked Consume sleeps without re-checking Redis. Consumers are
+	// woken by notifications (published jobs) and timers (due jobs, lease ends); this bounds the
+	// delay if a notification is lost while the subscription reconnects. Default 1s.
+	WakeupInterval time.Duration
+
+	// Logger receives the client's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, "sluice")
+	c.DefaultTries = cmp.Or(c.DefaultTries, 3)
+	c.DefaultTTR = cmp.Or(c.DefaultTTR, 30*time.Second)
+	c.DefaultUniqueFor = cmp.Or(c.DefaultUniqueFor, 24*time.Hour)
+	c.MaxPayloadBytes = cmp.Or(c.MaxPayloadBytes, 8<<20)
+	c.ResultRetention = cmp.Or(c.ResultRetention, 24*time.Hour)
+	c.MaxResults = cmp.Or(c.MaxResults, 100_000)
+	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
+	c.MaxDead = cmp.Or(c.MaxDead, 100_000)
+	c.Batch = cmp.Or(c.Batch, 1000)
+	c.WakeupInterval = cmp.Or(c.WakeupInterval, time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if !validName(c.Prefix) {
+		errs = append(errs, fmt.Errorf("config: Prefix %q: %s", c.Prefix, nameRule))
+	}
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"DefaultTries", int64(c.DefaultTries)},
+		{"DefaultTTR", int64(c.DefaultTTR / time.Millisecond)},
+		{"DefaultUniqueFor", int64(c.DefaultUniqueFor / time.Millisecond)},
+		{"MaxPayloadBytes", int64(c.MaxPayloadBytes)},
+		{"ResultRetention", int64(c.ResultRetention / time.Millisecond)},
+		{"MaxResults", int64(c.MaxResults)},
+		{"DeadRetention", int64(c.DeadRetention / time.Millisecond)},
+		{"MaxDead", int64(c.MaxDead)},
+		{"Batch", int64(c.Batch)},
+		{"WakeupInterval", int64(c.WakeupInterval / time.Millisecond)},
+	}
+	for _, f := range positive {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("config: %s must be positive (durations at least 1ms)", f.name))
+		}
+	}
+	return errors.Join(errs...)
+}

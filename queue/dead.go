@@ -1,0 +1,173 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// MaxDeadPage bounds DeadListParams.Limit and the limits of respawn and delete.
+const MaxDeadPage = 1000
+
+// DeadListParams page through a queue's dead letter, oldest first.
+type DeadListParams struct {
+	Namespace string
+	Queue     string
+	// Limit is the page size (1..1000). 0: 100.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" starts at the oldest job.
+	Cursor string
+}
+
+// DeadListResult is one page of dead jobs.
+type DeadListResult struct {
+	Jobs []Job
+	// NextCursor fetches the next page; "" when this page is the last.
+	NextCursor string
+	// Total is the size of the dead letter.
+	Total int64
+}
+
+// DeadList returns a page of the dead letter. The cursor is an offset: jobs respawned or deleted
+// between pages shift the pages after them.
+func (c *Client) DeadList(ctx context.Context, p DeadListParams) (DeadListResult, error) {
+	if err := validateQueue(p.Namespace, p.Queue); err != nil {
+		return DeadListResult{}, err
+	}
+	limit, err := pageLimit(p.Limit, 100)
+	if err != nil {
+		return DeadListResult{}, err
+	}
+	offset := 0
+	if p.Cursor != "" {
+		if offset, err = strconv.Atoi(p.Cursor); err != nil || offset < 0 {
+			return DeadListResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
+		}
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	f, err := c.run(ctx, scriptDeadList, k, offset, limit).Slice()
+	if err != nil {
+		return DeadListResult{}, fmt.Errorf("queue: dead list: %w", err)
+	}
+	res := DeadListResult{Total: num(f[0])}
+	n := int(num(f[1]))
+	for i := range n {
+		res.Jobs = append(res.Jobs, parseJob(p.Namespace, p.Queue, f[2+i*fieldsPerJob:2+(i+1)*fieldsPerJob]))
+	}
+	if next := offset + limit; int64(next) < res.Total {
+		res.NextCursor = strconv.Itoa(next)
+	}
+	return res, nil
+}
+
+// DeadPeek returns the oldest dead job, or ErrNotFound when the dead letter is empty.
+func (c *Client) DeadPeek(ctx context.Context, ns, q string) (*Job, error) {
+	res, err := c.DeadList(ctx, DeadListParams{Namespace: ns, Queue: q, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Jobs) == 0 {
+		return nil, ErrNotFound
+	}
+	return &res.Jobs[0], nil
+}
+
+// DeadSize returns the number of jobs in the dead letter.
+func (c *Client) DeadSize(ctx context.Context, ns, q string) (int64, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return 0, err
+	}
+	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	n, err := c.rdb.ZCard(ctx, k.all[6]).Result()
+	if err != nil {
+		return 0, fmt.Errorf("queue: dead size: %w", err)
+	}
+	return n, nil
+}
+
+// DeadRespawnParams choose dead jobs to run again: the given IDs, or else the Limit oldest.
+type DeadRespawnParams struct {
+	Namespace string
+	Queue     string
+	IDs       []string
+	Limit     int // 1..1000 when IDs is empty
+	// TTL is the respawned jobs' new lifetime from now. 0: each job's own ttl again.
+	TTL time.Duration
+}
+
+// DeadRespawn moves dead jobs back to ready with all their tries and a fresh ttl, and returns the
+// ids moved (ids that are not dead are passed over).
+func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string, error) {
+	if err := validateQueue(p.Namespace, p.Queue); err != nil {
+		return nil, err
+	}
+	if p.TTL < 0 {
+		return nil, invalid("ttl", "must not be negative")
+	}
+	args, err := deadSelection(p.IDs, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	ids, err := c.run(ctx, scriptDeadRespawn, k, append([]any{p.TTL.Milliseconds()}, args...)...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("queue: dead respawn: %w", err)
+	}
+	return ids, nil
+}
+
+// DeadDeleteParams choose dead jobs to remove: the given IDs, or else the Limit oldest.
+type DeadDeleteParams struct {
+	Namespace string
+	Queue     string
+	IDs       []string
+	Limit     int
+}
+
+// DeadDelete removes jobs from the dead letter and returns how many.
+func (c *Client) DeadDelete(ctx context.Context, p DeadDeleteParams) (int, error) {
+	if err := validateQueue(p.Namespace, p.Queue); err != nil {
+		return 0, err
+	}
+	args, err := deadSelection(p.IDs, p.Limit)
+	if err != nil {
+		return 0, err
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	n, err := c.run(ctx, scriptDeadDelete, k, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("queue: dead delete: %w", err)
+	}
+	return n, nil
+}
+
+// deadSelection is the limit argument followed by the ids (dead_respawn.lua, dead_delete.lua).
+func deadSelection(ids []string, limit int) ([]any, error) {
+	if len(ids) > MaxDeadPage {
+		return nil, invalid("ids", "at most %d per call", MaxDeadPage)
+	}
+	if len(ids) == 0 {
+		if limit < 1 || limit > MaxDeadPage {
+			return nil, invalid("limit", "%d is outside 1..%d (or name ids)", limit, MaxDeadPage)
+		}
+	}
+	args := []any{max(limit, 1)}
+	for _, id := range ids {
+		if err := validateID(id); err != nil {
+			return nil, inField("ids", err)
+		}
+		args = append(args, id)
+	}
+	return args, nil
+}
+
+func pageLimit(limit, def int) (int, error) {
+	if limit == 0 {
+		return def, nil
+	}
+	if limit < 1 || limit > MaxDeadPage {
+		return 0, invalid("limit", "%d is outside 1..%d", limit, MaxDeadPage)
+	}
+	return limit, nil
+}

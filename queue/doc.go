@@ -1,0 +1,22 @@
+// Package queue is Sluice's job queue engine on Redis: delayed and prioritised jobs with leases,
+// retries with backoff, ack/nack, dead letter and dedup.
+//
+// Every state change is one Lua script on the keys of one queue (which share a hash tag, so it
+// runs on Redis Cluster), with time taken from Redis TIME in milliseconds. A process killed at any
+// instant loses no job: a leased job whose consumer dies comes back when its lease (TTR) ends.
+//
+// The life of a job (docs/job-states.md):
+//
+//	publish ─► delayed ──(due)──► ready ──consume──► leased ──ack──► done / gone
+//	              ▲                  ▲                 │
+//	              └──── nack / lease expiry with tries left (after backoff)
+//	                                                   └── no tries left ──► dead ──respawn──► ready
+//
+// Delivery is at least once. A lease is named by its delivery number: Ack, Nack, Touch and Release
+// of a delivery whose lease has ended return ErrLeaseLost and change nothing, so a slow consumer
+// can never ack the delivery another consumer now holds.
+//
+// Consume blocks without polling: scripts PUBLISH when jobs become ready, and a blocked consumer
+// sleeps until the next due job or lease end that Redis reported. A Maintainer does the same
+// housekeeping for queues that no consumer is reading.
+package queue

@@ -1,0 +1,237 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Get returns a job in any state, with its position among ready jobs when it is ready.
+// It returns ErrNotFound when the job is gone (acked without result, deleted, expired, trimmed).
+func (c *Client) Get(ctx context.Context, ns, q, id string) (*Job, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return nil, err
+	}
+	if err := validateID(id); err != nil {
+		return nil, err
+	}
+	return c.jobReply(c.run(ctx, scriptGet, newQueueKeys(c.cfg.Prefix, ns, q), id), ns, q, "get")
+}
+
+// Peek returns the job a consumer would get next, without leasing it, or ErrNotFound when no job
+// is ready.
+func (c *Client) Peek(ctx context.Context, ns, q string) (*Job, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return nil, err
+	}
+	return c.jobReply(c.run(ctx, scriptPeek, newQueueKeys(c.cfg.Prefix, ns, q)), ns, q, "peek")
+}
+
+func (c *Client) jobReply(cmd *redis.Cmd, ns, q, op string) (*Job, error) {
+	f, err := cmd.Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: %s: %w", op, err)
+	}
+	j := parseJob(ns, q, f)
+	return &j, nil
+}
+
+// Delete removes jobs in any state (cancel) and returns how many existed. A consumer holding one
+// gets ErrNotFound when it acks.
+func (c *Client) Delete(ctx context.Context, ns, q string, ids ...string) (int, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		if err := validateID(id); err != nil {
+			return 0, err
+		}
+		args[i] = id
+	}
+	n, err := c.run(ctx, scriptDelete, newQueueKeys(c.cfg.Prefix, ns, q), args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("queue: delete: %w", err)
+	}
+	return n, nil
+}
+
+// Stats are a queue's depths and its counters since it was first used.
+type Stats struct {
+	Ready   int64
+	Delayed int64
+	Leased  int64
+	Dead    int64
+	Done    int64 // acked jobs whose results are kept
+	Paused  bool
+
+	Published    int64
+	Consumed     int64 // deliveries
+	Acked        int64
+	Nacked       int64
+	Retried      int64 // nacks and lease expiries that scheduled another try
+	DeadLettered int64
+	Expired      int64
+	Deleted      int64
+	Released     int64
+	Respawned    int64
+	DeadDropped  int64 // dead jobs trimmed by retention or size
+	Purged       int64
+}
+
+// Stats returns the queue's depths and counters. It costs O(priorities in use), never O(jobs).
+func (c *Client) Stats(ctx context.Context, ns, q string) (Stats, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return Stats{}, err
+	}
+	f, err := c.run(ctx, scriptStats, newQueueKeys(c.cfg.Prefix, ns, q)).Slice()
+	if err != nil {
+		return Stats{}, fmt.Errorf("queue: stats: %w", err)
+	}
+	return parseStats(f), nil
+}
+
+// StatsMany returns the stats of many queues of a namespace in one pipelined round trip.
+func (c *Client) StatsMany(ctx context.Context, ns string, queues []string) ([]Stats, error) {
+	for _, q := range queues {
+		if err := validateQueue(ns, q); err != nil {
+			return nil, err
+		}
+	}
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(queues))
+		for i, q := range queues {
+			cmds[i] = c.runPipelined(ctx, pipe, scriptStats, newQueueKeys(c.cfg.Prefix, ns, q))
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: stats: %w", err)
+	}
+	out := make([]Stats, len(queues))
+	for i, cmd := range cmds {
+		f, err := cmd.Slice()
+		if err != nil {
+			return nil, fmt.Errorf("queue: stats of %s: %w", queues[i], err)
+		}
+		out[i] = parseStats(f)
+	}
+	return out, nil
+}
+
+func parseStats(f []any) Stats {
+	s := Stats{
+		Ready: num(f[0]), Delayed: num(f[1]), Leased: num(f[2]), Dead: num(f[3]), Done: num(f[4]),
+		Paused: num(f[5]) == 1,
+	}
+	counters := map[string]*int64{
+		"published": &s.Published, "consumed": &s.Consumed, "acked": &s.Acked, "nacked": &s.Nacked,
+		"retried": &s.Retried, "dead_lettered": &s.DeadLettered, "expired": &s.Expired,
+		"deleted": &s.Deleted, "released": &s.Released, "respawned": &s.Respawned,
+		"dead_dropped": &s.DeadDropped, "purged": &s.Purged,
+	}
+	for i := 6; i+1 < len(f); i += 2 {
+		if p, ok := counters[str(f[i])]; ok {
+			var n int64
+			_, _ = fmt.Sscan(str(f[i+1]), &n)
+			*p = n
+		}
+	}
+	return s
+}
+
+// Namespaces lists the namespaces that have queues, sorted.
+func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
+	ns, err := c.rdb.SMembers(ctx, namespacesKey(c.cfg.Prefix)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: namespaces: %w", err)
+	}
+	slices.Sort(ns)
+	return ns, nil
+}
+
+// Queues lists the queues of a namespace, sorted. A queue exists from its first publish until it
+// is deleted with DeleteQueue.
+func (c *Client) Queues(ctx context.Context, ns string) ([]string, error) {
+	if !validName(ns) {
+		return nil, invalid("namespace", "%q %s", ns, nameRule)
+	}
+	qs, err := c.rdb.SMembers(ctx, queuesKey(c.cfg.Prefix, ns)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: queues: %w", err)
+	}
+	slices.Sort(qs)
+	return qs, nil
+}
+
+// Pause stops consumers from getting jobs of the queue; publishing and timers go on.
+func (c *Client) Pause(ctx context.Context, ns, q string) error {
+	if err := validateQueue(ns, q); err != nil {
+		return err
+	}
+	if err := c.register(ctx, ns, q); err != nil {
+		return err
+	}
+	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	if err := c.rdb.HSet(ctx, k.meta(), "paused", "1").Err(); err != nil {
+		return fmt.Errorf("queue: pause: %w", err)
+	}
+	return nil
+}
+
+// Resume lets consumers get jobs of a paused queue again and wakes the ones waiting.
+func (c *Client) Resume(ctx context.Context, ns, q string) error {
+	if err := validateQueue(ns, q); err != nil {
+		return err
+	}
+	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	if err := c.rdb.HDel(ctx, k.meta(), "paused").Err(); err != nil {
+		return fmt.Errorf("queue: resume: %w", err)
+	}
+	// Only a wake-up: a lost one costs waiting consumers at most Config.WakeupInterval.
+	if err := c.rdb.Publish(ctx, k.channel, "r").Err(); err != nil {
+		return fmt.Errorf("queue: resume: %w", err)
+	}
+	return nil
+}
+
+// Purge removes every job of the queue in every state (delayed, ready, leased, dead, done) and
+// returns how many there were. The queue, its settings and its counters stay.
+func (c *Client) Purge(ctx context.Context, ns, q string) (int64, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return 0, err
+	}
+	n, err := c.run(ctx, scriptPurge, newQueueKeys(c.cfg.Prefix, ns, q), "0").Int64()
+	if err != nil {
+		return 0, fmt.Errorf("queue: purge: %w", err)
+	}
+	return n, nil
+}
+
+// DeleteQueue removes the queue: its jobs, settings and counters, and its registry entry.
+func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return 0, err
+	}
+	n, err := c.run(ctx, scriptPurge, newQueueKeys(c.cfg.Prefix, ns, q), "1").Int64()
+	if err != nil {
+		return 0, fmt.Errorf("queue: delete queue: %w", err)
+	}
+	c.forget(ns, q)
+	if err := c.rdb.SRem(ctx, queuesKey(c.cfg.Prefix, ns), q).Err(); err != nil {
+		return n, fmt.Errorf("queue: delete queue: %w", err)
+	}
+	return n, nil
+}

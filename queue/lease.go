@@ -1,0 +1,228 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AckParams name a delivery to finish.
+type AckParams struct {
+	Namespace string
+	Queue     string
+	ID        string
+	Delivery  int
+	// Result, when not nil, is kept with the job (state done) for Config.ResultRetention; without
+	// one the job is removed at once.
+	Result []byte
+}
+
+// Ack finishes a delivery. It returns ErrLeaseLost when the lease expired or a later delivery holds
+// the job, and ErrNotFound when the job is gone; either way nothing changes.
+func (c *Client) Ack(ctx context.Context, p AckParams) error {
+	errs, err := c.AckMany(ctx, []AckParams{p})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// AckMany finishes many deliveries: one script call per queue, pipelined. The error slice has one
+// entry per ack (nil, ErrLeaseLost or ErrNotFound); the second return is for failures of the call
+// itself (validation, Redis).
+func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
+	type group struct {
+		k    queueKeys
+		idx  []int
+		args []any
+	}
+	var groups []*group
+	byQueue := map[string]*group{}
+	for i, p := range ps {
+		if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+			return nil, inField(fmt.Sprintf("acks[%d]", i), err)
+		}
+		key := p.Namespace + "\x00" + p.Queue
+		g := byQueue[key]
+		if g == nil {
+			g = &group{k: newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)}
+			byQueue[key] = g
+			groups = append(groups, g)
+		}
+		hasResult := "0"
+		if p.Result != nil {
+			hasResult = "1"
+		}
+		g.idx = append(g.idx, i)
+		g.args = append(g.args, p.ID, p.Delivery, hasResult, p.Result)
+	}
+	errs := make([]error, len(ps))
+	collect := func(g *group, reply []any) {
+		for j, i := range g.idx {
+			switch num(reply[j]) {
+			case 0:
+				errs[i] = ErrNotFound
+			case -1:
+				errs[i] = ErrLeaseLost
+			}
+		}
+	}
+	if len(groups) == 1 {
+		g := groups[0]
+		reply, err := c.run(ctx, scriptAck, g.k, append([]any{len(g.idx)}, g.args...)...).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("queue: ack: %w", err)
+		}
+		collect(g, reply)
+		return errs, nil
+	}
+	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(groups))
+		for i, g := range groups {
+			cmds[i] = c.runPipelined(ctx, pipe, scriptAck, g.k, append([]any{len(g.idx)}, g.args...)...)
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: ack: %w", err)
+	}
+	for i, g := range groups {
+		reply, err := cmds[i].Slice()
+		if err != nil {
+			return nil, fmt.Errorf("queue: ack: %w", err)
+		}
+		collect(g, reply)
+	}
+	return errs, nil
+}
+
+// NackParams name a failed delivery.
+type NackParams struct {
+	Namespace string
+	Queue     string
+	ID        string
+	Delivery  int
+	// Error is kept as the job's LastError.
+	Error string
+	// RetryAfter, when not nil, is the delay before the next try; nil uses the job's Backoff.
+	RetryAfter *time.Duration
+	// NoRetry sends the job to the dead letter now, whatever tries it has left.
+	NoRetry bool
+}
+
+// NackOutcome says what a nack did with the job.
+type NackOutcome string
+
+// What a nack can do.
+const (
+	NackRetried NackOutcome = "retried" // another try is scheduled
+	NackDead    NackOutcome = "dead"    // no tries left (or NoRetry): in the dead letter
+	NackExpired NackOutcome = "expired" // the ttl ends before the next try: gone
+)
+
+// Nack reports a failed delivery: the job is tried again after RetryAfter (or its backoff) while
+// it has tries left, else it goes to the dead letter.
+func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
+	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+		return "", err
+	}
+	retry := int64(-1)
+	if p.RetryAfter != nil {
+		if *p.RetryAfter < 0 {
+			return "", invalid("retry_after", "must not be negative")
+		}
+		retry = p.RetryAfter.Milliseconds()
+	}
+	noRetry := "0"
+	if p.NoRetry {
+		noRetry = "1"
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	out, err := c.run(ctx, scriptNack, k, p.ID, p.Delivery, p.Error, retry, noRetry).Text()
+	if err != nil {
+		return "", leaseError("nack", err)
+	}
+	return NackOutcome(out), nil
+}
+
+// TouchParams name a lease to extend.
+type TouchParams struct {
+	Namespace string
+	Queue     string
+	ID        string
+	Delivery  int
+	// TTR is the new lease length from now. 0: the job's own TTR.
+	TTR time.Duration
+}
+
+// Touch extends a lease to now + TTR and returns its new end.
+func (c *Client) Touch(ctx context.Context, p TouchParams) (time.Time, error) {
+	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+		return time.Time{}, err
+	}
+	if p.TTR < 0 {
+		return time.Time{}, invalid("ttr", "must not be negative")
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	until, err := c.run(ctx, scriptTouch, k, p.ID, p.Delivery, p.TTR.Milliseconds()).Int64()
+	if err != nil {
+		return time.Time{}, leaseError("touch", err)
+	}
+	return time.UnixMilli(until), nil
+}
+
+// ReleaseParams name a lease to give back.
+type ReleaseParams struct {
+	Namespace string
+	Queue     string
+	ID        string
+	Delivery  int
+}
+
+// Release gives a leased job back unprocessed: it goes to the head of the ready jobs of its
+// priority and the try it used is returned, so another consumer gets it at once and no failure is
+// counted. Workers call it for jobs they fetched but will not run (shutdown).
+func (c *Client) Release(ctx context.Context, p ReleaseParams) error {
+	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+		return err
+	}
+	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	if err := c.run(ctx, scriptRelease, k, p.ID, p.Delivery).Err(); err != nil {
+		return leaseError("release", err)
+	}
+	return nil
+}
+
+// leaseError maps the scripts' NOT_FOUND and LEASE_LOST error replies to the sentinel errors.
+func leaseError(op string, err error) error {
+	switch {
+	case redis.HasErrorPrefix(err, "NOT_FOUND"):
+		return ErrNotFound
+	case redis.HasErrorPrefix(err, "LEASE_LOST"):
+		return ErrLeaseLost
+	default:
+		return fmt.Errorf("queue: %s: %w", op, err)
+	}
+}
+
+func validateLease(ns, q, id string, delivery int) error {
+	if err := validateQueue(ns, q); err != nil {
+		return err
+	}
+	if err := validateID(id); err != nil {
+		return err
+	}
+	if delivery < 1 {
+		return invalid("delivery", "must be at least 1 (the number a consume returned)")
+	}
+	return nil
+}
+
+func validateID(id string) error {
+	if id == "" || len(id) > 255 {
+		return invalid("job_id", "must be 1..255 bytes")
+	}
+	return nil
+}

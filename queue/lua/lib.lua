@@ -1,0 +1,278 @@
+-- lib.lua: helpers prepended to every queue script (scripts.go joins them). Not a script itself.
+--
+-- Every queue script receives the same KEYS, all of one queue and all sharing its hash tag:
+--   KEYS[1]  jobs      hash   id -> job record (cmsgpack array, see R_* below)
+--   KEYS[2]  ready     prefix of the per-priority ready lists: the list of priority p is KEYS[2]..p
+--   KEYS[3]  prios     zset   priorities whose ready list may be non-empty (score = priority)
+--   KEYS[4]  delayed   zset   id -> due time (ms)
+--   KEYS[5]  leased    zset   id -> lease end (ms)
+--   KEYS[6]  expiry    zset   id -> ttl end (ms), for delayed and ready jobs with a ttl
+--   KEYS[7]  dead      zset   id -> time it died (ms)
+--   KEYS[8]  done      zset   id -> time it was acked with a result (ms)
+--   KEYS[9]  stats     hash   counters
+--   KEYS[10] meta      hash   queue settings (paused)
+--   KEYS[11] unique    prefix of the unique-key strings: the key of u is KEYS[11]..u
+-- and the same leading ARGV:
+--   ARGV[1] notify channel (PUBLISHed to when jobs become ready)
+--   ARGV[2] batch: the most jobs one housekeeping step moves
+--   ARGV[3] dead retention (ms)      ARGV[4] dead letter size bound
+--   ARGV[5] result retention (ms)    ARGV[6] result count bound
+-- Script-specific arguments start at ARGV[7].
+
+local K_JOBS, K_READY, K_PRIOS, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_LEASED, K_EXPIRY, K_DEAD, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_STATS, K_META, K_UNIQUE = KEYS[9], KEYS[10], KEYS[11]
+local CHANNEL = ARGV[1]
+local BATCH = tonumber(ARGV[2])
+local DEAD_RETENTION, DEAD_MAX = tonumber(ARGV[3]), tonumber(ARGV[4])
+local RESULT_RETENTION, RESULT_MAX = tonumber(ARGV[5]), tonumber(ARGV[6])
+
+-- Job record fields (positions in the cmsgpack array).
+local R_STATE, R_PRI, R_TRIES, R_LEFT, R_DELIVERY = 1, 2, 3, 4, 5
+local R_TTL, R_EXPIRE, R_TTR, R_BBASE, R_BMAX = 6, 7, 8, 9, 10
+local R_PUBLISHED, R_DUE, R_LEASE, R_UNIQUE, R_ATTRS = 11, 12, 13, 14, 15
+local R_PAYLOAD, R_ERROR, R_RESULT, R_FINISHED = 16, 17, 18, 19
+
+-- States.
+local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
+
+local notify_ready = false
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function load(id)
+  local raw = redis.call('HGET', K_JOBS, id)
+  if not raw then return nil end
+  return cmsgpack.unpack(raw)
+end
+
+local function save(id, rec)
+  redis.call('HSET', K_JOBS, id, cmsgpack.pack(rec))
+end
+
+local function count(field, n)
+  if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
+end
+
+-- push_ready appends a job to the tail of its priority's ready list (head when front is true).
+local function push_ready(id, rec, front)
+  local pri = rec[R_PRI]
+  if front then
+    redis.call('LPUSH', K_READY .. pri, id)
+  else
+    redis.call('RPUSH', K_READY .. pri, id)
+  end
+  redis.call('ZADD', K_PRIOS, pri, pri)
+  rec[R_STATE] = S_READY
+  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
+  notify_ready = true
+end
+
+-- push_delayed schedules a job; it wakes blocked consumers only when it is the new earliest job,
+-- since they already sleep until the old earliest one.
+local function push_delayed(id, rec, due)
+  local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  redis.call('ZADD', K_DELAYED, due, id)
+  rec[R_STATE] = S_DELAYED
+  rec[R_DUE] = due
+  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
+  if head[2] == nil or due < tonumber(head[2]) then
+    redis.call('PUBLISH', CHANNEL, 'd')
+  end
+end
+
+local function release_unique(id, rec)
+  local u = rec[R_UNIQUE]
+  if u ~= '' and redis.call('GET', K_UNIQUE .. u) == id then
+    redis.call('DEL', K_UNIQUE .. u)
+  end
+end
+
+-- unlink removes a job from the structure its state puts it in (not from the jobs hash).
+local function unlink(id, rec)
+  local st = rec[R_STATE]
+  if st == S_READY then
+    local list = K_READY .. rec[R_PRI]
+    redis.call('LREM', list, 1, id)
+    if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, rec[R_PRI]) end
+  elseif st == S_DELAYED then
+    redis.call('ZREM', K_DELAYED, id)
+  elseif st == S_LEASED then
+    redis.call('ZREM', K_LEASED, id)
+  elseif st == S_DEAD then
+    redis.call('ZREM', K_DEAD, id)
+  elseif st == S_DONE then
+    redis.call('ZREM', K_DONE, id)
+  end
+  redis.call('ZREM', K_EXPIRY, id)
+end
+
+-- forget removes a job entirely.
+local function forget(id, rec)
+  unlink(id, rec)
+  release_unique(id, rec)
+  redis.call('HDEL', K_JOBS, id)
+end
+
+-- trim keeps a finished-jobs zset (dead or done) within its retention and size bound.
+local function trim(zset, now, retention, max, dropped_field)
+  local dropped = 0
+  local old = redis.call('ZRANGEBYSCORE', zset, '-inf', now - retention, 'LIMIT', 0, BATCH)
+  for _, id in ipairs(old) do
+    redis.call('HDEL', K_JOBS, id)
+    redis.call('ZREM', zset, id)
+    dropped = dropped + 1
+  end
+  local over = redis.call('ZCARD', zset) - max
+  if over > 0 then
+    if over > BATCH then over = BATCH end
+    local popped = redis.call('ZPOPMIN', zset, over)
+    for i = 1, #popped, 2 do
+      redis.call('HDEL', K_JOBS, popped[i])
+      dropped = dropped + 1
+    end
+  end
+  if dropped_field then count(dropped_field, dropped) end
+  return dropped
+end
+
+local function to_dead(id, rec, now, reason)
+  rec[R_STATE] = S_DEAD
+  rec[R_FINISHED] = now
+  if reason then rec[R_ERROR] = reason end
+  redis.call('ZREM', K_EXPIRY, id)
+  release_unique(id, rec)
+  save(id, rec)
+  redis.call('ZADD', K_DEAD, now, id)
+  count('dead_lettered', 1)
+  trim(K_DEAD, now, DEAD_RETENTION, DEAD_MAX, 'dead_dropped')
+end
+
+local function expire(id, rec)
+  forget(id, rec)
+  count('expired', 1)
+end
+
+-- backoff_ms is the job's own retry delay for its next try: base * 2^(tries used - 1), capped.
+local function backoff_ms(rec)
+  local base = rec[R_BBASE]
+  if base <= 0 then return 0 end
+  local used = rec[R_TRIES] - rec[R_LEFT]
+  if used < 1 then used = 1 end
+  local d = base * (2 ^ (used - 1))
+  if rec[R_BMAX] > 0 and d > rec[R_BMAX] then d = rec[R_BMAX] end
+  return math.floor(d)
+end
+
+-- retry_or_dead ends a delivery that failed (nack or lease expiry): another try after delay_ms when
+-- tries are left and the ttl allows, else the dead letter. Returns 'retried', 'dead' or 'expired'.
+local function retry_or_dead(id, rec, now, delay_ms, reason)
+  if rec[R_LEFT] <= 0 then
+    to_dead(id, rec, now, reason)
+    return 'dead'
+  end
+  local due = now + delay_ms
+  if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= due then
+    expire(id, rec)
+    return 'expired'
+  end
+  rec[R_ERROR] = reason or rec[R_ERROR]
+  rec[R_LEASE] = 0
+  if delay_ms > 0 then
+    push_delayed(id, rec, due)
+  else
+    rec[R_DUE] = now
+    push_ready(id, rec, false)
+  end
+  save(id, rec)
+  count('retried', 1)
+  return 'retried'
+end
+
+-- housekeeping moves what time has changed, at most BATCH jobs of each kind: jobs past their ttl
+-- disappear, due delayed jobs become ready, expired leases are retried or dead-lettered.
+local function housekeeping(now)
+  local ids = redis.call('ZRANGEBYSCORE', K_EXPIRY, '-inf', now, 'LIMIT', 0, BATCH)
+  for _, id in ipairs(ids) do
+    local rec = load(id)
+    if rec then expire(id, rec) else redis.call('ZREM', K_EXPIRY, id) end
+  end
+  ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, BATCH)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', K_DELAYED, id)
+    local rec = load(id)
+    if rec then
+      push_ready(id, rec, false)
+      save(id, rec)
+    end
+  end
+  local promoted = #ids
+  ids = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, BATCH)
+  for _, id in ipairs(ids) do
+    redis.call('ZREM', K_LEASED, id)
+    local rec = load(id)
+    if rec then
+      if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
+        expire(id, rec)
+      else
+        retry_or_dead(id, rec, now, backoff_ms(rec), 'lease expired')
+      end
+    end
+  end
+  return promoted, #ids
+end
+
+-- next_wake is when time next changes something a consumer could take: the earliest due delayed job
+-- or lease end (-1 when there is none).
+local function next_wake()
+  local w = -1
+  local d = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  if d[2] then w = tonumber(d[2]) end
+  local l = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')
+  if l[2] and (w < 0 or tonumber(l[2]) < w) then w = tonumber(l[2]) end
+  return w
+end
+
+local function flush_notify()
+  if notify_ready then redis.call('PUBLISH', CHANNEL, 'r') end
+end
+
+-- reply_job flattens a job for the Go side (parseJob in scripts.go reads the same order).
+local function reply_job(out, id, rec, position)
+  local n = #out
+  out[n + 1] = id
+  out[n + 2] = rec[R_STATE]
+  out[n + 3] = rec[R_PRI]
+  out[n + 4] = rec[R_TRIES]
+  out[n + 5] = rec[R_LEFT]
+  out[n + 6] = rec[R_DELIVERY]
+  out[n + 7] = rec[R_TTL]
+  out[n + 8] = rec[R_EXPIRE]
+  out[n + 9] = rec[R_TTR]
+  out[n + 10] = rec[R_PUBLISHED]
+  out[n + 11] = rec[R_DUE]
+  out[n + 12] = rec[R_LEASE]
+  out[n + 13] = rec[R_UNIQUE]
+  out[n + 14] = rec[R_ATTRS]
+  out[n + 15] = rec[R_PAYLOAD]
+  out[n + 16] = rec[R_ERROR]
+  out[n + 17] = rec[R_RESULT]
+  out[n + 18] = rec[R_FINISHED]
+  out[n + 19] = position or -1
+  out[n + 20] = rec[R_BBASE]
+  out[n + 21] = rec[R_BMAX]
+end
+
+-- check_lease validates a delivery named by ack, nack, touch or release. Returns the record, or nil
+-- and the reason: 'not_found' or 'lease_lost'.
+local function check_lease(id, delivery, now)
+  local rec = load(id)
+  if not rec then return nil, 'not_found' end
+  if rec[R_STATE] ~= S_LEASED or rec[R_DELIVERY] ~= delivery or rec[R_LEASE] <= now then
+    return nil, 'lease_lost'
+  end
+  return rec
+end

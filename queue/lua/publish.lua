@@ -1,0 +1,57 @@
+-- publish.lua: add jobs to one queue.
+-- KEYS: the queue keys (lib.lua).
+-- ARGV[7]: number of jobs n; then 13 fields per job:
+--   id, payload, priority, tries, ttl_ms, ttr_ms, delay_ms, run_at_ms (0: use delay),
+--   backoff_base_ms, backoff_max_ms, unique_key ('' none), unique_for_ms, attributes (JSON or '')
+-- Returns: flat array of n pairs {id, duplicate (0|1)}; a duplicate names the job already holding
+-- the unique key. Jobs due now go to the tail of their priority's ready list, others to delayed.
+local now = now_ms()
+local n = tonumber(ARGV[7])
+local out = {}
+local published = 0
+for i = 0, n - 1 do
+  local a = 8 + i * 13
+  local id, unique = ARGV[a], ARGV[a + 10]
+  local dup = nil
+  if unique ~= '' then
+    local holder = redis.call('GET', K_UNIQUE .. unique)
+    if holder then
+      local h = load(holder)
+      if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then dup = holder end
+    end
+  end
+  if dup then
+    out[#out + 1] = dup
+    out[#out + 1] = 1
+  else
+    local ttl = tonumber(ARGV[a + 4])
+    local run_at = tonumber(ARGV[a + 7])
+    local due = now + tonumber(ARGV[a + 6])
+    if run_at > 0 then due = run_at end
+    local expire_at = 0
+    if ttl > 0 then expire_at = now + ttl end
+    local tries = tonumber(ARGV[a + 3])
+    local rec = {
+      S_READY, tonumber(ARGV[a + 2]), tries, tries, 0,
+      ttl, expire_at, tonumber(ARGV[a + 5]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]),
+      now, due, 0, unique, ARGV[a + 12],
+      ARGV[a + 1], '', '', 0,
+    }
+    if due > now then
+      push_delayed(id, rec, due)
+    else
+      rec[R_DUE] = now
+      push_ready(id, rec, false)
+    end
+    save(id, rec)
+    if unique ~= '' then
+      redis.call('SET', K_UNIQUE .. unique, id, 'PX', tonumber(ARGV[a + 11]))
+    end
+    published = published + 1
+    out[#out + 1] = id
+    out[#out + 1] = 0
+  end
+end
+count('published', published)
+flush_notify()
+return out

@@ -1,0 +1,134 @@
+package queue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaintainerConfig configures a Maintainer.
+type MaintainerConfig struct {
+	// Interval between passes. Default 500ms, so queues no consumer reads see due jobs promoted
+	// and expired leases handled within about half a second.
+	Interval time.Duration
+	// Logger receives pass errors. Default: the client's logger.
+	Logger *slog.Logger
+}
+
+// Maintainer runs the housekeeping of every registered queue in the background: due delayed jobs
+// become ready, expired leases are retried or dead-lettered, expired jobs disappear, and the dead
+// letter and results are trimmed. Consumers do the same for the queues they read, so the
+// maintainer matters for queues nobody is reading. Any number of processes may run one: every step
+// is an atomic script that moves a bounded batch.
+type Maintainer struct {
+	client *Client
+	cfg    MaintainerConfig
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewMaintainer returns a stopped Maintainer for the client's queues.
+func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
+	cfg.Interval = cmp.Or(cfg.Interval, 500*time.Millisecond)
+	if cfg.Logger == nil {
+		cfg.Logger = client.cfg.Logger
+	}
+	return &Maintainer{client: client, cfg: cfg}
+}
+
+// Start runs passes until ctx ends or Stop is called.
+func (m *Maintainer) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done != nil {
+		return errors.New("queue: maintainer already started")
+	}
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.done = make(chan struct{})
+	go m.loop(ctx, m.done)
+	return nil
+}
+
+// Stop ends the loop and waits for the pass under way.
+func (m *Maintainer) Stop() {
+	m.mu.Lock()
+	cancel, done := m.cancel, m.done
+	m.cancel, m.done = nil, nil
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (m *Maintainer) loop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
+			m.cfg.Logger.Warn("queue maintenance pass failed", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// MaintainResult counts what one pass did.
+type MaintainResult struct {
+	Queues   int // queues visited
+	Promoted int // delayed jobs made ready
+	Reaped   int // expired leases handled
+	Dropped  int // dead jobs and results trimmed
+}
+
+// MaintainOnce runs one housekeeping step on every registered queue, pipelined: one round trip per
+// namespace plus one for the namespace list.
+func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
+	var res MaintainResult
+	namespaces, err := c.Namespaces(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, ns := range namespaces {
+		queues, err := c.Queues(ctx, ns)
+		if err != nil {
+			return res, err
+		}
+		if len(queues) == 0 {
+			continue
+		}
+		cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
+			cmds := make([]*redis.Cmd, len(queues))
+			for i, q := range queues {
+				cmds[i] = c.runPipelined(ctx, pipe, scriptMaintain, newQueueKeys(c.cfg.Prefix, ns, q))
+			}
+			return cmds
+		})
+		if err != nil {
+			return res, fmt.Errorf("queue: maintain %s: %w", ns, err)
+		}
+		for i, cmd := range cmds {
+			f, err := cmd.Slice()
+			if err != nil {
+				return res, fmt.Errorf("queue: maintain %s/%s: %w", ns, queues[i], err)
+			}
+			res.Queues++
+			res.Promoted += int(num(f[0]))
+			res.Reaped += int(num(f[1]))
+			res.Dropped += int(num(f[2]))
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,255 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Limits on what a job may carry.
+const (
+	MaxPriority       = 255
+	MaxAttributes     = 32
+	MaxAttributeKey   = 128
+	MaxAttributeValue = 1024
+	MaxUniqueKey      = 512
+)
+
+// PublishParams describe one job.
+type PublishParams struct {
+	Namespace string
+	Queue     string
+	Payload   []byte
+	// Priority 0..255; higher runs first, FIFO within one priority. Default 0.
+	Priority int
+	// Delay postpones the first delivery; RunAt names the time instead (ms precision). At most one.
+	Delay time.Duration
+	RunAt time.Time
+	// Tries is the most deliveries the job gets (≥ 1). 0: Config.DefaultTries.
+	Tries int
+	// TTL is how long the job may wait for delivery before it expires. 0: never.
+	TTL time.Duration
+	// TTR is the lease a consumer gets when the consume call names none. 0: Config.DefaultTTR.
+	TTR time.Duration
+	// Backoff is the retry delay after a failed delivery when the nack names none. Zero: at once.
+	Backoff Backoff
+	// UniqueKey deduplicates: while a job holding the key is pending (delayed, ready or leased) and
+	// UniqueFor has not passed, publishing the key again returns that job's id as a duplicate.
+	UniqueKey string
+	UniqueFor time.Duration // 0: Config.DefaultUniqueFor
+	// Attributes are small string metadata delivered with the job.
+	Attributes map[string]string
+}
+
+// PublishResult is the outcome of one publish.
+type PublishResult struct {
+	// ID of the new job, or of the job already holding the unique key.
+	ID string
+	// Duplicate reports that the unique key was held and nothing was published.
+	Duplicate bool
+}
+
+// Publish adds one job. It costs one round trip (plus one the first time a process publishes to a
+// queue, to register it).
+func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, error) {
+	res, err := c.PublishMany(ctx, []PublishParams{p})
+	if err != nil {
+		var v *ValidationError
+		if asValidation(err, &v) {
+			// Name the field as a single publish does, without the jobs[0] prefix.
+			v.Field = trimIndex(v.Field)
+			return PublishResult{}, v
+		}
+		return PublishResult{}, err
+	}
+	return res[0], nil
+}
+
+// PublishMany adds jobs, one script call (one round trip) per queue, pipelined. Every job is
+// validated first: one bad job publishes nothing and the error names it (jobs[3].priority).
+// Results come in the order of ps.
+func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]PublishResult, error) {
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	type group struct {
+		ns, q string
+		idx   []int
+		args  []any
+	}
+	var groups []*group
+	byQueue := map[string]*group{}
+	for i, p := range ps {
+		args, err := c.publishArgs(p)
+		if err != nil {
+			return nil, inField(fmt.Sprintf("jobs[%d]", i), err)
+		}
+		key := p.Namespace + "\x00" + p.Queue
+		g := byQueue[key]
+		if g == nil {
+			g = &group{ns: p.Namespace, q: p.Queue}
+			byQueue[key] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+		g.args = append(g.args, args...)
+	}
+	for _, g := range groups {
+		if err := c.register(ctx, g.ns, g.q); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]PublishResult, len(ps))
+	collect := func(g *group, reply any) error {
+		vals, ok := reply.([]any)
+		if !ok || len(vals) != 2*len(g.idx) {
+			return fmt.Errorf("queue: publish: unexpected reply %T", reply)
+		}
+		for j, i := range g.idx {
+			out[i] = PublishResult{ID: str(vals[2*j]), Duplicate: num(vals[2*j+1]) == 1}
+		}
+		return nil
+	}
+	if len(groups) == 1 {
+		g := groups[0]
+		k := newQueueKeys(c.cfg.Prefix, g.ns, g.q)
+		reply, err := c.run(ctx, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: publish: %w", err)
+		}
+		return out, collect(g, reply)
+	}
+	cmds, err := c.execPipeline(ctx, func(pipe redisPipeliner) []*redisCmd {
+		cmds := make([]*redisCmd, len(groups))
+		for i, g := range groups {
+			k := newQueueKeys(c.cfg.Prefix, g.ns, g.q)
+			cmds[i] = c.runPipelined(ctx, pipe, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...)
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: publish: %w", err)
+	}
+	for i, g := range groups {
+		reply, err := cmds[i].Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: publish to %s/%s: %w", g.ns, g.q, err)
+		}
+		if err := collect(g, reply); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// publishArgs validates a job and returns its 13 script arguments (publish.lua).
+func (c *Client) publishArgs(p PublishParams) ([]any, error) {
+	if err := validateQueue(p.Namespace, p.Queue); err != nil {
+		return nil, err
+	}
+	if len(p.Payload) > c.cfg.MaxPayloadBytes {
+		return nil, invalid("payload", "%d bytes is over the limit of %d", len(p.Payload), c.cfg.MaxPayloadBytes)
+	}
+	if p.Priority < 0 || p.Priority > MaxPriority {
+		return nil, invalid("priority", "%d is outside 0..%d", p.Priority, MaxPriority)
+	}
+	if p.Delay < 0 {
+		return nil, invalid("delay", "must not be negative")
+	}
+	if p.Delay > 0 && !p.RunAt.IsZero() {
+		return nil, invalid("run_at", "give either delay or run_at, not both")
+	}
+	tries := p.Tries
+	if tries == 0 {
+		tries = c.cfg.DefaultTries
+	}
+	if tries < 1 {
+		return nil, invalid("tries", "must be at least 1")
+	}
+	if p.TTL < 0 {
+		return nil, invalid("ttl", "must not be negative")
+	}
+	if p.TTL > 0 && p.TTL < time.Millisecond {
+		return nil, invalid("ttl", "must be at least 1ms")
+	}
+	if p.TTR < 0 {
+		return nil, invalid("ttr", "must not be negative")
+	}
+	ttr := p.TTR
+	if ttr == 0 {
+		ttr = c.cfg.DefaultTTR
+	}
+	if ttr < time.Millisecond {
+		return nil, invalid("ttr", "must be at least 1ms")
+	}
+	if p.Backoff.Base < 0 || p.Backoff.Max < 0 {
+		return nil, invalid("backoff", "must not be negative")
+	}
+	if p.Backoff.Max > 0 && p.Backoff.Max < p.Backoff.Base {
+		return nil, invalid("backoff", "max must not be below base")
+	}
+	runAtMs := int64(0)
+	wait := p.Delay
+	if !p.RunAt.IsZero() {
+		runAtMs = p.RunAt.UnixMilli()
+		if runAtMs <= 0 {
+			return nil, invalid("run_at", "must be after 1970")
+		}
+		wait = time.Until(p.RunAt)
+	}
+	if p.TTL > 0 && wait >= p.TTL {
+		return nil, invalid("ttl", "the job would expire before it is due (ttl %s, delay %s)", p.TTL, wait.Round(time.Millisecond))
+	}
+	if len(p.UniqueKey) > MaxUniqueKey {
+		return nil, invalid("unique_key", "longer than %d bytes", MaxUniqueKey)
+	}
+	if p.UniqueFor < 0 {
+		return nil, invalid("unique_for", "must not be negative")
+	}
+	uniqueFor := p.UniqueFor
+	if uniqueFor == 0 {
+		uniqueFor = c.cfg.DefaultUniqueFor
+	}
+	attrs, err := encodeAttributes(p.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		c.ids.next(), p.Payload, p.Priority, tries, p.TTL.Milliseconds(), ttr.Milliseconds(),
+		p.Delay.Milliseconds(), runAtMs, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds(),
+		p.UniqueKey, max(uniqueFor.Milliseconds(), 1), attrs,
+	}, nil
+}
+
+func encodeAttributes(a map[string]string) (string, error) {
+	if len(a) == 0 {
+		return "", nil
+	}
+	if len(a) > MaxAttributes {
+		return "", invalid("attributes", "%d entries is over the limit of %d", len(a), MaxAttributes)
+	}
+	for k, v := range a {
+		if k == "" || len(k) > MaxAttributeKey {
+			return "", invalid("attributes", "key %q must be 1..%d bytes", k, MaxAttributeKey)
+		}
+		if len(v) > MaxAttributeValue {
+			return "", invalid("attributes", "value of %q is over %d bytes", k, MaxAttributeValue)
+		}
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return "", invalid("attributes", "%v", err)
+	}
+	return string(b), nil
+}
+
+func validateQueue(ns, q string) error {
+	if !validName(ns) {
+		return invalid("namespace", "%q %s", ns, nameRule)
+	}
+	if !validName(q) {
+		return invalid("queue", "%q %s", q, nameRule)
+	}
+	return nil
+}

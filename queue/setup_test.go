@@ -1,0 +1,99 @@
+package queue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// fixture is what a queue test needs: a client on its own key prefix and a namespace.
+type fixture struct {
+	env    *redistest.Env
+	client *queue.Client
+	ns     string
+}
+
+func setup(t *testing.T, env *redistest.Env, cfg queue.Config) *fixture {
+	t.Helper()
+	cfg.Prefix = env.Prefix
+	c, err := queue.NewClient(env.Client, cfg)
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return &fixture{env: env, client: c, ns: "ns"}
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (f *fixture) publish(t *testing.T, p queue.PublishParams) string {
+	t.Helper()
+	if p.Namespace == "" {
+		p.Namespace = f.ns
+	}
+	res, err := f.client.Publish(ctxT(t), p)
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	return res.ID
+}
+
+func (f *fixture) consume(t *testing.T, p queue.ConsumeParams) []queue.Delivery {
+	t.Helper()
+	if p.Namespace == "" {
+		p.Namespace = f.ns
+	}
+	ds, err := f.client.Consume(ctxT(t), p)
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	return ds
+}
+
+func (f *fixture) consumeOne(t *testing.T, q string) queue.Delivery {
+	t.Helper()
+	ds := f.consume(t, queue.ConsumeParams{Queues: []string{q}})
+	if len(ds) != 1 {
+		t.Fatalf("Consume(%s) got %d jobs, want 1", q, len(ds))
+	}
+	return ds[0]
+}
+
+func (f *fixture) stats(t *testing.T, q string) queue.Stats {
+	t.Helper()
+	s, err := f.client.Stats(ctxT(t), f.ns, q)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	return s
+}
+
+func (f *fixture) ack(t *testing.T, d queue.Delivery) {
+	t.Helper()
+	err := f.client.Ack(ctxT(t), queue.AckParams{Namespace: d.Namespace, Queue: d.Queue, ID: d.ID, Delivery: d.Delivery})
+	if err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
