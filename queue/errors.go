@@ -25,7 +25,9 @@ type ValidationError struct {
 	Message string
 }
 
-func (e *ValidationError) Error() string { return fmt.Sprintf("queue: invalid %s: %s", e.Field, e.Message) }
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("queue: invalid %s: %s", e.Field, e.Message)
+}
 
 // Is makes errors.Is(err, ErrInvalidArgument) true for validation errors.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalidArgument }
