@@ -43,14 +43,55 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Records are cmsgpack arrays. Redis-compatible stores without cmsgpack (the in-process store the
+-- server falls back to) get a plain length-prefixed codec: each field is 'n<number>;' or
+-- 's<length>:<bytes>'. One store only ever holds records of one codec.
+local msgpack = rawget(_G, 'cmsgpack')
+
+local function pack_plain(rec)
+  local parts = {}
+  for i = 1, R_FINISHED do
+    local v = rec[i]
+    if type(v) == 'number' then
+      parts[i] = 'n' .. string.format('%.0f', v) .. ';'
+    else
+      parts[i] = 's' .. #v .. ':' .. v
+    end
+  end
+  return table.concat(parts)
+end
+
+local function unpack_plain(raw)
+  local rec, pos = {}, 1
+  for i = 1, R_FINISHED do
+    local tag = string.sub(raw, pos, pos)
+    if tag == 'n' then
+      local stop = string.find(raw, ';', pos, true)
+      rec[i] = tonumber(string.sub(raw, pos + 1, stop - 1))
+      pos = stop + 1
+    else
+      local colon = string.find(raw, ':', pos, true)
+      local len = tonumber(string.sub(raw, pos + 1, colon - 1))
+      rec[i] = string.sub(raw, colon + 1, colon + len)
+      pos = colon + len + 1
+    end
+  end
+  return rec
+end
+
 local function load(id)
   local raw = redis.call('HGET', K_JOBS, id)
   if not raw then return nil end
-  return cmsgpack.unpack(raw)
+  if msgpack then return msgpack.unpack(raw) end
+  return unpack_plain(raw)
 end
 
 local function save(id, rec)
-  redis.call('HSET', K_JOBS, id, cmsgpack.pack(rec))
+  if msgpack then
+    redis.call('HSET', K_JOBS, id, msgpack.pack(rec))
+  else
+    redis.call('HSET', K_JOBS, id, pack_plain(rec))
+  end
 end
 
 local function count(field, n)
