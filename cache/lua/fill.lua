@@ -1,0 +1,32 @@
+-- fill: write a loaded value back, only if the caller's load still owns the key's lock. A Delete
+-- (or Set, or a takeover after the lock expired) since the lock was taken clears or replaces the
+-- owner, so a value read before the Delete can never be written after it.
+--
+-- KEYS[1]  record key
+-- ARGV[1]  owner token of the load
+-- ARGV[2]  state: 'v' (value) or 'n' (not-found marker)
+-- ARGV[3]  payload (empty for 'n')
+-- ARGV[4]  TTL in ms (jitter already applied)
+-- ARGV[5]  refresh-ahead in ms (0: none)
+-- ARGV[6]  channel to publish the write on (wakes waiters)
+--
+-- Returns {written, now_ms}: written is 1 when stored, 0 when fenced off.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local rec = redis.call('GET', KEYS[1])
+if not rec then
+  return {0, now}
+end
+local owner = string.match(rec, '^[vne]|%d+|%d+|([^|]*)|')
+if owner ~= ARGV[1] then
+  return {0, now}
+end
+local ttl = tonumber(ARGV[4])
+local ahead = tonumber(ARGV[5])
+local refresh = '0'
+if ahead > 0 and ahead < ttl then
+  refresh = string.format('%d', now + ttl - ahead)
+end
+redis.call('SET', KEYS[1], ARGV[2] .. '|' .. refresh .. '|0||' .. ARGV[3], 'PX', ttl)
+redis.call('PUBLISH', ARGV[6], '')
+return {1, now}
