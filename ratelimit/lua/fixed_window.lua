@@ -1,0 +1,57 @@
+-- fixed_window.lua: one fixed-window decision, or a refund.
+--
+-- KEYS[1]  the limiter key, a string "<window_start_us>:<count>". Absent = no window yet.
+-- ARGV[1]  limit: events per window (integer >= 1)
+-- ARGV[2]  window length (period) in microseconds (integer >= 1)
+-- ARGV[3]  aligned: 1 = windows start at multiples of the period since the Unix epoch,
+--          0 = a window starts with the first event after the previous one ended
+-- ARGV[4]  cost n: n > 0 takes n events (the caller checks n <= limit); n < 0 gives -n back to
+--          the current window
+-- ARGV[5]  optional, tests only: "now" in microseconds; Redis TIME is used when absent
+--
+-- Returns {allowed (1|0), remaining, retry_after_us, reset_after_us}
+--   retry_after_us  0 when allowed, else the time until the window ends
+--   reset_after_us  the time until the window ends (0 when there is no window)
+
+local limit = tonumber(ARGV[1])
+local period = tonumber(ARGV[2])
+local aligned = ARGV[3] == '1'
+local n = tonumber(ARGV[4])
+local now = tonumber(ARGV[5])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local start, count
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local s, c = string.match(raw, '^(%-?%d+):(%d+)$')
+  start, count = tonumber(s), tonumber(c)
+end
+
+-- roll to the window that holds now
+if aligned then
+  local q = math.floor(now / period)
+  if q * period > now then q = q - 1 elseif (q + 1) * period <= now then q = q + 1 end
+  if start ~= q * period then start, count = q * period, 0 end
+elseif not start or now >= start + period or now < start then
+  start, count = nil, 0
+end
+
+if n < 0 then
+  if not start or count == 0 then
+    return {1, limit, 0, start and (start + period - now) or 0}
+  end
+  count = math.max(count + n, 0)
+else
+  if count + n > limit then
+    return {0, limit - count, start + period - now, start + period - now}
+  end
+  start = start or now
+  count = count + n
+end
+
+local left = start + period - now
+redis.call('SET', KEYS[1], string.format('%d:%d', start, count), 'PX', math.ceil(left / 1000))
+return {1, limit - count, 0, left}
