@@ -55,13 +55,12 @@ type subject interface {
 }
 
 type checkParams struct {
-	mode       Mode
-	reads      int // stop after this many Gets
-	keys       int
-	subjects   []subject
-	recordKey  func(string) string
-	strict     bool // check the strong-mode read rule
-	wantFenced func() bool
+	mode      Mode
+	reads     int // stop after this many Gets
+	keys      int
+	subjects  []subject
+	recordKey func(string) string
+	strict    bool // check the strong-mode read rule
 }
 
 type checkResult struct {
