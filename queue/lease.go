@@ -24,7 +24,7 @@ type AckParams struct {
 func (c *Client) Ack(ctx context.Context, p AckParams) error {
 	errs, err := c.AckMany(ctx, []AckParams{p})
 	if err != nil {
-		return err
+		return single(err)
 	}
 	return errs[0]
 }

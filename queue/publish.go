@@ -55,13 +55,7 @@ type PublishResult struct {
 func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, error) {
 	res, err := c.PublishMany(ctx, []PublishParams{p})
 	if err != nil {
-		var v *ValidationError
-		if asValidation(err, &v) {
-			// Name the field as a single publish does, without the jobs[0] prefix.
-			v.Field = trimIndex(v.Field)
-			return PublishResult{}, v
-		}
-		return PublishResult{}, err
+		return PublishResult{}, single(err)
 	}
 	return res[0], nil
 }

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"embed"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -77,5 +76,3 @@ func (c *Client) run(ctx context.Context, name string, k queueKeys, args ...any)
 func (c *Client) runPipelined(ctx context.Context, pipe redis.Pipeliner, name string, k queueKeys, args ...any) *redis.Cmd {
 	return c.scripts[name].EvalSha(ctx, pipe, k.all, append(c.commonArgs(k, len(args)), args...)...)
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -97,3 +99,5 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

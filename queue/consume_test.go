@@ -1,0 +1,377 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+func TestStrictPriorityFIFOWithin(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		var want []string
+		prios := []int{0, 5, 255, 5, 0, 255, 1}
+		ids := map[int][]string{}
+		for i, p := range prios {
+			id := f.publish(t, queue.PublishParams{Queue: "q", Priority: p, Payload: []byte(fmt.Sprint(i))})
+			ids[p] = append(ids[p], id)
+		}
+		for _, p := range []int{255, 5, 1, 0} {
+			want = append(want, ids[p]...)
+		}
+		// Mixed batch sizes must not change the order.
+		var got []string
+		for _, n := range []int{2, 1, 3, 5} {
+			for _, d := range f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: n}) {
+				got = append(got, d.ID)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("consume order\n got %v\nwant %v", got, want)
+		}
+	})
+}
+
+func TestConsumeEarlierQueueFirst(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		low := f.publish(t, queue.PublishParams{Queue: "low", Priority: 255})
+		high1 := f.publish(t, queue.PublishParams{Queue: "high"})
+		high2 := f.publish(t, queue.PublishParams{Queue: "high"})
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"high", "low"}, Count: 3})
+		if len(ds) != 3 || ds[0].ID != high1 || ds[1].ID != high2 || ds[2].ID != low || ds[2].Queue != "low" {
+			t.Fatalf("multi-queue consume = %v", deliveryIDs(ds))
+		}
+	})
+}
+
+func TestConsumeEmptyAnswersAtOnce(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}}); len(ds) != 0 {
+		t.Fatalf("empty queue gave %d jobs", len(ds))
+	}
+}
+
+func TestBlockingConsumeWokenByPublish(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{WakeupInterval: time.Minute}) // no safety re-check: only the notification can wake it
+		got := make(chan []queue.Delivery, 1)
+		go func() {
+			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"other", "q"}, Timeout: 30 * time.Second})
+			got <- ds
+		}()
+		// The publish may land before or after the consumer subscribed: either its own check or the
+		// notification must get it the job.
+		id := f.publish(t, queue.PublishParams{Queue: "q"})
+		select {
+		case ds := <-got:
+			if len(ds) != 1 || ds[0].ID != id {
+				t.Fatalf("blocked consume got %v, want %s", deliveryIDs(ds), id)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("blocked consumer was not woken by a publish")
+		}
+	})
+}
+
+func TestBlockingConsumeTimesOutEmpty(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	start := time.Now()
+	ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Timeout: 100 * time.Millisecond})
+	if len(ds) != 0 {
+		t.Fatalf("got %d jobs from an empty queue", len(ds))
+	}
+	if time.Since(start) < 100*time.Millisecond {
+		t.Fatalf("returned after %s, before its timeout", time.Since(start))
+	}
+}
+
+func TestBlockingConsumeEndsWithContext(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.client.Consume(ctx, queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: time.Minute})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Consume error = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Consume did not return when its context ended")
+	}
+}
+
+func TestCloseReleasesBlockedConsumers(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		close(started)
+		_, err := c.Consume(context.Background(), queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Timeout: time.Minute})
+		done <- err
+	}()
+	<-started
+	// Let the consumer subscribe, then close: it must return either way.
+	eventually(t, 5*time.Second, "consumer to block", func() bool {
+		return env.Client.PubSubNumSub(ctxT(t), env.Prefix+":{ns:q}:notify").Val()[env.Prefix+":{ns:q}:notify"] > 0
+	})
+	_ = c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, queue.ErrClosed) {
+			t.Fatalf("Consume error = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not release a blocked consumer")
+	}
+}
+
+func TestDelayedJobNeverEarlyAndOnTime(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{WakeupInterval: time.Minute})
+		const delay = 300 * time.Millisecond
+		id := f.publish(t, queue.PublishParams{Queue: "q", Delay: delay, TTR: 10 * time.Second})
+		j, err := f.client.Get(ctxT(t), f.ns, "q", id)
+		if err != nil || j.State != queue.StateDelayed || j.DueAt.Sub(j.PublishedAt) != delay {
+			t.Fatalf("delayed job = %+v, %v", j, err)
+		}
+		if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}}); len(ds) != 0 {
+			t.Fatal("a delayed job was delivered at once")
+		}
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Timeout: 20 * time.Second})
+		if len(ds) != 1 || ds[0].ID != id {
+			t.Fatalf("blocked consume got %v", deliveryIDs(ds))
+		}
+		// Redis's clock decides: the lease started (LeaseUntil - TTR) no earlier than the due time.
+		leasedAt := ds[0].LeaseUntil.Add(-10 * time.Second)
+		if leasedAt.Before(j.DueAt) {
+			t.Fatalf("delivered at %s, %s before due", leasedAt, j.DueAt.Sub(leasedAt))
+		}
+	})
+}
+
+func TestRunAt(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	id := f.publish(t, queue.PublishParams{Queue: "q", RunAt: at})
+	j, err := f.client.Get(ctxT(t), f.ns, "q", id)
+	if err != nil || j.State != queue.StateDelayed || !j.DueAt.Equal(at) {
+		t.Fatalf("job = %+v, %v; want delayed until %s", j, err, at)
+	}
+	past := f.publish(t, queue.PublishParams{Queue: "q", RunAt: time.Now().Add(-time.Hour)})
+	if d := f.consumeOne(t, "q"); d.ID != past {
+		t.Fatalf("a run_at in the past should be ready at once")
+	}
+}
+
+func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		var expiring []string
+		for range 5 {
+			expiring = append(expiring, f.publish(t, queue.PublishParams{Queue: "q", TTL: 30 * time.Millisecond}))
+		}
+		live := f.publish(t, queue.PublishParams{Queue: "q"})
+		// Wait until Redis considers the ttl passed (Get still shows the job until it is swept).
+		eventually(t, 5*time.Second, "the ttl to pass", func() bool {
+			j, err := f.client.Get(ctxT(t), f.ns, "q", expiring[0])
+			return err == nil && time.Now().After(j.ExpiresAt.Add(20*time.Millisecond))
+		})
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})
+		if len(ds) != 1 || ds[0].ID != live {
+			t.Fatalf("consume gave %v, want only the live job %s", deliveryIDs(ds), live)
+		}
+		s := f.stats(t, "q")
+		if s.Expired != 5 || s.Ready != 0 {
+			t.Fatalf("stats = %+v, want 5 expired", s)
+		}
+		for _, id := range expiring {
+			if _, err := f.client.Get(ctxT(t), f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
+				t.Fatalf("expired job %s still there: %v", id, err)
+			}
+		}
+	})
+}
+
+func TestExpiredJobsLeaveEveryStructure(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	f.publish(t, queue.PublishParams{Queue: "q", TTL: 20 * time.Millisecond})
+	f.publish(t, queue.PublishParams{Queue: "q", TTL: 200 * time.Millisecond, Delay: 100 * time.Millisecond})
+	eventually(t, 5*time.Second, "both jobs to expire", func() bool {
+		if _, err := f.client.MaintainOnce(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		s := f.stats(t, "q")
+		return s.Expired == 2
+	})
+	if s := f.stats(t, "q"); s.Ready != 0 || s.Delayed != 0 {
+		t.Fatalf("expired jobs left behind: %+v", s)
+	}
+	// Redis drops empty containers: only counters and the queue registry may remain.
+	keys, err := f.env.Client.Keys(ctxT(t), f.env.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasSuffix(k, ":stats") && !strings.HasSuffix(k, ":namespaces") && !strings.HasSuffix(k, ":queues") {
+			t.Errorf("key %s is left behind by expired jobs", k)
+		}
+	}
+}
+
+func TestPauseAndResume(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{WakeupInterval: time.Minute})
+		ctx := ctxT(t)
+		id := f.publish(t, queue.PublishParams{Queue: "q"})
+		if err := f.client.Pause(ctx, f.ns, "q"); err != nil {
+			t.Fatal(err)
+		}
+		if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}}); len(ds) != 0 {
+			t.Fatal("a paused queue delivered a job")
+		}
+		if s := f.stats(t, "q"); !s.Paused || s.Ready != 1 {
+			t.Fatalf("stats = %+v", s)
+		}
+		got := make(chan []queue.Delivery, 1)
+		go func() {
+			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: 30 * time.Second})
+			got <- ds
+		}()
+		eventually(t, 5*time.Second, "consumer to block", func() bool {
+			ch := env.Prefix + ":{ns:q}:notify"
+			return env.Client.PubSubNumSub(ctxT(t), ch).Val()[ch] > 0
+		})
+		if err := f.client.Resume(ctx, f.ns, "q"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ds := <-got:
+			if len(ds) != 1 || ds[0].ID != id {
+				t.Fatalf("after resume got %v", deliveryIDs(ds))
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("resume did not wake the blocked consumer")
+		}
+	})
+}
+
+func TestManyConsumersNeverShareADelivery(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		const jobs, workers = 600, 8
+		ps := make([]queue.PublishParams, jobs)
+		for i := range ps {
+			ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "q", Priority: i % 4, Payload: []byte(fmt.Sprint(i))}
+		}
+		if _, err := f.client.PublishMany(ctxT(t), ps); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for {
+					ds, err := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Count: 1 + w%5})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(ds) == 0 {
+						return
+					}
+					acks := make([]queue.AckParams, len(ds))
+					for i, d := range ds {
+						acks[i] = queue.AckParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery}
+						mu.Lock()
+						seen[d.ID]++
+						mu.Unlock()
+					}
+					errs, err := f.client.AckMany(ctxT(t), acks)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					for _, e := range errs {
+						if e != nil {
+							t.Errorf("ack: %v", e)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(seen) != jobs {
+			t.Fatalf("handled %d distinct jobs, want %d", len(seen), jobs)
+		}
+		for id, n := range seen {
+			if n != 1 {
+				t.Fatalf("job %s delivered %d times", id, n)
+			}
+		}
+		if s := f.stats(t, "q"); s.Acked != jobs || s.Ready != 0 || s.Leased != 0 {
+			t.Fatalf("stats = %+v", s)
+		}
+	})
+}
+
+func TestConsumeValidation(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	for _, tt := range []struct {
+		p     queue.ConsumeParams
+		field string
+	}{
+		{queue.ConsumeParams{Namespace: "", Queues: []string{"q"}}, "namespace"},
+		{queue.ConsumeParams{Namespace: "ns"}, "queues"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q", "q"}}, "queues"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"bad name"}}, "queues"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Count: 1001}, "count"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Count: -1}, "count"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, TTR: -1}, "ttr"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Timeout: -1}, "timeout"},
+	} {
+		_, err := f.client.Consume(ctxT(t), tt.p)
+		var v *queue.ValidationError
+		if !errors.As(err, &v) || v.Field != tt.field {
+			t.Errorf("Consume(%+v) = %v, want invalid %s", tt.p, err, tt.field)
+		}
+	}
+}
+
+func deliveryIDs(ds []queue.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package queue_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// killJobs publishes n jobs with one try each and nacks them into the dead letter, oldest first.
+func (f *fixture) killJobs(t *testing.T, q string, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		id := f.publish(t, queue.PublishParams{Queue: q, Tries: 1, TTL: time.Hour})
+		d := f.consumeOne(t, q)
+		if out, err := f.client.Nack(ctxT(t), queue.NackParams{Namespace: f.ns, Queue: q, ID: d.ID, Delivery: d.Delivery, Error: "e"}); err != nil || out != queue.NackDead {
+			t.Fatalf("nack = %s, %v", out, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func TestDeadLetterListPeekSize(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		ids := f.killJobs(t, "q", 5)
+		if n, err := f.client.DeadSize(ctx, f.ns, "q"); err != nil || n != 5 {
+			t.Fatalf("DeadSize = %d, %v", n, err)
+		}
+		head, err := f.client.DeadPeek(ctx, f.ns, "q")
+		if err != nil || head.ID != ids[0] || head.State != queue.StateDead {
+			t.Fatalf("DeadPeek = %+v, %v", head, err)
+		}
+		var got []string
+		cursor := ""
+		for pages := 0; ; pages++ {
+			page, err := f.client.DeadList(ctx, queue.DeadListParams{Namespace: f.ns, Queue: "q", Limit: 2, Cursor: cursor})
+			if err != nil || page.Total != 5 {
+				t.Fatalf("DeadList = %+v, %v", page, err)
+			}
+			for _, j := range page.Jobs {
+				got = append(got, j.ID)
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+			if pages > 5 {
+				t.Fatal("paging does not end")
+			}
+		}
+		if len(got) != 5 || got[0] != ids[0] || got[4] != ids[4] {
+			t.Fatalf("paged dead letter = %v, want %v", got, ids)
+		}
+		if _, err := f.client.DeadPeek(ctx, f.ns, "empty"); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("DeadPeek of an empty dead letter = %v", err)
+		}
+		if _, err := f.client.DeadList(ctx, queue.DeadListParams{Namespace: f.ns, Queue: "q", Cursor: "x"}); !errors.Is(err, queue.ErrInvalidArgument) {
+			t.Fatalf("bad cursor = %v", err)
+		}
+	})
+}
+
+func TestDeadLetterRespawn(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		ids := f.killJobs(t, "q", 4)
+		// By ids, with a new ttl; an id that is not dead is passed over.
+		got, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "q", IDs: []string{ids[2], "missing"}, TTL: time.Minute})
+		if err != nil || len(got) != 1 || got[0] != ids[2] {
+			t.Fatalf("respawn by id = %v, %v", got, err)
+		}
+		j, _ := f.client.Get(ctx, f.ns, "q", ids[2])
+		if j.State != queue.StateReady || j.RemainingTries != 1 || j.TTL != time.Minute || time.Until(j.ExpiresAt) > time.Minute {
+			t.Fatalf("respawned job = %+v", j)
+		}
+		// By limit, oldest first, keeping their own ttl.
+		got, err = f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "q", Limit: 2})
+		if err != nil || len(got) != 2 || got[0] != ids[0] || got[1] != ids[1] {
+			t.Fatalf("respawn by limit = %v, %v", got, err)
+		}
+		if j, _ := f.client.Get(ctx, f.ns, "q", ids[0]); j.TTL != time.Hour {
+			t.Fatalf("respawn without ttl changed it: %+v", j)
+		}
+		// Respawned jobs are delivered again with fresh tries.
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})
+		if len(ds) != 3 {
+			t.Fatalf("consumed %d respawned jobs, want 3", len(ds))
+		}
+		for _, d := range ds {
+			if d.RemainingTries != 0 || d.Delivery != 2 {
+				t.Fatalf("respawned delivery = %+v", d)
+			}
+		}
+		s := f.stats(t, "q")
+		if s.Dead != 1 || s.Respawned != 3 {
+			t.Fatalf("stats = %+v", s)
+		}
+	})
+}
+
+func TestDeadLetterDelete(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	ids := f.killJobs(t, "q", 4)
+	if n, err := f.client.DeadDelete(ctx, queue.DeadDeleteParams{Namespace: f.ns, Queue: "q", IDs: []string{ids[3]}}); err != nil || n != 1 {
+		t.Fatalf("delete by id = %d, %v", n, err)
+	}
+	if n, err := f.client.DeadDelete(ctx, queue.DeadDeleteParams{Namespace: f.ns, Queue: "q", Limit: 2}); err != nil || n != 2 {
+		t.Fatalf("delete by limit = %d, %v", n, err)
+	}
+	page, _ := f.client.DeadList(ctx, queue.DeadListParams{Namespace: f.ns, Queue: "q"})
+	if len(page.Jobs) != 1 || page.Jobs[0].ID != ids[2] {
+		t.Fatalf("left in the dead letter: %+v", page.Jobs)
+	}
+	for _, id := range []string{ids[0], ids[1], ids[3]} {
+		if _, err := f.client.Get(ctx, f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("deleted dead job %s still readable", id)
+		}
+	}
+	if _, err := f.client.DeadDelete(ctx, queue.DeadDeleteParams{Namespace: f.ns, Queue: "q"}); !errors.Is(err, queue.ErrInvalidArgument) {
+		t.Fatalf("delete without ids or limit = %v", err)
+	}
+}
+
+func TestDeadLetterIsBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{MaxDead: 3})
+	ids := f.killJobs(t, "q", 5)
+	page, _ := f.client.DeadList(ctxT(t), queue.DeadListParams{Namespace: f.ns, Queue: "q"})
+	if page.Total != 3 || page.Jobs[0].ID != ids[2] {
+		t.Fatalf("dead letter = %d jobs from %s, want the newest 3", page.Total, page.Jobs[0].ID)
+	}
+	if s := f.stats(t, "q"); s.DeadDropped != 2 {
+		t.Fatalf("stats = %+v, want 2 dropped", s)
+	}
+	if _, err := f.client.Get(ctxT(t), f.ns, "q", ids[0]); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("a trimmed dead job is still readable")
+	}
+}

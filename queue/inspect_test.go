@@ -1,0 +1,141 @@
+package queue_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+func TestGetPositionAndPeek(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		a := f.publish(t, queue.PublishParams{Queue: "q", Priority: 1})
+		b := f.publish(t, queue.PublishParams{Queue: "q", Priority: 1})
+		c := f.publish(t, queue.PublishParams{Queue: "q", Priority: 9})
+		d := f.publish(t, queue.PublishParams{Queue: "q", Delay: time.Hour})
+		for id, want := range map[string]int{c: 0, a: 1, b: 2, d: -1} {
+			j, err := f.client.Get(ctx, f.ns, "q", id)
+			if err != nil || j.Position != want {
+				t.Fatalf("position of %s = %d (%v), want %d", id, j.Position, err, want)
+			}
+		}
+		head, err := f.client.Peek(ctx, f.ns, "q")
+		if err != nil || head.ID != c || head.State != queue.StateReady {
+			t.Fatalf("Peek = %+v, %v", head, err)
+		}
+		if s := f.stats(t, "q"); s.Ready != 3 || s.Consumed != 0 {
+			t.Fatalf("Peek leased something: %+v", s)
+		}
+		if _, err := f.client.Peek(ctx, f.ns, "empty"); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("Peek of an empty queue = %v", err)
+		}
+		if _, err := f.client.Get(ctx, f.ns, "q", "missing"); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("Get of a missing job = %v", err)
+		}
+	})
+}
+
+func TestGetShowsEveryField(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	id := f.publish(t, queue.PublishParams{
+		Queue: "q", Payload: []byte("p"), Priority: 7, Tries: 4, TTL: time.Hour, TTR: 5 * time.Second,
+		Backoff: queue.Backoff{Base: time.Second, Max: time.Minute}, UniqueKey: "u", Attributes: map[string]string{"k": "v"},
+	})
+	j, err := f.client.Get(ctxT(t), f.ns, "q", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID != id || j.Namespace != f.ns || j.Queue != "q" || string(j.Payload) != "p" || j.Priority != 7 ||
+		j.Tries != 4 || j.RemainingTries != 4 || j.Deliveries != 0 || j.TTL != time.Hour || j.TTR != 5*time.Second ||
+		j.Backoff != (queue.Backoff{Base: time.Second, Max: time.Minute}) || j.UniqueKey != "u" || j.Attributes["k"] != "v" ||
+		j.ExpiresAt.Sub(j.PublishedAt) != time.Hour || !j.DueAt.Equal(j.PublishedAt) || !j.LeaseUntil.IsZero() {
+		t.Fatalf("Get = %+v", j)
+	}
+}
+
+func TestPurgeRemovesEveryState(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		f.killJobs(t, "q", 1)
+		f.publish(t, queue.PublishParams{Queue: "q", Priority: 3})
+		f.publish(t, queue.PublishParams{Queue: "q", Priority: 4})
+		f.publish(t, queue.PublishParams{Queue: "q", Delay: time.Hour, TTL: 2 * time.Hour})
+		leased := f.consumeOne(t, "q")
+		n, err := f.client.Purge(ctx, f.ns, "q")
+		if err != nil || n != 4 {
+			t.Fatalf("Purge = %d, %v; want 4", n, err)
+		}
+		s := f.stats(t, "q")
+		if s.Ready+s.Delayed+s.Leased+s.Dead != 0 || s.Purged != 4 || s.Published != 4 {
+			t.Fatalf("after purge: %+v", s)
+		}
+		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "q", ID: leased.ID, Delivery: leased.Delivery}); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("ack after purge = %v", err)
+		}
+		// The queue still works.
+		f.publish(t, queue.PublishParams{Queue: "q"})
+		f.ack(t, f.consumeOne(t, "q"))
+	})
+}
+
+func TestDeleteQueue(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	f.publish(t, queue.PublishParams{Queue: "gone"})
+	f.publish(t, queue.PublishParams{Queue: "kept"})
+	if n, err := f.client.DeleteQueue(ctx, f.ns, "gone"); err != nil || n != 1 {
+		t.Fatalf("DeleteQueue = %d, %v", n, err)
+	}
+	qs, _ := f.client.Queues(ctx, f.ns)
+	if strings.Join(qs, ",") != "kept" {
+		t.Fatalf("Queues after delete = %v", qs)
+	}
+	if s := f.stats(t, "gone"); s.Published != 0 || s.Ready != 0 {
+		t.Fatalf("deleted queue keeps state: %+v", s)
+	}
+	ns, err := f.client.Namespaces(ctx)
+	if err != nil || len(ns) != 1 || ns[0] != f.ns {
+		t.Fatalf("Namespaces = %v, %v", ns, err)
+	}
+}
+
+func TestStatsManyAndCounters(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "a"})
+		f.publish(t, queue.PublishParams{Queue: "b", Delay: time.Hour})
+		f.killJobs(t, "c", 2)
+		all, err := f.client.StatsMany(ctxT(t), f.ns, []string{"a", "b", "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all[0].Ready != 1 || all[1].Delayed != 1 || all[2].Dead != 2 || all[2].Nacked != 2 || all[2].DeadLettered != 2 {
+			t.Fatalf("StatsMany = %+v", all)
+		}
+	})
+}
+
+func TestNewClientValidatesConfig(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	if _, err := queue.NewClient(env.Client, queue.Config{Prefix: "bad:prefix"}); err == nil || !strings.Contains(err.Error(), "Prefix") {
+		t.Fatalf("bad prefix: %v", err)
+	}
+	if _, err := queue.NewClient(env.Client, queue.Config{DefaultTries: -1}); err == nil || !strings.Contains(err.Error(), "DefaultTries") {
+		t.Fatalf("negative tries: %v", err)
+	}
+	if _, err := queue.NewClient(nil, queue.Config{}); err == nil {
+		t.Fatal("nil client accepted")
+	}
+}

@@ -1,0 +1,206 @@
+package queue_test
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+func TestPublishConsumeAck(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		id := f.publish(t, queue.PublishParams{Queue: "q", Payload: []byte("hello"), Attributes: map[string]string{"a": "b"}})
+		d := f.consumeOne(t, "q")
+		if d.ID != id || string(d.Payload) != "hello" || d.Delivery != 1 || d.RemainingTries != 2 || d.Attributes["a"] != "b" {
+			t.Fatalf("delivery = %+v", d)
+		}
+		if d.Namespace != f.ns || d.Queue != "q" || d.PublishedAt.IsZero() || d.Elapsed < 0 {
+			t.Fatalf("delivery metadata = %+v", d)
+		}
+		f.ack(t, d)
+		s := f.stats(t, "q")
+		if s.Ready != 0 || s.Leased != 0 || s.Published != 1 || s.Consumed != 1 || s.Acked != 1 {
+			t.Fatalf("stats = %+v", s)
+		}
+		if _, err := f.client.Get(ctxT(t), f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("Get after ack without result: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestPublishValidation(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{MaxPayloadBytes: 10})
+	ok := queue.PublishParams{Namespace: "ns", Queue: "q"}
+	tests := []struct {
+		name  string
+		edit  func(p *queue.PublishParams)
+		field string
+	}{
+		{"empty namespace", func(p *queue.PublishParams) { p.Namespace = "" }, "namespace"},
+		{"bad namespace", func(p *queue.PublishParams) { p.Namespace = "a:b" }, "namespace"},
+		{"bad queue", func(p *queue.PublishParams) { p.Queue = "a{b}" }, "queue"},
+		{"long queue", func(p *queue.PublishParams) { p.Queue = strings.Repeat("a", 256) }, "queue"},
+		{"payload too big", func(p *queue.PublishParams) { p.Payload = make([]byte, 11) }, "payload"},
+		{"priority high", func(p *queue.PublishParams) { p.Priority = 256 }, "priority"},
+		{"priority negative", func(p *queue.PublishParams) { p.Priority = -1 }, "priority"},
+		{"negative delay", func(p *queue.PublishParams) { p.Delay = -time.Second }, "delay"},
+		{"delay and run_at", func(p *queue.PublishParams) { p.Delay = time.Second; p.RunAt = time.Now() }, "run_at"},
+		{"negative tries", func(p *queue.PublishParams) { p.Tries = -1 }, "tries"},
+		{"negative ttl", func(p *queue.PublishParams) { p.TTL = -1 }, "ttl"},
+		{"ttl before due", func(p *queue.PublishParams) { p.TTL = time.Second; p.Delay = 2 * time.Second }, "ttl"},
+		{"negative ttr", func(p *queue.PublishParams) { p.TTR = -1 }, "ttr"},
+		{"backoff max below base", func(p *queue.PublishParams) { p.Backoff = queue.Backoff{Base: time.Second, Max: time.Millisecond} }, "backoff"},
+		{"long unique key", func(p *queue.PublishParams) { p.UniqueKey = strings.Repeat("k", 513) }, "unique_key"},
+		{"too many attributes", func(p *queue.PublishParams) {
+			p.Attributes = map[string]string{}
+			for i := range 33 {
+				p.Attributes[strings.Repeat("k", i+1)] = "v"
+			}
+		}, "attributes"},
+		{"empty attribute key", func(p *queue.PublishParams) { p.Attributes = map[string]string{"": "v"} }, "attributes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := ok
+			tt.edit(&p)
+			_, err := f.client.Publish(ctxT(t), p)
+			var v *queue.ValidationError
+			if !errors.As(err, &v) || v.Field != tt.field || !errors.Is(err, queue.ErrInvalidArgument) {
+				t.Fatalf("Publish error = %v, want a validation error on %q", err, tt.field)
+			}
+		})
+	}
+	t.Run("nothing written", func(t *testing.T) {
+		t.Parallel()
+		if s := f.stats(t, "q"); s.Published != 0 || s.Ready != 0 {
+			t.Fatalf("a rejected publish changed the queue: %+v", s)
+		}
+	})
+}
+
+func TestPublishManyNamesTheBadJobAndPublishesNothing(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	_, err := f.client.PublishMany(ctxT(t), []queue.PublishParams{
+		{Namespace: f.ns, Queue: "q"},
+		{Namespace: f.ns, Queue: "q", Priority: 300},
+	})
+	var v *queue.ValidationError
+	if !errors.As(err, &v) || v.Field != "jobs[1].priority" {
+		t.Fatalf("PublishMany error = %v, want jobs[1].priority", err)
+	}
+	if s := f.stats(t, "q"); s.Published != 0 {
+		t.Fatalf("published %d jobs of a rejected batch", s.Published)
+	}
+}
+
+func TestPublishManyAcrossQueues(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		var ps []queue.PublishParams
+		for i := range 30 {
+			ps = append(ps, queue.PublishParams{Namespace: f.ns, Queue: []string{"a", "b", "c"}[i%3], Payload: []byte{byte(i)}})
+		}
+		res, err := f.client.PublishMany(ctxT(t), ps)
+		if err != nil {
+			t.Fatalf("PublishMany: %v", err)
+		}
+		seen := map[string]bool{}
+		for i, r := range res {
+			if r.ID == "" || r.Duplicate || seen[r.ID] {
+				t.Fatalf("result %d = %+v", i, r)
+			}
+			seen[r.ID] = true
+			j, err := f.client.Get(ctxT(t), f.ns, ps[i].Queue, r.ID)
+			if err != nil || j.Payload[0] != byte(i) {
+				t.Fatalf("job %d in %s: %+v, %v", i, ps[i].Queue, j, err)
+			}
+		}
+		for _, q := range []string{"a", "b", "c"} {
+			if s := f.stats(t, q); s.Ready != 10 {
+				t.Fatalf("queue %s has %d ready, want 10", q, s.Ready)
+			}
+		}
+		qs, err := f.client.Queues(ctxT(t), f.ns)
+		if err != nil || strings.Join(qs, ",") != "a,b,c" {
+			t.Fatalf("Queues = %v, %v", qs, err)
+		}
+	})
+}
+
+func TestJobIDsSortByPublishOrder(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ps := make([]queue.PublishParams, 200)
+	for i := range ps {
+		ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "q"}
+	}
+	res, err := f.client.PublishMany(ctxT(t), ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+		if len(r.ID) != 26 {
+			t.Fatalf("id %q is not 26 characters", r.ID)
+		}
+	}
+	if !sort.StringsAreSorted(ids) {
+		t.Fatalf("ids of one process are not increasing: %v", ids[:5])
+	}
+}
+
+func TestUniqueKeyDeduplicates(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		p := queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "order-42", Payload: []byte("first")}
+		first, err := f.client.Publish(ctx, p)
+		if err != nil || first.Duplicate {
+			t.Fatalf("first publish = %+v, %v", first, err)
+		}
+		p.Payload = []byte("second")
+		again, err := f.client.Publish(ctx, p)
+		if err != nil || !again.Duplicate || again.ID != first.ID {
+			t.Fatalf("second publish = %+v, %v; want duplicate of %s", again, err, first.ID)
+		}
+		// In one batch too.
+		res, err := f.client.PublishMany(ctx, []queue.PublishParams{p, {Namespace: f.ns, Queue: "q", UniqueKey: "other"}, {Namespace: f.ns, Queue: "q", UniqueKey: "other"}})
+		if err != nil || !res[0].Duplicate || res[1].Duplicate || !res[2].Duplicate || res[2].ID != res[1].ID {
+			t.Fatalf("batch = %+v, %v", res, err)
+		}
+		if s := f.stats(t, "q"); s.Ready != 2 || s.Published != 2 {
+			t.Fatalf("stats = %+v, want 2 jobs", s)
+		}
+		// Once the holder is done the key is free again.
+		for range 2 {
+			f.ack(t, f.consumeOne(t, "q"))
+		}
+		third, err := f.client.Publish(ctx, p)
+		if err != nil || third.Duplicate || third.ID == first.ID {
+			t.Fatalf("publish after the holder finished = %+v, %v", third, err)
+		}
+	})
+}
+
+func TestUniqueKeyWindowEnds(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	p := queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k", UniqueFor: 30 * time.Millisecond}
+	first := f.publish(t, p)
+	eventually(t, 5*time.Second, "the unique window to end", func() bool {
+		r, err := f.client.Publish(ctxT(t), p)
+		return err == nil && !r.Duplicate && r.ID != first
+	})
+}
