@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -42,6 +43,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // MainEnv is Main with an explicit environment.
 func MainEnv(ctx context.Context, args []string, env *Env) int {
 	table := commandTable()
+	if len(args) > 1 && args[0] == "help" {
+		// `sluice help publish` is `sluice publish -h`.
+		args = append(args[1:len(args):len(args)], "-h")
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(env.Stdout, table)
 		return 0
@@ -59,11 +64,46 @@ func MainEnv(ctx context.Context, args []string, env *Env) int {
 		usage(env.Stderr, table)
 		return 2
 	}
-	if err := cmd.run(ctx, env, rest); err != nil {
+	return exitCode(env, name, cmd.run(ctx, env, rest))
+}
+
+// Exit codes of the sluice command.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed: the server refused it, or could not be reached
+	exitUsage = 2 // bad flags or arguments
+)
+
+// errHelp is returned by a command that printed its help because it was asked to (-h).
+var errHelp = errors.New("help requested")
+
+// usageError is a mistake in a command's flags or arguments.
+type usageError struct {
+	msg string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{msg: fmt.Sprintf(format, args...)} }
+
+// exitCode reports a command's error on stderr and returns the exit code it calls for.
+func exitCode(env *Env, name string, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, errFlagParse):
+		// The flag package already printed the problem and the command's usage.
+		return exitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.Stderr, "sluice %s: %v\nRun `sluice %s -h` for its usage.\n", name, err, name)
+		return exitUsage
+	default:
 		fmt.Fprintf(env.Stderr, "sluice %s: %v\n", name, err)
-		return 1
+		return exitError
 	}
-	return 0
 }
 
 func usage(w io.Writer, table map[string]command) {
@@ -72,9 +112,15 @@ func usage(w io.Writer, table map[string]command) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fmt.Fprintln(w, "Usage: sluice <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "Usage: sluice <command> [flags] [arguments]\n\nCommands:")
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-16s %s\n", n, table[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun `sluice <command> -h` for a command's flags.")
+	fmt.Fprint(w, `
+Client commands talk to a server at $SLUICE_URL (default http://127.0.0.1:7777) with the token in
+$SLUICE_TOKEN; token commands use the admin API at $SLUICE_ADMIN_URL (default
+http://127.0.0.1:7778) with $SLUICE_ADMIN_TOKEN. Flags override the environment.
+
+Run `+"`sluice <command> -h`"+` for a command's flags.
+`)
 }

@@ -1,8 +1,22 @@
 package cli
 
-import "os"
+import (
+	"os"
+)
 
-// registerClient adds the commands that talk to a server. (Placeholder until they land.)
-func registerClient(t map[string]command) {}
+// registerClient adds the commands that talk to a server over HTTP.
+func registerClient(t map[string]command) {
+	t["publish"] = command{"publish a job", runPublish}
+	t["consume"] = command{"lease jobs from queues (and print them)", runConsume}
+	t["ack"] = command{"acknowledge a consumed job", runAck}
+	t["nack"] = command{"report a consumed job failed (retry or dead letter)", runNack}
+	t["stats"] = command{"show queues' depths and counters", runStats}
+	t["dead list"] = command{"list a queue's dead letter", runDeadList}
+	t["dead respawn"] = command{"put dead jobs back in their queue", runDeadRespawn}
+	t["token create"] = command{"create a namespace token (admin API)", runTokenCreate}
+	t["token revoke"] = command{"revoke a namespace token (admin API)", runTokenRevoke}
+	t["version"] = command{"print the version", runVersion}
+	t["bench"] = command{"measure a server: HTTP load generator", runBench}
+}
 
 func osGetenv(k string) string { return os.Getenv(k) }
