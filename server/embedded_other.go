@@ -1,0 +1,8 @@
+//go:build !linux
+
+package server
+
+import "os/exec"
+
+// setParentDeathSignal is Linux-only; elsewhere Close stops the child.
+func setParentDeathSignal(*exec.Cmd) {}

@@ -1,0 +1,268 @@
+// Package server is Sluice's HTTP server: the native /v1 API and the lmstfy-compatible routes on
+// the public listener, namespaces, tokens and /metrics on the admin listener, and the embedded
+// Redis that lets `sluice server` run with no configuration at all. docs/server.md is the guide.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// Server is one Sluice server instance. Several instances may share one Redis (and Prefix).
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	rdb        redis.UniversalClient
+	queue      *queue.Client
+	tokens     *TokenStore
+	namespaces *NamespaceStore
+	maintainer *queue.Maintainer
+	metrics    *metrics
+	embedded   *embeddedRedis // nil with an external Redis
+
+	public http.Handler
+	admin  http.Handler
+
+	// draining is closed when a graceful shutdown starts: blocked consumes return at once.
+	draining  chan struct{}
+	drainOnce sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New connects to Redis (or starts the embedded one), checks it is fit for a queue, and returns
+// a server ready to Run. Close it when done.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{})}
+	if cfg.RedisURL == "" {
+		emb, err := startEmbedded(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.embedded = emb
+		if s.rdb, err = redisx.NewClient(emb.url); err != nil {
+			_ = s.closeStore()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	} else {
+		rdb, err := redisx.NewClient(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		s.rdb = rdb
+		if err := checkRedis(ctx, rdb, s.log); err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
+	q, err := queue.NewClient(s.rdb, queue.Config{
+		Prefix:          cfg.Prefix,
+		MaxPayloadBytes: int(cfg.MaxBodyBytes),
+		Logger:          s.log,
+	})
+	if err != nil {
+		_ = s.closeStore()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.queue = q
+	s.namespaces = NewNamespaceStore(s.rdb, cfg.Prefix)
+	s.tokens = NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
+	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
+	s.metrics = newMetrics(s)
+	s.public = s.wrap("public", s.publicMux(), false)
+	s.admin = s.wrap("admin", s.adminMux(), true)
+	if s.embedded != nil {
+		if err := s.welcome(ctx); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// PublicHandler serves the public API: /v1, the lmstfy-compatible routes, /healthz and /readyz.
+func (s *Server) PublicHandler() http.Handler { return s.public }
+
+// AdminHandler serves the admin API: namespaces, tokens, /metrics and lmstfy's admin routes.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
+// Config returns the server's configuration with defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// route is one pattern of a listener and its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+func (s *Server) publicMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range s.publicRoutes() {
+		mux.HandleFunc(rt.pattern, rt.handler)
+	}
+	s.mountLmstfyPublic(mux)
+	return mux
+}
+
+func (s *Server) adminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range s.adminRoutes() {
+		mux.HandleFunc(rt.pattern, rt.handler)
+	}
+	mux.Handle("GET /metrics", s.metrics.handler())
+	s.mountLmstfyAdmin(mux)
+	return mux
+}
+
+// healthRoutes are on both listeners.
+func (s *Server) healthRoutes() []route {
+	return []route{
+		{"GET /healthz", s.healthz},
+		{"GET /readyz", s.readyz},
+	}
+}
+
+// healthz answers while the process serves requests.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 while Redis answers a PING within a second, else 503 unavailable.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		writeError(w, r, &Error{Code: CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, cause: err})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Run listens on PublicAddr and AdminAddr and serves until ctx ends, then shuts down gracefully
+// (Serve). It does not Close the server.
+func (s *Server) Run(ctx context.Context) error {
+	var lc net.ListenConfig
+	pub, err := lc.Listen(ctx, "tcp", s.cfg.PublicAddr)
+	if err != nil {
+		return fmt.Errorf("server: public listener: %w", err)
+	}
+	adm, err := lc.Listen(ctx, "tcp", s.cfg.AdminAddr)
+	if err != nil {
+		_ = pub.Close()
+		return fmt.Errorf("server: admin listener: %w", err)
+	}
+	return s.Serve(ctx, pub, adm)
+}
+
+// Serve serves the public and admin APIs on the listeners until ctx ends. Then it shuts down
+// gracefully: it stops accepting connections, releases blocked consumes (they answer with no
+// jobs), waits up to ShutdownTimeout for in-flight requests and stops the maintainer. The
+// listeners are closed when it returns.
+func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
+	servers := []*http.Server{
+		{Handler: s.public, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
+		{Handler: s.admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
+	}
+	listeners := []net.Listener{public, admin}
+	if err := s.maintainer.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = public.Close()
+		_ = admin.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	defer s.maintainer.Stop()
+	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
+
+	errc := make(chan error, len(servers))
+	for i, hs := range servers {
+		go func() {
+			if err := hs.Serve(listeners[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+				return
+			}
+			errc <- nil
+		}()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.log.Info("sluice server shutting down")
+	s.drain()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, hs := range servers {
+		wg.Go(func() {
+			if err := hs.Shutdown(sctx); err != nil {
+				s.log.Warn("graceful shutdown cut short; closing connections", "error", err)
+				_ = hs.Close()
+			}
+		})
+	}
+	wg.Wait()
+	// Both Serve goroutines have returned (Shutdown makes them); collect them.
+	for range len(servers) - boolInt(serveErr != nil) {
+		if err := <-errc; err != nil && serveErr == nil {
+			serveErr = err
+		}
+	}
+	if serveErr != nil {
+		return fmt.Errorf("server: %w", serveErr)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// drain starts a graceful shutdown: blocked consumes return.
+func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
+
+// Close releases everything the server holds: blocked consumes, the queue client, the Redis
+// client and the embedded Redis (stopped last, so its data is flushed). Call it after Run.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.drain()
+		if s.maintainer != nil {
+			s.maintainer.Stop()
+		}
+		if s.queue != nil {
+			_ = s.queue.Close()
+		}
+		s.closeErr = s.closeStore()
+	})
+	return s.closeErr
+}
+
+func (s *Server) closeStore() error {
+	var errs []error
+	if s.rdb != nil {
+		if err := s.rdb.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if s.embedded != nil {
+		errs = append(errs, s.embedded.stop())
+	}
+	return errors.Join(errs...)
+}

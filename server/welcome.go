@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// defaultNamespace is the namespace embedded mode creates on its first start.
+const defaultNamespace = "default"
+
+// welcome runs in embedded mode: on the first start (no namespace yet) it creates the default
+// namespace and a token with every permission, and prints the secret with copy-pasteable curl
+// lines; on later starts it says how to make a new token (the secret is never shown again).
+func (s *Server) welcome(ctx context.Context) error {
+	pub, adm := baseURL(s.cfg.PublicAddr), baseURL(s.cfg.AdminAddr)
+	_, created, err := s.namespaces.Create(ctx, defaultNamespace, "created by the first start of the embedded mode")
+	if err != nil {
+		return err
+	}
+	where := "a managed redis-server with append-only persistence in " + s.cfg.DataDir
+	if !s.embedded.managed {
+		where = "an IN-PROCESS store (nothing survives a restart)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nSluice runs on its embedded Redis: %s.\n", where)
+	if !created {
+		fmt.Fprintf(&b, "Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
+		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens -d '{\"description\": \"my token\"}'\n\n", adm, defaultNamespace)
+		_, err := fmt.Fprint(s.cfg.Out, b.String())
+		return err
+	}
+	secret, _, err := s.tokens.Create(ctx, CreateTokenParams{Namespace: defaultNamespace, Description: "created on first start"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "Created namespace %q and a token with every permission (shown only this once):\n\n", defaultNamespace)
+	fmt.Fprintf(&b, "  export SLUICE_TOKEN=%s\n\n", secret)
+	fmt.Fprintf(&b, "Publish a job, consume it, then ack it (use the job_id the consume returned):\n\n")
+	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/ns/%s/queues/hello/jobs -H \"Authorization: Bearer $SLUICE_TOKEN\" -d '{\"payload\": {\"to\": \"ada\"}}'\n", pub, defaultNamespace)
+	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/ns/%s/consume -H \"Authorization: Bearer $SLUICE_TOKEN\" -d '{\"queues\": [\"hello\"], \"timeout\": 5}'\n", pub, defaultNamespace)
+	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/ns/%s/queues/hello/jobs/JOB_ID/ack -H \"Authorization: Bearer $SLUICE_TOKEN\" -d '{\"delivery\": 1}'\n\n", pub, defaultNamespace)
+	fmt.Fprintf(&b, "Admin API (tokens, namespaces, /metrics): %s\n\n", adm)
+	_, err = fmt.Fprint(s.cfg.Out, b.String())
+	return err
+}
+
+// baseURL turns a listen address into a URL a local client can use.
+func baseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
