@@ -157,9 +157,9 @@ func (s *Store[K, V]) loadMany(ctx context.Context, uniq []K, sks, rks []string,
 					lerr = fmt.Errorf("cache: encode value: %w", err)
 					break
 				}
-				a.state, a.payload, a.aheadms = stateValue, payload, s.cfg.RefreshAhead.Milliseconds()
+				a.state, a.payload = stateValue, payload
 			}
-			a.ttlms = s.ttlms(a.state)
+			a.ttlms, a.afterms = s.ttls(a.state)
 			calls[n] = scriptCall{key: rks[i], args: a.args()}
 		}
 		if lerr == nil {

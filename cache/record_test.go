@@ -118,12 +118,12 @@ func TestScripts(t *testing.T) {
 		if ok, _, _ := sc.runFill(ctx, env.Client, key, fa); ok {
 			t.Fatalf("a stranger's fill was accepted")
 		}
-		fa.token, fa.aheadms = "me", 10000
+		fa.token, fa.afterms = "me", 10000
 		ok, now, err := sc.runFill(ctx, env.Client, key, fa)
 		if err != nil || !ok {
 			t.Fatalf("owner's fill = %v, %v", ok, err)
 		}
-		if r := read(); r.state != stateValue || r.payload != `"x"` || r.owner != "" || r.lockUntil != 0 || r.refreshAt != now+50000 {
+		if r := read(); r.state != stateValue || r.payload != `"x"` || r.owner != "" || r.lockUntil != 0 || r.refreshAt != now+10000 {
 			t.Fatalf("filled record = %+v", r)
 		}
 		// A fresh value: acquire reports it and changes nothing.

@@ -92,13 +92,13 @@ type fillArgs struct {
 	token   string
 	state   byte
 	payload []byte
-	ttlms   int64
-	aheadms int64
+	ttlms   int64 // TTL, jitter applied
+	afterms int64 // refresh-ahead point, ms after the write (0: none)
 	channel string
 }
 
 func (a fillArgs) args() []any {
-	return []any{a.token, string(a.state), a.payload, a.ttlms, a.aheadms, a.channel}
+	return []any{a.token, string(a.state), a.payload, a.ttlms, a.afterms, a.channel}
 }
 
 func parseFill(v any) (written bool, now int64, err error) {
@@ -129,6 +129,6 @@ func (s scripts) runRelease(ctx context.Context, c redis.Scripter, key, token, c
 }
 
 // runSet runs set.lua on one key and returns Redis's time.
-func (s scripts) runSet(ctx context.Context, c redis.Scripter, key string, state byte, payload []byte, ttlms, aheadms int64, channel string) (int64, error) {
-	return s.set.Run(ctx, c, []string{key}, string(state), payload, ttlms, aheadms, channel).Int64()
+func (s scripts) runSet(ctx context.Context, c redis.Scripter, key string, state byte, payload []byte, ttlms, afterms int64, channel string) (int64, error) {
+	return s.set.Run(ctx, c, []string{key}, string(state), payload, ttlms, afterms, channel).Int64()
 }

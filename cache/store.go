@@ -137,8 +137,8 @@ func (s *Store[K, V]) Set(ctx context.Context, key K, value V) error {
 		return fmt.Errorf("cache: encode value: %w", err)
 	}
 	sk := keyString(key)
-	now, err := s.scripts.runSet(ctx, s.rdb, s.keys.record(sk), stateValue, payload,
-		s.ttlms(stateValue), s.cfg.RefreshAhead.Milliseconds(), s.keys.channel(sk))
+	ttl, after := s.ttls(stateValue)
+	now, err := s.scripts.runSet(ctx, s.rdb, s.keys.record(sk), stateValue, payload, ttl, after, s.keys.channel(sk))
 	if err != nil {
 		return s.redisErr(err)
 	}
@@ -386,15 +386,12 @@ func (s *Store[K, V]) loadAndFill(ctx context.Context, key K, sk, token string, 
 			return loadResult[V]{val: v, err: fmt.Errorf("cache: encode value: %w", merr)}
 		}
 	}
-	ahead := int64(0)
-	if state == stateValue {
-		ahead = s.cfg.RefreshAhead.Milliseconds()
-	}
+	ttl, after := s.ttls(state)
 	if decided != nil {
 		*decided = time.Now()
 	}
 	written, now, ferr := s.scripts.runFill(ctx, s.rdb, s.keys.record(sk), fillArgs{
-		token: token, state: state, payload: payload, ttlms: s.ttlms(state), aheadms: ahead,
+		token: token, state: state, payload: payload, ttlms: ttl, afterms: after,
 		channel: s.keys.channel(sk),
 	})
 	if ferr != nil {
@@ -535,16 +532,21 @@ func (s *Store[K, V]) redisErr(err error) error {
 	return wrapRedis(err)
 }
 
-// ttlms returns the TTL for a new record of state, with jitter, in ms (at least 1).
-func (s *Store[K, V]) ttlms(state byte) int64 {
-	base := s.cfg.TTL
-	if state == stateNotFound {
-		base = s.cfg.EmptyTTL
-	}
+// ttls returns, for a new record of state, its TTL and its refresh-ahead point (0: none), in ms
+// and with the same jitter factor applied to both, so the refresh point stays inside the TTL.
+func (s *Store[K, V]) ttls(state byte) (ttl, refreshAfter int64) {
+	f := 1.0
 	if s.cfg.Jitter > 0 {
-		base = time.Duration(float64(base) * (1 + s.cfg.Jitter*(2*rand.Float64()-1)))
+		f += s.cfg.Jitter * (2*rand.Float64() - 1)
 	}
-	return max(base.Milliseconds(), 1)
+	jitter := func(d time.Duration) int64 { return max(time.Duration(float64(d)*f).Milliseconds(), 1) }
+	if state == stateNotFound {
+		return jitter(s.cfg.EmptyTTL), 0
+	}
+	if s.cfg.RefreshAhead > 0 {
+		refreshAfter = jitter(s.cfg.TTL - s.cfg.RefreshAhead)
+	}
+	return jitter(s.cfg.TTL), refreshAfter
 }
 
 // observeClock records Redis's time (ms) as seen in a script reply.

@@ -7,7 +7,7 @@
 -- ARGV[2]  state: 'v' (value) or 'n' (not-found marker)
 -- ARGV[3]  payload (empty for 'n')
 -- ARGV[4]  TTL in ms (jitter already applied)
--- ARGV[5]  refresh-ahead in ms (0: none)
+-- ARGV[5]  ms after which a reader starts a background reload (refresh-ahead; 0: never)
 -- ARGV[6]  channel to publish the write on (wakes waiters)
 --
 -- Returns {written, now_ms}: written is 1 when stored, 0 when fenced off.
@@ -22,10 +22,10 @@ if owner ~= ARGV[1] then
   return {0, now}
 end
 local ttl = tonumber(ARGV[4])
-local ahead = tonumber(ARGV[5])
+local after = tonumber(ARGV[5])
 local refresh = '0'
-if ahead > 0 and ahead < ttl then
-  refresh = string.format('%d', now + ttl - ahead)
+if after > 0 then
+  refresh = string.format('%d', now + after)
 end
 redis.call('SET', KEYS[1], ARGV[2] .. '|' .. refresh .. '|0||' .. ARGV[3], 'PX', ttl)
 redis.call('PUBLISH', ARGV[6], '')
