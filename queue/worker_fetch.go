@@ -1,0 +1,129 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The worker's calls into the engine that the public API does not offer in this shape: a blocking
+// fetch that a shutdown can interrupt without ever abandoning a reply that carries leases, and
+// pipelined touch and release of many deliveries.
+
+// callTimeout bounds one worker call to Redis that runs on a context detached from the caller's.
+const callTimeout = 10 * time.Second
+
+// fetched is a delivery and where its lease ends on this machine's clock.
+type fetched struct {
+	d        Delivery
+	lease    time.Duration // the lease length the script granted
+	leaseEnd time.Time     // local clock
+}
+
+// fetch leases up to n ready jobs of one queue with the given ttr (0: each job's own). While none
+// is ready it waits, woken by notifications and timers as Consume is, until wait passes or stop
+// ends; then it returns no jobs and no error. The script calls run on a context stop does not
+// cancel, so a reply that carries leases is always read.
+func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, wait time.Duration) ([]fetched, error) {
+	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
+	keys := []queueKeys{newQueueKeys(c.cfg.Prefix, ns, q)}
+	channels := []string{keys[0].channel}
+	deadline := time.Now().Add(wait)
+	for {
+		w, err := c.notify.register(stop, channels)
+		if err != nil {
+			select {
+			case <-stop.Done():
+				return nil, nil // stopping is not a failure
+			default:
+				return nil, err
+			}
+		}
+		out, wake, err := c.fetchOnce(stop, p, keys)
+		if err != nil || len(out) > 0 {
+			c.notify.unregister(w)
+			return out, err
+		}
+		sleep := time.Until(deadline)
+		if sleep <= 0 {
+			c.notify.unregister(w)
+			return nil, nil
+		}
+		if wake > 0 && wake < sleep {
+			sleep = wake
+		}
+		sleep = min(sleep, c.cfg.WakeupInterval)
+		timer := time.NewTimer(sleep)
+		select {
+		case <-w.C:
+		case <-timer.C:
+		case <-stop.Done():
+		}
+		timer.Stop()
+		c.notify.unregister(w)
+		select {
+		case <-stop.Done():
+			return nil, nil
+		default:
+		}
+		if c.notify.isClosed() {
+			return nil, ErrClosed
+		}
+	}
+}
+
+func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys) ([]fetched, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), callTimeout)
+	defer cancel()
+	sent := time.Now()
+	ds, wake, err := c.consumeOnce(ctx, p, keys)
+	out := make([]fetched, len(ds))
+	for i, d := range ds {
+		// The script's clock: publish time + elapsed. The lease length it granted is clock-free.
+		redisNow := d.PublishedAt.Add(d.Elapsed)
+		lease := max(d.LeaseUntil.Sub(redisNow), time.Millisecond)
+		out[i] = fetched{d: d, lease: lease, leaseEnd: sent.Add(lease)}
+	}
+	return out, wake, err
+}
+
+// touchMany extends the leases of many deliveries of one queue by ttr (0: each job's own) in one
+// pipelined round trip. errs has one entry per delivery (nil, ErrLeaseLost, ErrNotFound).
+func (c *Client) touchMany(ctx context.Context, ds []*Delivery, ttr time.Duration) ([]error, error) {
+	return c.leaseMany(ctx, scriptTouch, "touch", ds, func(d *Delivery) []any {
+		return []any{d.ID, d.Delivery, ttr.Milliseconds()}
+	})
+}
+
+// releaseMany gives many leased deliveries back (Release) in one pipelined round trip.
+func (c *Client) releaseMany(ctx context.Context, ds []*Delivery) ([]error, error) {
+	return c.leaseMany(ctx, scriptRelease, "release", ds, func(d *Delivery) []any {
+		return []any{d.ID, d.Delivery}
+	})
+}
+
+func (c *Client) leaseMany(ctx context.Context, script, op string, ds []*Delivery, args func(*Delivery) []any) ([]error, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(ds))
+		for i, d := range ds {
+			k := newQueueKeys(c.cfg.Prefix, d.Namespace, d.Queue)
+			cmds[i] = c.runPipelined(ctx, pipe, script, k, args(d)...)
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, leaseError(op, err)
+	}
+	errs := make([]error, len(ds))
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			errs[i] = leaseError(op, err)
+		}
+	}
+	return errs, nil
+}
