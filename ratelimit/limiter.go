@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,7 @@ type Limiter struct {
 	client redis.UniversalClient
 	cfg    Config
 	script *redis.Script
+	args   []any // the script's fixed ARGV, see scriptArgs
 	local  *localLimiter
 
 	allowed, denied, redisErrors, fallback atomic.Uint64
@@ -76,6 +78,7 @@ func New(client redis.UniversalClient, cfg Config) (*Limiter, error) {
 	case FixedWindow:
 		l.script = s.fixedWindow
 	}
+	l.args = l.scriptArgs()
 	if cfg.FailurePolicy == FailLocal {
 		l.local = newLocalLimiter(cfg.Limit, cfg.LocalMaxKeys)
 	}
@@ -200,23 +203,29 @@ func (l *Limiter) checkCost(n int) error {
 	return nil
 }
 
-// run calls the algorithm's script once; a negative n is a refund.
-func (l *Limiter) run(ctx context.Context, key string, n int) (Result, error) {
+// scriptArgs are the ARGV that precede the cost: the same for every call, so they are built (and
+// boxed) once.
+func (l *Limiter) scriptArgs() []any {
 	lim := l.cfg.Limit
-	period := lim.Period.Microseconds()
-	args := make([]any, 0, 5)
+	period := strconv.FormatInt(lim.Period.Microseconds(), 10)
 	switch l.cfg.Algorithm {
 	case GCRA:
-		args = append(args, lim.Rate, period, lim.Burst, n)
+		return []any{strconv.Itoa(lim.Rate), period, strconv.Itoa(lim.Burst)}
 	case FixedWindow:
-		aligned := 0
+		aligned := "0"
 		if l.cfg.AlignWindows {
-			aligned = 1
+			aligned = "1"
 		}
-		args = append(args, lim.Rate, period, aligned, n)
+		return []any{strconv.Itoa(lim.Rate), period, aligned}
 	default:
-		args = append(args, lim.Rate, period, n)
+		return []any{strconv.Itoa(lim.Rate), period}
 	}
+}
+
+// run calls the algorithm's script once; a negative n is a refund.
+func (l *Limiter) run(ctx context.Context, key string, n int) (Result, error) {
+	args := make([]any, 0, len(l.args)+2)
+	args = append(append(args, l.args...), n)
 	if l.now != nil {
 		args = append(args, l.now())
 	}
@@ -230,7 +239,7 @@ func (l *Limiter) run(ctx context.Context, key string, n int) (Result, error) {
 	}
 	return Result{
 		Allowed:    v[0] == 1,
-		Limit:      lim.Burst,
+		Limit:      l.cfg.Limit.Burst,
 		Remaining:  int(v[1]),
 		RetryAfter: time.Duration(v[2]) * time.Microsecond,
 		ResetAfter: time.Duration(v[3]) * time.Microsecond,

@@ -58,7 +58,9 @@ else
 end
 
 local reset = 0
-if count > 0 then
+if allowed == 1 and n > 0 then
+  reset = period -- the newest entries are this call's
+elseif count > 0 then
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   reset = tonumber(last[2]) + period - now
 end
