@@ -262,3 +262,19 @@ func TestConfigValidation(t *testing.T) {
 		t.Error("New(nil client) succeeded")
 	}
 }
+
+// TestLoweredLimit: a key that holds more than a newly lowered limit allows is denied, with no
+// negative Remaining and a RetryAfter to go by.
+func TestLoweredLimit(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.SlidingLog, ratelimit.SlidingWindow, ratelimit.FixedWindow} {
+		before := newLimiter(t, env, ratelimit.Config{Algorithm: alg, Limit: ratelimit.PerHour(10)})
+		after := newLimiter(t, env, ratelimit.Config{Algorithm: alg, Limit: ratelimit.PerHour(5)})
+		decide(t, before, "k", 10)
+		res := decide(t, after, "k", 1)
+		if res.Allowed || res.Remaining != 0 || res.RetryAfter <= 0 {
+			t.Errorf("%s: %+v, want denied with 0 remaining and a RetryAfter", alg, res)
+		}
+	}
+}

@@ -46,7 +46,7 @@ if n < 0 then
   count = math.max(count + n, 0)
 else
   if count + n > limit then
-    return {0, limit - count, start + period - now, start + period - now}
+    return {0, math.max(limit - count, 0), start + period - now, start + period - now}
   end
   start = start or now
   count = count + n
@@ -54,4 +54,4 @@ end
 
 local left = start + period - now
 redis.call('SET', KEYS[1], string.format('%d:%d', start, count), 'PX', math.ceil(left / 1000))
-return {1, limit - count, 0, left}
+return {1, math.max(limit - count, 0), 0, left}

@@ -70,4 +70,5 @@ if new ~= debt or n < 0 then
   end
 end
 
-return {allowed, fdiv(tolerance - new, period), retry, cdiv(new, rate)}
+-- (remaining is clamped: a key may hold more than a lowered limit allows)
+return {allowed, math.max(fdiv(tolerance - new, period), 0), retry, cdiv(new, rate)}

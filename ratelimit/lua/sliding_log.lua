@@ -64,4 +64,4 @@ elseif count > 0 then
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   reset = tonumber(last[2]) + period - now
 end
-return {allowed, limit - count, retry, reset}
+return {allowed, math.max(limit - count, 0), retry, reset}
