@@ -109,7 +109,6 @@ func (s *Store[K, V]) Get(ctx context.Context, key K, load Loader[K, V]) (V, err
 		return s.loadDegraded(ctx, key, sk, load)
 	}
 	raw, err := s.rdb.Get(ctx, s.keys.record(sk)).Result()
-	got := time.Now()
 	switch {
 	case err == nil:
 		if rec, ok := decodeRecord(raw); ok && s.usable(rec) {
@@ -122,7 +121,8 @@ func (s *Store[K, V]) Get(ctx context.Context, key K, load Loader[K, V]) (V, err
 		return s.redisFailed(ctx, key, sk, load, s.redisErr(err))
 	}
 	s.stats.misses.Add(1)
-	v, err := s.miss(ctx, key, sk, got, load)
+	// Any time after the GET reply will do for the Strong-mode check in miss (later is stricter).
+	v, err := s.miss(ctx, key, sk, time.Now(), load)
 	if isRedisError(err) {
 		return s.redisFailed(ctx, key, sk, load, err)
 	}
