@@ -34,9 +34,9 @@ type Server struct {
 	public http.Handler
 	admin  http.Handler
 
-	// draining is closed when a graceful shutdown starts: blocked consumes return at once.
-	draining  chan struct{}
-	drainOnce sync.Once
+	// drainCtx ends when a graceful shutdown starts: blocked consumes return at once.
+	drainCtx  context.Context
+	drain     context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -48,7 +48,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.drainCtx, s.drain = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.RedisURL == "" {
 		emb, err := startEmbedded(ctx, cfg)
 		if err != nil {
@@ -153,6 +154,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// withDrain returns a context that also ends when a graceful shutdown starts, for requests that
+// block (consumes): they return at once instead of holding the shutdown up.
+func (s *Server) withDrain(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.drainCtx, cancel) //nolint:contextcheck // the server's lifetime, not a request's
+	return ctx, func() { stop(); cancel() }
+}
+
 // Run listens on PublicAddr and AdminAddr and serves until ctx ends, then shuts down gracefully
 // (Serve). It does not Close the server.
 func (s *Server) Run(ctx context.Context) error {
@@ -234,9 +243,6 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
-
-// drain starts a graceful shutdown: blocked consumes return.
-func (s *Server) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // Close releases everything the server holds: blocked consumes, the queue client, the Redis
 // client and the embedded Redis (stopped last, so its data is flushed). Call it after Run.

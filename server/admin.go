@@ -1,0 +1,134 @@
+package server
+
+import (
+	"net/http"
+)
+
+type createNamespaceRequest struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// createNamespace is POST /v1/namespaces: 201 when created, 200 when it existed.
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
+	var req createNamespaceRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	n, created, err := s.namespaces.Create(r.Context(), req.Name, req.Description)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, n)
+	return nil
+}
+
+// listNamespaces is GET /v1/namespaces.
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.namespaces.List(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": list})
+	return nil
+}
+
+// getNamespace is GET /v1/namespaces/{ns}.
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
+	n, err := s.namespaces.Get(r.Context(), r.PathValue("ns"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, n)
+	return nil
+}
+
+// deleteNamespace is DELETE /v1/namespaces/{ns}: its tokens are revoked, then its queues and
+// their jobs deleted, then the namespace itself.
+func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	if _, err := s.namespaces.Get(r.Context(), ns); err != nil {
+		return err
+	}
+	revoked, err := s.tokens.revokeNamespace(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	queues, err := s.queue.Queues(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	var jobs int64
+	for _, q := range queues {
+		n, err := s.queue.DeleteQueue(r.Context(), ns, q)
+		if err != nil {
+			return err
+		}
+		jobs += n
+	}
+	if err := s.namespaces.Delete(r.Context(), ns); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{
+		"revoked_tokens": int64(revoked), "deleted_queues": int64(len(queues)), "deleted_jobs": jobs,
+	})
+	return nil
+}
+
+type createTokenRequest struct {
+	Description string       `json:"description"`
+	Permissions []Permission `json:"permissions"`
+	MaxPriority *int         `json:"max_priority"`
+}
+
+// tokenCreated is the answer to a token creation: the only time the secret is shown.
+type tokenCreated struct {
+	Token
+	Secret string `json:"token"`
+}
+
+// createToken is POST /v1/namespaces/{ns}/tokens (the namespace is registered when new).
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
+	var req createTokenRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.Permissions != nil && len(req.Permissions) == 0 {
+		return invalidArg("permissions", "name at least one of publish, consume, manage (leave it out for all)")
+	}
+	secret, tok, err := s.tokens.Create(r.Context(), CreateTokenParams{
+		Namespace: r.PathValue("ns"), Description: req.Description, Permissions: req.Permissions, MaxPriority: req.MaxPriority,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, tokenCreated{Token: tok, Secret: secret})
+	return nil
+}
+
+// listTokens is GET /v1/namespaces/{ns}/tokens (ids and settings; never secrets).
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
+	ns := r.PathValue("ns")
+	if !validName(ns) {
+		return invalidArg("namespace", "%q %s", ns, nameRule)
+	}
+	list, err := s.tokens.List(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
+	return nil
+}
+
+// revokeToken is DELETE /v1/namespaces/{ns}/tokens/{id} (the id, or the secret itself).
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	if err := s.tokens.Revoke(r.Context(), r.PathValue("ns"), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

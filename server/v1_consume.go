@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/queue"
+)
+
+type consumeRequest struct {
+	Queues  []string `json:"queues"`
+	Count   *int     `json:"count"`
+	TTR     *float64 `json:"ttr"`
+	Timeout *float64 `json:"timeout"`
+}
+
+// deliveryJSON is a leased job as consume returns it.
+type deliveryJSON struct {
+	JobID          string            `json:"job_id"`
+	Queue          string            `json:"queue"`
+	Payload        json.RawMessage   `json:"payload,omitempty"`
+	PayloadBase64  *string           `json:"payload_base64,omitempty"`
+	Delivery       int               `json:"delivery"`
+	RemainingTries int               `json:"remaining_tries"`
+	Priority       int               `json:"priority"`
+	Attributes     map[string]string `json:"attributes"`
+	PublishedAt    time.Time         `json:"published_at"`
+	ElapsedMS      int64             `json:"elapsed_ms"`
+	LeaseUntil     time.Time         `json:"lease_until"`
+	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+}
+
+func toDeliveryJSON(d queue.Delivery) deliveryJSON {
+	pl := encodePayload(d.Payload, d.Attributes)
+	return deliveryJSON{
+		JobID: d.ID, Queue: d.Queue, Payload: pl.JSON, PayloadBase64: pl.Base64, Delivery: d.Delivery,
+		RemainingTries: d.RemainingTries, Priority: d.Priority, Attributes: publicAttributes(d.Attributes),
+		PublishedAt: d.PublishedAt.UTC(), ElapsedMS: d.Elapsed.Milliseconds(), LeaseUntil: d.LeaseUntil.UTC(),
+		ExpiresAt: timePtr(d.ExpiresAt),
+	}
+}
+
+// consume is POST /v1/ns/{ns}/consume. A blocking consume ends when a job is ready, when its
+// timeout passes, when the client goes away, or when the server starts shutting down (then it
+// answers with no jobs).
+func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error {
+	var req consumeRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	p := queue.ConsumeParams{Namespace: r.PathValue("ns"), Queues: req.Queues}
+	if len(req.Queues) == 0 {
+		return invalidArg("queues", "name at least one queue")
+	}
+	if req.Count != nil {
+		if *req.Count < 1 || *req.Count > queue.MaxConsumeCount {
+			return invalidArg("count", "%d is outside 1..%d", *req.Count, queue.MaxConsumeCount)
+		}
+		p.Count = *req.Count
+	}
+	var err error
+	if p.TTR, err = seconds("ttr", req.TTR); err != nil {
+		return err
+	}
+	if req.TTR != nil && p.TTR < time.Millisecond {
+		return invalidArg("ttr", "must be at least 0.001 seconds (leave it out for each job's own ttr)")
+	}
+	if p.Timeout, err = seconds("timeout", req.Timeout); err != nil {
+		return err
+	}
+	if p.Timeout > s.cfg.MaxConsumeTimeout {
+		return invalidArg("timeout", "%gs is over the server's limit of %gs", p.Timeout.Seconds(), s.cfg.MaxConsumeTimeout.Seconds())
+	}
+	ctx, cancel := s.withDrain(r.Context())
+	defer cancel()
+	ds, err := s.queue.Consume(ctx, p)
+	if err != nil {
+		shuttingDown := s.drainCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
+		if !shuttingDown {
+			return err
+		}
+		ds = nil
+	}
+	out := make([]deliveryJSON, len(ds))
+	for i, d := range ds {
+		out[i] = toDeliveryJSON(d)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
+	return nil
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/queue"
+)
+
+// queueJSON is a queue's depths and event counters.
+type queueJSON struct {
+	Name         string `json:"name"`
+	Ready        int64  `json:"ready"`
+	Delayed      int64  `json:"delayed"`
+	Leased       int64  `json:"leased"`
+	Dead         int64  `json:"dead"`
+	Done         int64  `json:"done"`
+	Paused       bool   `json:"paused"`
+	Published    int64  `json:"published"`
+	Consumed     int64  `json:"consumed"`
+	Acked        int64  `json:"acked"`
+	Nacked       int64  `json:"nacked"`
+	Retried      int64  `json:"retried"`
+	DeadLettered int64  `json:"dead_lettered"`
+	Expired      int64  `json:"expired"`
+	Deleted      int64  `json:"deleted"`
+	Released     int64  `json:"released"`
+	Respawned    int64  `json:"respawned"`
+	DeadDropped  int64  `json:"dead_dropped"`
+	Purged       int64  `json:"purged"`
+}
+
+func toQueueJSON(name string, st queue.Stats) queueJSON {
+	return queueJSON{
+		Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Dead: st.Dead, Done: st.Done,
+		Paused: st.Paused, Published: st.Published, Consumed: st.Consumed, Acked: st.Acked, Nacked: st.Nacked,
+		Retried: st.Retried, DeadLettered: st.DeadLettered, Expired: st.Expired, Deleted: st.Deleted,
+		Released: st.Released, Respawned: st.Respawned, DeadDropped: st.DeadDropped, Purged: st.Purged,
+	}
+}
+
+// listQueues is GET /v1/ns/{ns}/queues: every queue of the namespace with its stats (one
+// pipelined round trip, O(priorities) per queue inside Redis).
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, _ Token) error {
+	ns := r.PathValue("ns")
+	names, err := s.queue.Queues(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	stats, err := s.queue.StatsMany(r.Context(), ns, names)
+	if err != nil {
+		return err
+	}
+	out := make([]queueJSON, len(names))
+	for i, q := range names {
+		out[i] = toQueueJSON(q, stats[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	return nil
+}
+
+// queueExists reports whether a queue is registered in its namespace.
+func (s *Server) queueExists(r *http.Request) error {
+	ns, q := r.PathValue("ns"), r.PathValue("q")
+	if !validName(q) {
+		return invalidArg("queue", "%q %s", q, nameRule)
+	}
+	names, err := s.queue.Queues(r.Context(), ns)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(names, q) {
+		return &Error{Code: CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
+	}
+	return nil
+}
+
+// getQueue is GET /v1/ns/{ns}/queues/{q}.
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+	if err := s.queueExists(r); err != nil {
+		return err
+	}
+	st, err := s.queue.Stats(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, toQueueJSON(r.PathValue("q"), st))
+	return nil
+}
+
+// deleteQueue is DELETE /v1/ns/{ns}/queues/{q}: every job of the queue is removed.
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+	if err := s.queueExists(r); err != nil {
+		return err
+	}
+	n, err := s.queue.DeleteQueue(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"deleted_jobs": n})
+	return nil
+}
+
+// pauseQueue is POST /v1/ns/{ns}/queues/{q}/pause: consumers get nothing until resume.
+func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+	if err := s.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// resumeQueue is POST /v1/ns/{ns}/queues/{q}/resume.
+func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+	if err := s.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listDead is GET /v1/ns/{ns}/queues/{q}/dead?limit=&cursor=.
+func (s *Server) listDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+	p := queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor")}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > queue.MaxDeadPage {
+			return invalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
+		}
+		p.Limit = n
+	}
+	res, err := s.queue.DeadList(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	jobs := make([]jobJSON, len(res.Jobs))
+	for i := range res.Jobs {
+		jobs[i] = toJobJSON(&res.Jobs[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
+	return nil
+}
+
+type deadRequest struct {
+	Limit *int     `json:"limit"`
+	IDs   []string `json:"ids"`
+	TTL   *float64 `json:"ttl"`
+}
+
+func (d *deadRequest) selection() (int, []string, error) {
+	switch {
+	case d.Limit != nil && d.IDs != nil:
+		return 0, nil, invalidArg("ids", "give limit or ids, not both")
+	case d.IDs != nil:
+		if len(d.IDs) == 0 || len(d.IDs) > queue.MaxDeadPage {
+			return 0, nil, invalidArg("ids", "%d ids; give 1..%d", len(d.IDs), queue.MaxDeadPage)
+		}
+		return 0, d.IDs, nil
+	case d.Limit != nil:
+		if *d.Limit < 1 || *d.Limit > queue.MaxDeadPage {
+			return 0, nil, invalidArg("limit", "%d is outside 1..%d", *d.Limit, queue.MaxDeadPage)
+		}
+		return *d.Limit, nil, nil
+	default:
+		return 0, nil, invalidArg("limit", "give limit (the oldest jobs) or ids")
+	}
+}
+
+// respawnDead is POST /v1/ns/{ns}/queues/{q}/dead/respawn: dead jobs go back to ready with
+// fresh tries.
+func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+	var req deadRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	limit, ids, err := req.selection()
+	if err != nil {
+		return err
+	}
+	ttl, err := seconds("ttl", req.TTL)
+	if err != nil {
+		return err
+	}
+	if req.TTL != nil && ttl < time.Millisecond {
+		return invalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
+	}
+	out, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
+		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit, TTL: ttl,
+	})
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		out = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"job_ids": out, "respawned": len(out)})
+	return nil
+}
+
+// deleteDead is DELETE /v1/ns/{ns}/queues/{q}/dead.
+func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+	var req deadRequest
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	if req.TTL != nil {
+		return invalidArg("ttl", "only respawn takes a ttl")
+	}
+	limit, ids, err := req.selection()
+	if err != nil {
+		return err
+	}
+	n, err := s.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{
+		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+	return nil
+}
