@@ -1,0 +1,506 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/queue"
+)
+
+// lmstfyJob is a job as lmstfy's consume and peek routes show it. Data is base64 in JSON, as
+// lmstfy's is.
+type lmstfyJob struct {
+	Msg         string            `json:"msg,omitempty"` // "new job" for consume; absent for peek
+	Namespace   string            `json:"namespace"`
+	Queue       string            `json:"queue"`
+	JobID       string            `json:"job_id"`
+	Data        []byte            `json:"data"`
+	TTL         int64             `json:"ttl"`        // seconds the job has left to live; 0: no ttl
+	ElapsedMS   int64             `json:"elapsed_ms"` // since publish
+	RemainTries int64             `json:"remain_tries"`
+	Attributes  map[string]string `json:"attributes"`
+}
+
+// lmstfyTTL is the job's remaining lifetime at now in whole seconds, rounded as Redis's TTL
+// command rounds (lmstfy reads it there); 0 means the job has no ttl.
+func lmstfyTTL(expires, now time.Time) int64 {
+	if expires.IsZero() {
+		return 0
+	}
+	return max(1, int64((expires.Sub(now)+500*time.Millisecond)/time.Second))
+}
+
+func lmstfyData(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+func lmstfyDelivery(d queue.Delivery) lmstfyJob {
+	now := d.PublishedAt.Add(d.Elapsed) // Redis's clock at delivery
+	return lmstfyJob{
+		Msg: "new job", Namespace: d.Namespace, Queue: d.Queue, JobID: d.ID, Data: lmstfyData(d.Payload),
+		TTL: lmstfyTTL(d.ExpiresAt, now), ElapsedMS: d.Elapsed.Milliseconds(),
+		RemainTries: int64(d.RemainingTries), Attributes: d.Attributes,
+	}
+}
+
+func lmstfyPeeked(j *queue.Job) lmstfyJob {
+	now := time.Now()
+	return lmstfyJob{
+		Namespace: j.Namespace, Queue: j.Queue, JobID: j.ID, Data: lmstfyData(j.Payload),
+		TTL: lmstfyTTL(j.ExpiresAt, now), ElapsedMS: max(0, now.Sub(j.PublishedAt).Milliseconds()),
+		RemainTries: int64(j.RemainingTries), Attributes: j.Attributes,
+	}
+}
+
+// lmstfyPublishOpts are the query parameters of lmstfy's publish routes.
+type lmstfyPublishOpts struct {
+	delay, ttl time.Duration
+	tries      int
+	priority   int
+}
+
+// lmstfyPublishParams reads delay, ttl, tries and priority with lmstfy's defaults, messages and
+// order of checks. It answers the request itself when a parameter is bad.
+func lmstfyPublishParams(w http.ResponseWriter, r *http.Request, c lmstfyCall) (lmstfyPublishOpts, bool) {
+	delay, ok := lmstfyParam(r, "delay", lmstfyDefaultDelay, 32)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid delay")
+		return lmstfyPublishOpts{}, false
+	}
+	ttl, ok := lmstfyParam(r, "ttl", lmstfyDefaultTTL, 32)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
+		return lmstfyPublishOpts{}, false
+	}
+	// ttl 0 means forever. lmstfy lets ttl equal delay, which loses the job the moment it is due;
+	// Sluice asks for a ttl longer than the delay.
+	if ttl > 0 && ttl < delay {
+		lmstfyError(w, r, http.StatusBadRequest, "ttl is shorter than delay")
+		return lmstfyPublishOpts{}, false
+	}
+	if ttl > 0 && ttl == delay {
+		lmstfyError(w, r, http.StatusBadRequest, "ttl must be longer than delay")
+		return lmstfyPublishOpts{}, false
+	}
+	tries, ok := lmstfyParam(r, "tries", lmstfyDefaultTries, 16)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid tries")
+		return lmstfyPublishOpts{}, false
+	}
+	if tries == 0 {
+		lmstfyError(w, r, http.StatusBadRequest, "tries shouldn't be zero")
+		return lmstfyPublishOpts{}, false
+	}
+	// Some lmstfy versions take a priority (0..255, higher first); so does Sluice.
+	priority, ok := lmstfyParam(r, "priority", 0, 8)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid priority")
+		return lmstfyPublishOpts{}, false
+	}
+	if c.tok.MaxPriority >= 0 && int(priority) > c.tok.MaxPriority {
+		priority = uint64(c.tok.MaxPriority) // the token's cap, as on the native API
+	}
+	return lmstfyPublishOpts{
+		delay: lmstfySeconds(delay), ttl: lmstfySeconds(ttl), tries: int(tries), priority: int(priority),
+	}, true
+}
+
+// lmstfyBody reads the request body; a body over the server's limit answers 413 "body too large".
+func lmstfyBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		lmstfyError(w, r, http.StatusRequestEntityTooLarge, "body too large")
+		return nil, false
+	case err != nil:
+		lmstfyError(w, r, http.StatusBadRequest, "failed to read body")
+		return nil, false
+	}
+	return body, true
+}
+
+// lmstfyAttributes collects job attributes from Job-Attr-* headers when the request carries
+// "Enable-Job-Version: yes", as lmstfy does: keys and values past 256 bytes are cut, at most 16.
+func lmstfyAttributes(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	if !strings.EqualFold(r.Header.Get("Enable-Job-Version"), "yes") {
+		return nil, true
+	}
+	attrs := map[string]string{}
+	for k, v := range r.Header {
+		if !strings.HasPrefix(k, lmstfyAttributePrefix) || len(v) == 0 || v[0] == "" {
+			continue
+		}
+		k, val := strings.TrimPrefix(k, lmstfyAttributePrefix), v[0]
+		if len(k) > lmstfyMaxAttributeLen {
+			k = k[:lmstfyMaxAttributeLen]
+		}
+		if len(val) > lmstfyMaxAttributeLen {
+			val = val[:lmstfyMaxAttributeLen]
+		}
+		attrs[k] = val
+	}
+	if len(attrs) > lmstfyMaxAttributes {
+		lmstfyError(w, r, http.StatusBadRequest, "too many attributes, cannot exceed 16")
+		return nil, false
+	}
+	if len(attrs) == 0 {
+		return nil, true
+	}
+	return attrs, true
+}
+
+func (o lmstfyPublishOpts) job(c lmstfyCall, payload []byte, attrs map[string]string) queue.PublishParams {
+	return queue.PublishParams{
+		Namespace: c.ns, Queue: c.q, Payload: payload, Priority: o.priority, Delay: o.delay,
+		Tries: o.tries, TTL: o.ttl, TTR: lmstfyDefaultTTR * time.Second, Attributes: attrs,
+	}
+}
+
+// lmstfyPublish is PUT /api/{ns}/{q}: publish one job, the body is its data.
+func (s *Server) lmstfyPublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	s.lmstfyPublishOne(w, r, c, "")
+}
+
+// lmstfyRepublish is PUT /api/{ns}/{q}/job/{id}: finish the job (ack it) and publish the body as
+// a new job. The new job is published first, so a failure in between duplicates rather than
+// loses work.
+func (s *Server) lmstfyRepublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	s.lmstfyPublishOne(w, r, c, r.PathValue("id"))
+}
+
+func (s *Server) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyCall, oldID string) {
+	opts, ok := lmstfyPublishParams(w, r, c)
+	if !ok {
+		return
+	}
+	body, ok := lmstfyBody(w, r)
+	if !ok {
+		return
+	}
+	attrs, ok := lmstfyAttributes(w, r)
+	if !ok {
+		return
+	}
+	res, err := s.queue.Publish(r.Context(), opts.job(c, body, attrs))
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	if oldID != "" {
+		if err := s.lmstfyFinish(r.Context(), c.ns, c.q, oldID); err != nil {
+			lmstfyFail(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"msg": "published", "job_id": res.ID})
+}
+
+// lmstfyPublishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
+// text) is the data of one job. All are published or none.
+func (s *Server) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	opts, ok := lmstfyPublishParams(w, r, c)
+	if !ok {
+		return
+	}
+	body, ok := lmstfyBody(w, r)
+	if !ok {
+		return
+	}
+	var jobs []json.RawMessage
+	if err := json.Unmarshal(body, &jobs); err != nil {
+		lmstfyError(w, r, http.StatusBadRequest, "request body should be an array of objects")
+		return
+	}
+	switch {
+	case len(jobs) == 0:
+		lmstfyError(w, r, http.StatusBadRequest, "no jobs")
+		return
+	case len(jobs) > lmstfyMaxBulkJobs:
+		lmstfyError(w, r, http.StatusBadRequest, "too many jobs")
+		return
+	}
+	attrs, ok := lmstfyAttributes(w, r)
+	if !ok {
+		return
+	}
+	ps := make([]queue.PublishParams, len(jobs))
+	for i, j := range jobs {
+		ps[i] = opts.job(c, j, attrs)
+	}
+	res, err := s.queue.PublishMany(r.Context(), ps)
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	ids := make([]string, len(res))
+	for i, pr := range res {
+		ids[i] = pr.ID
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"msg": "published", "job_ids": ids})
+}
+
+// lmstfyConsume is GET /api/{ns}/{q1}[,{q2}...]: lease up to count jobs, earlier queues first,
+// waiting up to timeout seconds for one. One job answers as an object, count > 1 as an array.
+func (s *Server) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	ttr, ok := lmstfyParam(r, "ttr", lmstfyDefaultTTR, 32)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid ttr")
+		return
+	}
+	timeout, ok := lmstfyParam(r, "timeout", lmstfyDefaultTimeout, 32)
+	if !ok {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid timeout")
+		return
+	}
+	count, ok := lmstfyParam(r, "count", 1, 32)
+	if !ok || count == 0 || count > lmstfyMaxConsumeCount {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid count")
+		return
+	}
+	// freeze_tries is accepted for lmstfy's clients (they always send it); every delivery counts.
+	if raw, present := r.URL.Query()["freeze_tries"]; present {
+		if _, err := strconv.ParseBool(raw[0]); err != nil {
+			lmstfyError(w, r, http.StatusBadRequest, "invalid freeze_tries value")
+			return
+		}
+	}
+	var queues []string
+	for _, q := range strings.Split(c.q, ",") {
+		if q != "" && !slices.Contains(queues, q) {
+			queues = append(queues, q)
+		}
+	}
+	if len(queues) == 0 {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid queue name(s)")
+		return
+	}
+	// A graceful shutdown releases blocked consumes.
+	ctx, cancel := s.withDrain(r.Context())
+	defer cancel()
+	ds, err := s.queue.Consume(ctx, queue.ConsumeParams{
+		Namespace: c.ns,
+		Queues:    queues,
+		Count:     int(count),
+		TTR:       lmstfySeconds(ttr), // 0: the job's own (lmstfy's default for jobs published here)
+		Timeout:   min(lmstfySeconds(timeout), s.cfg.MaxConsumeTimeout),
+	})
+	shuttingDown := s.drainCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
+	if err != nil && !shuttingDown {
+		lmstfyFail(w, r, err)
+		return
+	}
+	// A consume cut short by a graceful shutdown answers as one that found nothing.
+	if len(ds) == 0 {
+		writeJSON(w, http.StatusNotFound, map[string]string{"msg": "no job available"})
+		return
+	}
+	if count == 1 {
+		writeJSON(w, http.StatusOK, lmstfyDelivery(ds[0]))
+		return
+	}
+	out := make([]lmstfyJob, len(ds))
+	for i, d := range ds {
+		out[i] = lmstfyDelivery(d)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// lmstfyDeleteJob is DELETE /api/{ns}/{q}/job/{id}, lmstfy's ack: the job is gone afterwards,
+// whatever its state. It answers 204 for unknown jobs too, as lmstfy does.
+func (s *Server) lmstfyDeleteJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	if err := s.lmstfyFinish(r.Context(), c.ns, c.q, r.PathValue("id")); err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lmstfyFinish ends a job for lmstfy's ack, which names no delivery: a leased job is acked (its
+// current delivery, so it counts as done), any other job is deleted. When the lease changes hands
+// between the two calls, the job is deleted all the same: lmstfy's ack means "never again".
+func (s *Server) lmstfyFinish(ctx context.Context, ns, q, id string) error {
+	if id == "" || len(id) > 255 {
+		return nil // no such job
+	}
+	job, err := s.queue.Get(ctx, ns, q, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if job.State == queue.StateLeased {
+		err := s.queue.Ack(ctx, queue.AckParams{Namespace: ns, Queue: q, ID: id, Delivery: job.Deliveries})
+		if err == nil || errors.Is(err, queue.ErrNotFound) {
+			return nil
+		}
+		if !errors.Is(err, queue.ErrLeaseLost) {
+			return err
+		}
+	}
+	_, err = s.queue.Delete(ctx, ns, q, id)
+	return err
+}
+
+// lmstfyPeekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.
+func (s *Server) lmstfyPeekQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	job, err := s.queue.Peek(r.Context(), c.ns, c.q)
+	if errors.Is(err, queue.ErrNotFound) {
+		lmstfyError(w, r, http.StatusNotFound, "the queue is empty")
+		return
+	}
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lmstfyPeeked(job))
+}
+
+// lmstfyPeekJob is GET /api/{ns}/{q}/job/{id}: a job in any state.
+func (s *Server) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	id := r.PathValue("id")
+	if id == "" || len(id) > 255 {
+		lmstfyError(w, r, http.StatusNotFound, "job not found")
+		return
+	}
+	job, err := s.queue.Get(r.Context(), c.ns, c.q, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		lmstfyError(w, r, http.StatusNotFound, "job not found")
+		return
+	}
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lmstfyPeeked(job))
+}
+
+// lmstfySize is GET /api/{ns}/{q}/size: the number of ready jobs.
+func (s *Server) lmstfySize(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	st, err := s.queue.Stats(r.Context(), c.ns, c.q)
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": st.Ready})
+}
+
+// lmstfyDestroyQueue is DELETE /api/{ns}/{q}: remove the queue's jobs. lmstfy drops the ready
+// ones only; Sluice drops them in every state (Purge), the queue itself stays usable.
+func (s *Server) lmstfyDestroyQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	if _, err := s.queue.Purge(r.Context(), c.ns, c.q); err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lmstfyPeekDeadLetter is GET /api/{ns}/{q}/deadletter: the dead letter's size and oldest job.
+func (s *Server) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	res, err := s.queue.DeadList(r.Context(), queue.DeadListParams{Namespace: c.ns, Queue: c.q, Limit: 1})
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	head := ""
+	if len(res.Jobs) > 0 {
+		head = res.Jobs[0].ID
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"namespace": c.ns, "queue": c.q, "deadletter_size": res.Total, "deadletter_head": head,
+	})
+}
+
+// lmstfyDeadLimit reads the limit of the dead letter routes (default 1, at least 1), capped at the
+// dead letter's size.
+func (s *Server) lmstfyDeadLimit(w http.ResponseWriter, r *http.Request, c lmstfyCall) (int64, bool) {
+	limit, ok := lmstfyParam(r, "limit", 1, 63)
+	if !ok || limit == 0 {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
+		return 0, false
+	}
+	size, err := s.queue.DeadSize(r.Context(), c.ns, c.q)
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return 0, false
+	}
+	return min(int64(limit), size), true
+}
+
+// lmstfyRespawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
+// oldest dead jobs back to ready, with all their tries and a ttl of ttl seconds from now.
+func (s *Server) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	if limit, ok := lmstfyParam(r, "limit", 1, 63); !ok || limit == 0 {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
+		return
+	}
+	ttl, ok := lmstfyParam(r, "ttl", lmstfyDefaultTTL, 63)
+	if !ok || ttl > uint64(time.Duration(1<<63-1)/time.Second) {
+		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
+		return
+	}
+	limit, ok := s.lmstfyDeadLimit(w, r, c)
+	if !ok {
+		return
+	}
+	var count int64
+	for count < limit {
+		n := int(min(limit-count, queue.MaxDeadPage))
+		ids, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
+			Namespace: c.ns, Queue: c.q, Limit: n, TTL: lmstfySeconds(ttl),
+		})
+		if err != nil {
+			lmstfyFail(w, r, err)
+			return
+		}
+		count += int64(len(ids))
+		if len(ids) < n {
+			break
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"msg": "respawned", "count": count})
+}
+
+// lmstfyDeleteDeadLetter is DELETE /api/{ns}/{q}/deadletter?limit=: drop up to limit of the
+// oldest dead jobs.
+func (s *Server) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	limit, ok := s.lmstfyDeadLimit(w, r, c)
+	if !ok {
+		return
+	}
+	var count int64
+	for count < limit {
+		n := int(min(limit-count, queue.MaxDeadPage))
+		got, err := s.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: c.ns, Queue: c.q, Limit: n})
+		if err != nil {
+			lmstfyFail(w, r, err)
+			return
+		}
+		count += int64(got)
+		if got < n {
+			break
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// lmstfyDeadLetterSize is GET /api/{ns}/{q}/deadletter/size.
+func (s *Server) lmstfyDeadLetterSize(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+	n, err := s.queue.DeadSize(r.Context(), c.ns, c.q)
+	if err != nil {
+		lmstfyFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": n})
+}
