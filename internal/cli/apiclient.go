@@ -30,7 +30,11 @@ func newAPIClient(base, token string, timeout time.Duration, admin bool) *apiCli
 		base:  strings.TrimRight(base, "/"),
 		token: token,
 		admin: admin,
-		http:  &http.Client{Timeout: timeout},
+		// A command sends a request or two: no connection is worth keeping alive.
+		http: &http.Client{Timeout: timeout, Transport: &http.Transport{
+			Proxy:             http.ProxyFromEnvironment,
+			DisableKeepAlives: true,
+		}},
 	}
 }
 

@@ -147,6 +147,7 @@ Example:
 		Jobs       []map[string]any `json:"jobs"`
 		NextCursor string           `json:"next_cursor"`
 		Cursor     string           `json:"cursor"`
+		Total      *int64           `json:"total"`
 	}
 	data, err := cf.client().callJSON(ctx, http.MethodGet, queuePath(cf.ns, pos[0])+"/dead", query, nil, &ans)
 	if err != nil {
@@ -170,6 +171,9 @@ Example:
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if ans.Total != nil {
+		fmt.Fprintf(cf.out(), "%d of %d dead job(s)\n", len(ans.Jobs), *ans.Total)
 	}
 	if next := cmpOr(ans.NextCursor, ans.Cursor); next != "" {
 		fmt.Fprintf(cf.out(), "more: sluice dead list %s --cursor %s\n", pos[0], next)

@@ -44,7 +44,11 @@ Examples:
 	tries := fs.Int("tries", 0, "most deliveries the job gets (default: the server's, 3)")
 	fs.Var(&ttl, "ttl", "the job expires if not delivered within this `duration`")
 	fs.Var(&ttr, "ttr", "lease a consumer gets when its consume names none (`duration`)")
+	var backoffBase, backoffMax, uniqueFor seconds
+	fs.Var(&backoffBase, "backoff", "retry a failed delivery after this `duration`, doubled every try (default: at once)")
+	fs.Var(&backoffMax, "backoff-max", "cap the retry delay of --backoff at this `duration`")
 	uniqueKey := fs.String("unique-key", "", "deduplicate: while a job with this `key` is pending, publishing it again returns that job")
+	fs.Var(&uniqueFor, "unique-for", "hold the unique key at most this `duration` (default: the server's, 24h)")
 	attrs := keyValues{}
 	fs.Var(attrs, "attr", "attribute `key=value` delivered with the job (repeatable)")
 	asString := fs.Bool("string", false, "send the payload as a JSON string even when it parses as JSON")
@@ -106,8 +110,21 @@ Examples:
 	if ttr.set {
 		job["ttr"] = secs(ttr.d)
 	}
+	if backoffBase.set || backoffMax.set {
+		b := map[string]float64{}
+		if backoffBase.set {
+			b["base"] = secs(backoffBase.d)
+		}
+		if backoffMax.set {
+			b["max"] = secs(backoffMax.d)
+		}
+		job["backoff"] = b
+	}
 	if *uniqueKey != "" {
 		job["unique_key"] = *uniqueKey
+	}
+	if uniqueFor.set {
+		job["unique_for"] = secs(uniqueFor.d)
 	}
 	if len(attrs) > 0 {
 		job["attributes"] = map[string]string(attrs)
@@ -290,7 +307,7 @@ Example:
 func runNack(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "nack", "[flags] <queue> <job-id> <delivery>", `
 Report that a consumed job failed. With tries left it is delivered again after --retry-after (or
-its backoff); without, it goes to the dead letter.
+its backoff); without (or with --no-retry), it goes to the dead letter. Prints the outcome.
 
 Example:
   sluice nack emails 01JD3M5R6W8X9Y0Z1A2B3C4D5E 1 --error "smtp timeout" --retry-after 30s`)
@@ -298,6 +315,7 @@ Example:
 	msg := fs.String("error", "", "what went wrong (kept with the job)")
 	var retryAfter seconds
 	fs.Var(&retryAfter, "retry-after", "deliver again after this `duration` (default: the job's backoff)")
+	noRetry := fs.Bool("no-retry", false, "send the job to the dead letter even when it has tries left")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -312,6 +330,9 @@ Example:
 	}
 	if retryAfter.set {
 		body["retry_after"] = secs(retryAfter.d)
+	}
+	if *noRetry {
+		body["no_retry"] = true
 	}
 	var ans map[string]any
 	data, err := cf.client().callJSON(ctx, http.MethodPost, jobPath(cf.ns, q, id)+"/nack", nil, body, &ans)

@@ -2,12 +2,9 @@ package loadgen
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,36 +20,26 @@ type lease struct {
 }
 
 // dialect speaks one HTTP API. Its methods are called by many workers at once; each worker
-// passes its own conn, which holds the buffers it reuses.
+// passes its own connection.
 type dialect interface {
-	publish(ctx context.Context, c *conn, q string) error
+	publish(ctx context.Context, c *httpConn, q string) error
 	// bulkPublish publishes n jobs in one request (only when hasBulk).
-	bulkPublish(ctx context.Context, c *conn, q string, n int) error
-	consume(ctx context.Context, c *conn, q string, n int, leases []lease) ([]lease, error)
-	ack(ctx context.Context, c *conn, l lease) error
+	bulkPublish(ctx context.Context, c *httpConn, q string, n int) error
+	// consume leases up to n jobs and appends them to leases.
+	consume(ctx context.Context, c *httpConn, q string, n int, leases []lease) ([]lease, error)
+	ack(ctx context.Context, c *httpConn, l lease) error
 	hasBulk() bool
 }
 
-// conn is one worker's HTTP client state.
-type conn struct {
-	client *http.Client
-	buf    bytes.Buffer
-}
-
-// do sends a request and reads the response body into c.buf. A status other than want is an
-// error carrying the server's message.
-func (c *conn) do(req *http.Request, want int) error {
-	resp, err := c.client.Do(req)
+// expect sends a request and fails unless the answer is a success (2xx; want documents the
+// status the API promises).
+func (c *httpConn) expect(ctx context.Context, method, path, contentType string, body []byte, want int) error {
+	status, err := c.do(ctx, method, path, contentType, body)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	c.buf.Reset()
-	if _, err := c.buf.ReadFrom(resp.Body); err != nil {
-		return fmt.Errorf("%s %s: read response: %w", req.Method, req.URL.Path, err)
-	}
-	if resp.StatusCode != want {
-		return &StatusError{Method: req.Method, Path: req.URL.Path, Status: resp.StatusCode, Body: c.buf.String()}
+	if status != want && status/100 != 2 {
+		return &StatusError{Method: method, Path: path, Status: status, Body: c.body.String()}
 	}
 	return nil
 }
@@ -78,10 +65,11 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.Method, e.Path, e.Status, msg)
 }
 
+const jsonType = "application/json"
+
 // nativeAPI speaks the /v1 API.
 type nativeAPI struct {
-	base  string // URL + /v1/ns/{ns}
-	auth  string
+	base  string // /v1/ns/{ns}
 	one   []byte // body of a single publish: one job
 	bulk  []byte // body of a bulk publish of cfg.Batch jobs
 	bulkN int
@@ -93,13 +81,7 @@ func newNative(cfg Config, payload string) *nativeAPI {
 		"tries":   1,
 		"ttl":     int(cfg.JobTTL / time.Second),
 	})
-	a := &nativeAPI{
-		base: cfg.URL + "/v1/ns/" + url.PathEscape(cfg.Namespace),
-		one:  job,
-	}
-	if cfg.Token != "" {
-		a.auth = "Bearer " + cfg.Token
-	}
+	a := &nativeAPI{base: "/v1/ns/" + url.PathEscape(cfg.Namespace), one: job}
 	a.bulk, a.bulkN = a.bulkBody(cfg.Batch), cfg.Batch
 	return a
 }
@@ -119,49 +101,25 @@ func (a *nativeAPI) bulkBody(n int) []byte {
 
 func (a *nativeAPI) hasBulk() bool { return true }
 
-func (a *nativeAPI) post(ctx context.Context, path string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if a.auth != "" {
-		req.Header.Set("Authorization", a.auth)
-	}
-	return req, nil
+func (a *nativeAPI) publish(ctx context.Context, c *httpConn, q string) error {
+	return c.expect(ctx, http.MethodPost, a.base+"/queues/"+q+"/jobs", jsonType, a.one, http.StatusCreated)
 }
 
-func (a *nativeAPI) publish(ctx context.Context, c *conn, q string) error {
-	req, err := a.post(ctx, "/queues/"+q+"/jobs", a.one)
-	if err != nil {
-		return err
-	}
-	return c.do(req, http.StatusCreated)
-}
-
-func (a *nativeAPI) bulkPublish(ctx context.Context, c *conn, q string, n int) error {
+func (a *nativeAPI) bulkPublish(ctx context.Context, c *httpConn, q string, n int) error {
 	body := a.bulk
 	if n != a.bulkN {
 		body = a.bulkBody(n)
 	}
-	req, err := a.post(ctx, "/queues/"+q+"/jobs", body)
-	if err != nil {
-		return err
-	}
-	return c.do(req, http.StatusCreated)
+	return c.expect(ctx, http.MethodPost, a.base+"/queues/"+q+"/jobs", jsonType, body, http.StatusCreated)
 }
 
-// consumeTTR is the lease the bench's consumers take: long enough that no lease expires before
-// the run acks it.
+// consumeTTR is the lease (seconds) the bench's consumers take: long enough that no lease
+// expires before the run acks it.
 const consumeTTR = 300
 
-func (a *nativeAPI) consume(ctx context.Context, c *conn, q string, n int, leases []lease) ([]lease, error) {
+func (a *nativeAPI) consume(ctx context.Context, c *httpConn, q string, n int, leases []lease) ([]lease, error) {
 	body := `{"queues":["` + q + `"],"count":` + strconv.Itoa(n) + `,"ttr":` + strconv.Itoa(consumeTTR) + `,"timeout":0}`
-	req, err := a.post(ctx, "/consume", []byte(body))
-	if err != nil {
-		return leases, err
-	}
-	if err := c.do(req, http.StatusOK); err != nil {
+	if err := c.expect(ctx, http.MethodPost, a.base+"/consume", jsonType, []byte(body), http.StatusOK); err != nil {
 		return leases, err
 	}
 	var resp struct {
@@ -171,7 +129,7 @@ func (a *nativeAPI) consume(ctx context.Context, c *conn, q string, n int, lease
 			Delivery int    `json:"delivery"`
 		} `json:"jobs"`
 	}
-	if err := json.Unmarshal(c.buf.Bytes(), &resp); err != nil {
+	if err := json.Unmarshal(c.body.Bytes(), &resp); err != nil {
 		return leases, fmt.Errorf("consume: decode response: %w", err)
 	}
 	for _, j := range resp.Jobs {
@@ -180,26 +138,21 @@ func (a *nativeAPI) consume(ctx context.Context, c *conn, q string, n int, lease
 	return leases, nil
 }
 
-func (a *nativeAPI) ack(ctx context.Context, c *conn, l lease) error {
-	req, err := a.post(ctx, "/queues/"+l.queue+"/jobs/"+l.id+"/ack", []byte(`{"delivery":`+strconv.Itoa(l.delivery)+`}`))
-	if err != nil {
-		return err
-	}
-	return c.do(req, http.StatusOK)
+func (a *nativeAPI) ack(ctx context.Context, c *httpConn, l lease) error {
+	return c.expect(ctx, http.MethodPost, a.base+"/queues/"+l.queue+"/jobs/"+l.id+"/ack", jsonType,
+		[]byte(`{"delivery":`+strconv.Itoa(l.delivery)+`}`), http.StatusNoContent)
 }
 
 // lmstfyAPI speaks lmstfy's /api routes.
 type lmstfyAPI struct {
-	base    string // URL + /api/{ns}
-	token   string
+	base    string // /api/{ns}
 	payload []byte
 	query   string
 }
 
 func newLmstfy(cfg Config, payload string) *lmstfyAPI {
 	return &lmstfyAPI{
-		base:    cfg.URL + "/api/" + url.PathEscape(cfg.Namespace),
-		token:   cfg.Token,
+		base:    "/api/" + url.PathEscape(cfg.Namespace),
 		payload: []byte(payload),
 		query:   "?tries=1&delay=0&ttl=" + strconv.Itoa(int(cfg.JobTTL/time.Second)),
 	}
@@ -207,30 +160,11 @@ func newLmstfy(cfg Config, payload string) *lmstfyAPI {
 
 func (a *lmstfyAPI) hasBulk() bool { return false }
 
-func (a *lmstfyAPI) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
-	var r io.Reader = http.NoBody
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, r)
-	if err != nil {
-		return nil, err
-	}
-	if a.token != "" {
-		req.Header.Set("X-Token", a.token)
-	}
-	return req, nil
+func (a *lmstfyAPI) publish(ctx context.Context, c *httpConn, q string) error {
+	return c.expect(ctx, http.MethodPut, a.base+"/"+q+a.query, "text/plain", a.payload, http.StatusCreated)
 }
 
-func (a *lmstfyAPI) publish(ctx context.Context, c *conn, q string) error {
-	req, err := a.request(ctx, http.MethodPut, "/"+q+a.query, a.payload)
-	if err != nil {
-		return err
-	}
-	return c.do(req, http.StatusCreated)
-}
-
-func (a *lmstfyAPI) bulkPublish(context.Context, *conn, string, int) error {
+func (a *lmstfyAPI) bulkPublish(context.Context, *httpConn, string, int) error {
 	return fmt.Errorf("the lmstfy API has no bulk publish")
 }
 
@@ -239,39 +173,36 @@ type lmstfyJob struct {
 	Queue string `json:"queue"`
 }
 
-func (a *lmstfyAPI) consume(ctx context.Context, c *conn, q string, n int, leases []lease) ([]lease, error) {
-	req, err := a.request(ctx, http.MethodGet, "/"+q+"?timeout=0&ttr="+strconv.Itoa(consumeTTR)+"&count="+strconv.Itoa(n), nil)
+func (a *lmstfyAPI) consume(ctx context.Context, c *httpConn, q string, n int, leases []lease) ([]lease, error) {
+	path := a.base + "/" + q + "?timeout=0&ttr=" + strconv.Itoa(consumeTTR) + "&count=" + strconv.Itoa(n)
+	status, err := c.do(ctx, http.MethodGet, path, "", nil)
 	if err != nil {
 		return leases, err
 	}
-	err = c.do(req, http.StatusOK)
-	if se := (*StatusError)(nil); errors.As(err, &se) && se.Status == http.StatusNotFound {
+	switch status {
+	case http.StatusOK:
+	case http.StatusNotFound:
 		return leases, nil // lmstfy's "no job available"
-	}
-	if err != nil {
-		return leases, err
+	default:
+		return leases, &StatusError{Method: http.MethodGet, Path: path, Status: status, Body: c.body.String()}
 	}
 	var jobs []lmstfyJob
 	if n == 1 {
 		var j lmstfyJob
-		err = json.Unmarshal(c.buf.Bytes(), &j)
+		err = json.Unmarshal(c.body.Bytes(), &j)
 		jobs = append(jobs, j)
 	} else {
-		err = json.Unmarshal(c.buf.Bytes(), &jobs)
+		err = json.Unmarshal(c.body.Bytes(), &jobs)
 	}
 	if err != nil {
 		return leases, fmt.Errorf("consume: decode response: %w", err)
 	}
 	for _, j := range jobs {
-		leases = append(leases, lease{queue: cmp.Or(j.Queue, q), id: j.JobID})
+		leases = append(leases, lease{queue: cmpOr(j.Queue, q), id: j.JobID})
 	}
 	return leases, nil
 }
 
-func (a *lmstfyAPI) ack(ctx context.Context, c *conn, l lease) error {
-	req, err := a.request(ctx, http.MethodDelete, "/"+l.queue+"/job/"+l.id, nil)
-	if err != nil {
-		return err
-	}
-	return c.do(req, http.StatusNoContent)
+func (a *lmstfyAPI) ack(ctx context.Context, c *httpConn, l lease) error {
+	return c.expect(ctx, http.MethodDelete, a.base+"/"+l.queue+"/job/"+l.id, "", nil, http.StatusNoContent)
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -114,10 +113,6 @@ type Config struct {
 	// in its queues goes away by itself. Default 10m.
 	JobTTL time.Duration
 
-	// HTTPClient sends the requests. Default: a client whose transport keeps Clients connections
-	// alive to the server.
-	HTTPClient *http.Client
-
 	// OnResult, when set, is called with each scenario's result as soon as it is measured.
 	OnResult func(Result)
 }
@@ -140,15 +135,6 @@ func (c Config) withDefaults() Config {
 		c.Scenarios = slices.Clone(Scenarios)
 	}
 	c.JobTTL = cmp.Or(c.JobTTL, 10*time.Minute)
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: &http.Transport{
-			MaxIdleConns:        c.Clients,
-			MaxIdleConnsPerHost: c.Clients,
-			MaxConnsPerHost:     c.Clients,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		}}
-	}
 	return c
 }
 

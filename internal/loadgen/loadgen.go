@@ -64,7 +64,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := newRun(cfg)
+	r, err := newRun(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
 	rep := &Report{
 		URL: cfg.URL, API: cfg.API, Namespace: cfg.Namespace, Clients: cfg.Clients, Jobs: cfg.Jobs,
 		BodySize: cfg.BodySize, Batch: cfg.Batch,
@@ -98,26 +102,43 @@ type run struct {
 	cfg     Config
 	api     dialect
 	id      string
-	conns   []*conn
+	conns   []*httpConn
 	filled  map[Scenario]filled
 	maxFill int64
 }
 
-func newRun(cfg Config) *run {
+func newRun(cfg Config) (*run, error) {
 	var id [4]byte
 	_, _ = rand.Read(id[:])
 	payload := strings.Repeat("x", cfg.BodySize)
 	r := &run{cfg: cfg, id: hex.EncodeToString(id[:]), filled: map[Scenario]filled{}}
+	target, err := newEndpoint(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("config: URL: %w", err)
+	}
 	if cfg.API == Lmstfy {
 		r.api = newLmstfy(cfg, payload)
+		if cfg.Token != "" {
+			target.authLines = "X-Token: " + cfg.Token + "\r\n"
+		}
 	} else {
 		r.api = newNative(cfg, payload)
+		if cfg.Token != "" {
+			target.authLines = "Authorization: Bearer " + cfg.Token + "\r\n"
+		}
 	}
-	r.conns = make([]*conn, cfg.Clients)
+	r.conns = make([]*httpConn, cfg.Clients)
 	for i := range r.conns {
-		r.conns[i] = &conn{client: cfg.HTTPClient}
+		r.conns[i] = &httpConn{target: target}
 	}
-	return r
+	return r, nil
+}
+
+// close closes the clients' connections.
+func (r *run) close() {
+	for _, c := range r.conns {
+		c.close()
+	}
 }
 
 func (r *run) queueName(s Scenario) string { return r.cfg.Queue + "-" + string(s) + "-" + r.id }
@@ -126,7 +147,7 @@ func (r *run) scenario(ctx context.Context, s Scenario) (Result, error) {
 	switch s {
 	case Publish:
 		q := r.queueName(s)
-		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *conn, n int, _ *[]lease) (int, int, error) {
+		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *httpConn, n int, _ *[]lease) (int, int, error) {
 			return 1, 1, r.api.publish(ctx, c, q)
 		}, 1)
 		r.filled[Publish] = filled{q, res.Jobs}
@@ -137,7 +158,7 @@ func (r *run) scenario(ctx context.Context, s Scenario) (Result, error) {
 			return Result{Scenario: s, Skipped: "the " + string(r.cfg.API) + " API has no bulk publish"}, nil
 		}
 		q := r.queueName(s)
-		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *conn, n int, _ *[]lease) (int, int, error) {
+		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *httpConn, n int, _ *[]lease) (int, int, error) {
 			return n, 1, r.api.bulkPublish(ctx, c, q, n)
 		}, r.cfg.Batch)
 		r.filled[BulkPublish] = filled{q, res.Jobs}
@@ -156,7 +177,7 @@ func (r *run) scenario(ctx context.Context, s Scenario) (Result, error) {
 				return Result{Scenario: s}, err
 			}
 		}
-		res, leases, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *conn, n int, held *[]lease) (int, int, error) {
+		res, leases, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *httpConn, n int, held *[]lease) (int, int, error) {
 			before := len(*held)
 			var err error
 			*held, err = r.api.consume(ctx, c, f.queue, n, *held)
@@ -171,7 +192,7 @@ func (r *run) scenario(ctx context.Context, s Scenario) (Result, error) {
 		if err != nil {
 			return Result{Scenario: s}, err
 		}
-		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *conn, n int, held *[]lease) (int, int, error) {
+		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *httpConn, n int, held *[]lease) (int, int, error) {
 			got, err := r.api.consume(ctx, c, f.queue, 1, (*held)[:0])
 			*held = got
 			if err != nil || len(got) == 0 {
@@ -209,7 +230,7 @@ func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	if r.api.hasBulk() {
 		step = r.cfg.Batch
 	}
-	_, _, err := r.measure(ctx, "prefill", b, func(ctx context.Context, c *conn, k int, _ *[]lease) (int, int, error) {
+	_, _, err := r.measure(ctx, "prefill", b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
 		if step == 1 {
 			return 1, 1, r.api.publish(ctx, c, q)
 		}
@@ -247,7 +268,7 @@ func (r *run) finish(ctx context.Context, leases [][]lease) error {
 
 // cycle does one unit of a scenario's work for at most n jobs and returns the jobs it moved
 // (0 when the queue is empty) and the requests it sent. Consumers append their leases to held.
-type cycle func(ctx context.Context, c *conn, n int, held *[]lease) (jobs, requests int, err error)
+type cycle func(ctx context.Context, c *httpConn, n int, held *[]lease) (jobs, requests int, err error)
 
 // measure runs op on every client until the budget is spent or the queue runs dry, asking for
 // step jobs per cycle, and returns the result and the leases each client holds.

@@ -1,0 +1,180 @@
+package loadgen
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/server"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// target is a real server on a loopback listener over a per-test Redis prefix.
+type target struct {
+	URL   string
+	Token string
+}
+
+func setup(t *testing.T) target {
+	t.Helper()
+	env := redistest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Config{
+		RedisURL: env.URL,
+		Prefix:   env.Prefix,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Out:      io.Discard,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("server.New: %v", err)
+	}
+	pub, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return target{URL: "http://" + pub.Addr().String(), Token: createToken(t, "http://"+adm.Addr().String(), "bench")}
+}
+
+// createToken makes a namespace token through the admin API and returns its secret.
+func createToken(t *testing.T, adminURL, ns string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, adminURL+"/v1/namespaces/"+ns+"/tokens", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Token  string `json:"token"`
+		Secret string `json:"secret"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create token: HTTP %d, %v", resp.StatusCode, err)
+	}
+	return cmp.Or(ans.Token, ans.Secret)
+}
+
+func TestRunCounts(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	var seen []Scenario
+	rep, err := Run(t.Context(), Config{
+		URL: tg.URL, Token: tg.Token, Namespace: "bench", Clients: 4, Jobs: 100,
+		OnResult: func(r Result) { seen = append(seen, r.Scenario) },
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Results) != len(Scenarios) || len(seen) != len(Scenarios) {
+		t.Fatalf("results %+v, OnResult saw %v", rep.Results, seen)
+	}
+	requests := map[Scenario]int64{Publish: 100, Consume: 100, ConsumeAck: 200, BulkPublish: 2, BatchConsume: 2}
+	for i, r := range rep.Results {
+		if r.Scenario != Scenarios[i] || seen[i] != r.Scenario {
+			t.Errorf("result %d is %s, want %s", i, r.Scenario, Scenarios[i])
+		}
+		if r.Jobs != 100 || r.Requests != requests[r.Scenario] || r.Note != "" || r.Skipped != "" {
+			t.Errorf("%s: %+v, want 100 jobs in %d requests", r.Scenario, r, requests[r.Scenario])
+		}
+		if r.Seconds <= 0 || r.JobsPerSecond <= 0 || r.P50Millis <= 0 || r.P99Millis < r.P50Millis || r.MaxMillis < r.P99Millis {
+			t.Errorf("%s: implausible figures %+v", r.Scenario, r)
+		}
+	}
+	if rep.Clients != 4 || rep.Jobs != 100 || rep.BodySize != 100 || rep.Batch != 64 || rep.API != Native {
+		t.Errorf("report header %+v", rep)
+	}
+}
+
+func TestRunDurationBound(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	start := time.Now()
+	rep, err := Run(t.Context(), Config{
+		URL: tg.URL, Token: tg.Token, Namespace: "bench", Clients: 2, Duration: 100 * time.Millisecond,
+		Scenarios: []Scenario{Consume, Publish}, BodySize: 10,
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("a 100ms-per-scenario run took %v", took)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Scenario != Publish || rep.Results[1].Scenario != Consume {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	pub, con := rep.Results[0], rep.Results[1]
+	if pub.Jobs == 0 || con.Jobs == 0 || con.Jobs > pub.Jobs {
+		t.Fatalf("published %d, consumed %d", pub.Jobs, con.Jobs)
+	}
+	if con.Jobs == pub.Jobs && con.Note == "" {
+		// Draining the queue before the time was up is noted.
+		t.Logf("consume drained the queue exactly at the deadline: %+v", con)
+	}
+}
+
+func TestRunSmallBatchAndDryQueue(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	rep, err := Run(t.Context(), Config{
+		URL: tg.URL, Token: tg.Token, Namespace: "bench", Clients: 3, Jobs: 10, Batch: 4,
+		Scenarios: []Scenario{BulkPublish, BatchConsume},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, r := range rep.Results {
+		if r.Jobs != 10 || r.Requests != 3 {
+			t.Errorf("%s: %+v, want 10 jobs in 3 requests of at most 4", r.Scenario, r)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	_, err := Run(t.Context(), Config{URL: tg.URL, Token: "sk_wrong", Namespace: "bench", Jobs: 5, Clients: 2})
+	if err == nil || !strings.Contains(err.Error(), "publish: ") || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("Run with a wrong token: %v", err)
+	}
+	_, err = Run(t.Context(), Config{URL: "ftp://x", API: "soap", Clients: -1, Batch: 5000, Scenarios: []Scenario{"nap"}})
+	for _, want := range []string{"URL", "API", "Clients", "Batch", `scenario "nap"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("invalid config: error %v lacks %s", err, want)
+		}
+	}
+	if _, err := ParseScenarios("publish,consume-ack"); err != nil {
+		t.Errorf("ParseScenarios: %v", err)
+	}
+	if s, _ := ParseScenarios("all"); len(s) != len(Scenarios) {
+		t.Errorf("ParseScenarios(all) = %v", s)
+	}
+}
