@@ -199,7 +199,7 @@ func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
 		live := f.publish(t, queue.PublishParams{Queue: "q"})
 		// Wait until Redis considers the ttl passed (Get still shows the job until it is swept).
 		eventually(t, 5*time.Second, "the ttl to pass", func() bool {
-			j, err := f.client.Get(ctxT(t), f.ns, "q", expiring[0])
+			j, err := f.client.Get(ctxT(t), f.ns, "q", expiring[len(expiring)-1])
 			return err == nil && time.Now().After(j.ExpiresAt.Add(20*time.Millisecond))
 		})
 		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})

@@ -24,6 +24,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 			base + "stats",
 			base + "meta",
 			base + "u:",
+			base + "lease",
 		},
 		channel: base + "notify",
 	}

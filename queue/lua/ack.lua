@@ -1,37 +1,63 @@
 -- ack.lua: finish deliveries. A job acked with a result is kept (state done, payload dropped) for
--- the result retention; one acked without a result is removed at once.
+-- the result retention; one acked without a result is removed at once. The record is only read for
+-- those and for jobs with a unique key (to free it).
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: number of acks n; then 4 fields per ack: id, delivery, has_result (0|1), result.
 -- Returns: n codes: 1 acked, 0 no such job, -1 lease lost (expired, or another delivery holds it).
 local now = now_ms()
 local n = tonumber(ARGV[7])
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 4] end
+local held = redis.call('HMGET', K_LEASE, unpack(ids))
+local ends = redis.call('ZMSCORE', K_LEASED, unpack(ids))
 local out = {}
-local acked, kept = 0, 0
-for i = 0, n - 1 do
-  local a = 8 + i * 4
-  local id = ARGV[a]
-  local rec, why = check_lease(id, tonumber(ARGV[a + 1]), now)
-  if not rec then
-    if why == 'not_found' then out[#out + 1] = 0 else out[#out + 1] = -1 end
-  else
-    redis.call('ZREM', K_LEASED, id)
-    release_unique(id, rec)
+local acked, removed, kept = {}, {}, {}
+local seen = {}
+for i = 1, n do
+  local a = 8 + (i - 1) * 4
+  local id = ids[i]
+  local d = held[i] and tonumber(held[i])
+  local unique = d and d < 0
+  if unique then d = -d end
+  if d and not seen[id] and d == tonumber(ARGV[a + 1]) and ends[i] and tonumber(ends[i]) > now then
+    seen[id] = true
+    acked[#acked + 1] = id
+    out[i] = 1
     if ARGV[a + 2] == '1' then
+      local rec = load(id)
+      if unique then release_unique(id, rec) end
       rec[R_STATE] = S_DONE
+      rec[R_DELIVERY] = d
+      rec[R_LEFT] = rec[R_LEFT] - 1
       rec[R_PAYLOAD] = ''
       rec[R_RESULT] = ARGV[a + 3]
       rec[R_FINISHED] = now
-      rec[R_LEASE] = 0
-      save(id, rec)
-      redis.call('ZADD', K_DONE, now, id)
-      kept = kept + 1
+      kept[#kept + 1] = id
+      kept[#kept + 1] = encode(rec)
     else
-      redis.call('HDEL', K_JOBS, id)
+      if unique then release_unique(id, load(id)) end
+      removed[#removed + 1] = id
     end
-    acked = acked + 1
-    out[#out + 1] = 1
+  elseif redis.call('HEXISTS', K_JOBS, id) == 0 then
+    out[i] = 0
+  else
+    out[i] = -1
   end
 end
-count('acked', acked)
-if kept > 0 then trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil) end
+if #acked > 0 then
+  call_batched('HDEL', K_LEASE, acked, 1)
+  call_batched('ZREM', K_LEASED, acked, 1)
+  count('acked', #acked)
+end
+if #removed > 0 then call_batched('HDEL', K_JOBS, removed, 1) end
+if #kept > 0 then
+  call_batched('HSET', K_JOBS, kept, 2)
+  local scores = {}
+  for i = 1, #kept, 2 do
+    scores[#scores + 1] = now
+    scores[#scores + 1] = kept[i]
+  end
+  call_batched('ZADD', K_DONE, scores, 2)
+  trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
+end
 return out

@@ -9,7 +9,7 @@ local now = now_ms()
 local want = tonumber(ARGV[7])
 local ttr = tonumber(ARGV[8])
 housekeeping(now)
-local out = {}
+local out = {now, 0, 0, 0}
 local got, skipped, more = 0, 0, 0
 if redis.call('HGET', K_META, 'paused') ~= '1' then
   while got < want do
@@ -17,30 +17,39 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
     if #top == 0 then break end
     local list = K_READY .. top[1]
     local ids = redis.call('LPOP', list, want - got)
-    if not ids then
-      redis.call('ZREM', K_PRIOS, top[1])
-    else
-      for _, id in ipairs(ids) do
-        local rec = load(id)
+    if ids then
+      local recs = load_many(ids)
+      local holders, leases, unexpire = {}, {}, {}
+      for i, id in ipairs(ids) do
+        local rec = recs[i]
         if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
           expire(id, rec)
           skipped = skipped + 1
         elseif rec then
           local lease = ttr
           if lease <= 0 then lease = rec[R_TTR] end
-          rec[R_STATE] = S_LEASED
-          rec[R_DELIVERY] = rec[R_DELIVERY] + 1
-          rec[R_LEFT] = rec[R_LEFT] - 1
-          rec[R_LEASE] = now + lease
-          save(id, rec)
-          redis.call('ZADD', K_LEASED, now + lease, id)
-          if rec[R_EXPIRE] > 0 then redis.call('ZREM', K_EXPIRY, id) end
+          local delivery = rec[R_DELIVERY] + 1
+          holders[#holders + 1] = id
+          if rec[R_UNIQUE] ~= '' then
+            holders[#holders + 1] = -delivery
+          else
+            holders[#holders + 1] = delivery
+          end
+          leases[#leases + 1] = now + lease
+          leases[#leases + 1] = id
+          if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
+          as_leased(rec, delivery, now + lease)
           reply_job(out, id, rec, -1)
           got = got + 1
         end
       end
-      if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, top[1]) end
+      if #holders > 0 then
+        call_batched('HSET', K_LEASE, holders, 2)
+        call_batched('ZADD', K_LEASED, leases, 2)
+      end
+      if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
     end
+    if not ids or redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, top[1]) end
     if skipped >= BATCH then
       more = 1
       break
@@ -49,6 +58,7 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
 end
 count('consumed', got)
 flush_notify()
-local head = {now, next_wake(), more, got}
-for i = 1, #out do head[#head + 1] = out[i] end
-return head
+out[2] = next_wake()
+out[3] = more
+out[4] = got
+return out

@@ -6,7 +6,10 @@ local id = ARGV[7]
 local rec = load(id)
 if not rec then return nil end
 local pos = -1
-if rec[R_STATE] == S_READY then
+local delivery = rec[R_STATE] == S_READY and lease_of(id)
+if delivery then
+  as_leased(rec, delivery, tonumber(redis.call('ZSCORE', K_LEASED, id)))
+elseif rec[R_STATE] == S_READY then
   local list = K_READY .. rec[R_PRI]
   local at = redis.call('LPOS', list, id)
   if at then

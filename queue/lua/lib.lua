@@ -12,6 +12,10 @@
 --   KEYS[9]  stats     hash   counters
 --   KEYS[10] meta      hash   queue settings (paused)
 --   KEYS[11] unique    prefix of the unique-key strings: the key of u is KEYS[11]..u
+--   KEYS[12] lease     hash   id -> delivery number holding the lease (negative: the job has a
+--                             unique key). Leases live here and in 'leased', not in the record, so
+--                             a consume or an ack never rewrites a record: while a job is leased its
+--                             record still says ready, with the deliveries and tries of before.
 -- and the same leading ARGV:
 --   ARGV[1] notify channel (PUBLISHed to when jobs become ready)
 --   ARGV[2] batch: the most jobs one housekeeping step moves
@@ -21,7 +25,7 @@
 
 local K_JOBS, K_READY, K_PRIOS, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_LEASED, K_EXPIRY, K_DEAD, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_STATS, K_META, K_UNIQUE = KEYS[9], KEYS[10], KEYS[11]
+local K_STATS, K_META, K_UNIQUE, K_LEASE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 local CHANNEL = ARGV[1]
 local BATCH = tonumber(ARGV[2])
 local DEAD_RETENTION, DEAD_MAX = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -79,18 +83,43 @@ local function unpack_plain(raw)
   return rec
 end
 
-local function load(id)
-  local raw = redis.call('HGET', K_JOBS, id)
-  if not raw then return nil end
+local function decode(raw)
   if msgpack then return msgpack.unpack(raw) end
   return unpack_plain(raw)
 end
 
+local function encode(rec)
+  if msgpack then return msgpack.pack(rec) end
+  return pack_plain(rec)
+end
+
+local function load(id)
+  local raw = redis.call('HGET', K_JOBS, id)
+  if not raw then return nil end
+  return decode(raw)
+end
+
 local function save(id, rec)
-  if msgpack then
-    redis.call('HSET', K_JOBS, id, msgpack.pack(rec))
-  else
-    redis.call('HSET', K_JOBS, id, pack_plain(rec))
+  redis.call('HSET', K_JOBS, id, encode(rec))
+end
+
+-- load_many reads many records with one HMGET; missing jobs are false.
+local function load_many(ids)
+  local out = {}
+  if #ids == 0 then return out end
+  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
+  for i = 1, #ids do
+    if raws[i] then out[i] = decode(raws[i]) else out[i] = false end
+  end
+  return out
+end
+
+-- call_batched runs one variadic command (HSET key f v f v ..., ZADD key s m ..., HDEL key f ...)
+-- with the collected arguments, in chunks that stay within Lua's stack limit.
+local function call_batched(cmd, key, args, step)
+  local chunk = 4000 - (4000 % step)
+  for i = 1, #args, chunk do
+    redis.call(cmd, key, unpack(args, i, math.min(i + chunk - 1, #args)))
   end
 end
 
@@ -136,12 +165,17 @@ end
 local function unlink(id, rec)
   local st = rec[R_STATE]
   if st == S_READY then
-    local list = K_READY .. rec[R_PRI]
-    redis.call('LREM', list, 1, id)
-    if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, rec[R_PRI]) end
+    if redis.call('HDEL', K_LEASE, id) == 1 then
+      redis.call('ZREM', K_LEASED, id)
+    else
+      local list = K_READY .. rec[R_PRI]
+      redis.call('LREM', list, 1, id)
+      if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, rec[R_PRI]) end
+    end
   elseif st == S_DELAYED then
     redis.call('ZREM', K_DELAYED, id)
   elseif st == S_LEASED then
+    redis.call('HDEL', K_LEASE, id)
     redis.call('ZREM', K_LEASED, id)
   elseif st == S_DEAD then
     redis.call('ZREM', K_DEAD, id)
@@ -233,6 +267,32 @@ local function retry_or_dead(id, rec, now, delay_ms, reason)
   return 'retried'
 end
 
+-- lease_of returns the delivery number holding a job's lease and whether the job has a unique key,
+-- or nil when the job is not leased.
+local function lease_of(id)
+  local v = redis.call('HGET', K_LEASE, id)
+  if not v then return nil end
+  local d = tonumber(v)
+  if d < 0 then return -d, true end
+  return d, false
+end
+
+-- end_lease folds a lease that ended by nack or expiry into the record (in memory): the delivery
+-- number and the try it used. The caller has removed the lease entries.
+local function end_lease(rec, delivery)
+  rec[R_STATE] = S_LEASED
+  rec[R_DELIVERY] = delivery
+  rec[R_LEFT] = rec[R_LEFT] - 1
+end
+
+-- as_leased shows a leased job's record as it stands during the lease (for replies only).
+local function as_leased(rec, delivery, lease_until)
+  rec[R_STATE] = S_LEASED
+  rec[R_DELIVERY] = delivery
+  rec[R_LEFT] = rec[R_LEFT] - 1
+  rec[R_LEASE] = lease_until
+end
+
 -- housekeeping moves what time has changed, at most BATCH jobs of each kind: jobs past their ttl
 -- disappear, due delayed jobs become ready, expired leases are retried or dead-lettered.
 local function housekeeping(now)
@@ -253,9 +313,12 @@ local function housekeeping(now)
   local promoted = #ids
   ids = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, BATCH)
   for _, id in ipairs(ids) do
-    redis.call('ZREM', K_LEASED, id)
+    local delivery = lease_of(id)
     local rec = load(id)
-    if rec then
+    redis.call('ZREM', K_LEASED, id)
+    redis.call('HDEL', K_LEASE, id)
+    if rec and delivery then
+      end_lease(rec, delivery)
       if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
         expire(id, rec)
       else
@@ -307,13 +370,15 @@ local function reply_job(out, id, rec, position)
   out[n + 21] = rec[R_BMAX]
 end
 
--- check_lease validates a delivery named by ack, nack, touch or release. Returns the record, or nil
--- and the reason: 'not_found' or 'lease_lost'.
+-- check_lease validates a delivery named by nack, touch or release. Returns the record and whether
+-- the job has a unique key, or nil and the reason: 'not_found' or 'lease_lost'.
 local function check_lease(id, delivery, now)
-  local rec = load(id)
-  if not rec then return nil, 'not_found' end
-  if rec[R_STATE] ~= S_LEASED or rec[R_DELIVERY] ~= delivery or rec[R_LEASE] <= now then
-    return nil, 'lease_lost'
+  local held, unique = lease_of(id)
+  if held == delivery then
+    local until_ms = redis.call('ZSCORE', K_LEASED, id)
+    local rec = load(id)
+    if rec and until_ms and tonumber(until_ms) > now then return rec, unique end
   end
-  return rec
+  if redis.call('HEXISTS', K_JOBS, id) == 0 then return nil, 'not_found' end
+  return nil, 'lease_lost'
 end

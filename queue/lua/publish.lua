@@ -5,10 +5,14 @@
 --   backoff_base_ms, backoff_max_ms, unique_key ('' none), unique_for_ms, attributes (JSON or '')
 -- Returns: flat array of n pairs {id, duplicate (0|1)}; a duplicate names the job already holding
 -- the unique key. Jobs due now go to the tail of their priority's ready list, others to delayed.
+-- The writes of jobs due now are batched: one HSET, one RPUSH per priority, one ZADD of priorities.
 local now = now_ms()
 local n = tonumber(ARGV[7])
 local out = {}
 local published = 0
+local writes, expiries = {}, {}
+local ready_by_pri, pris = {}, {}
+local fresh = {} -- jobs of this call, so a unique key held by one of them is seen before the HSET
 for i = 0, n - 1 do
   local a = 8 + i * 13
   local id, unique = ARGV[a], ARGV[a + 10]
@@ -16,7 +20,7 @@ for i = 0, n - 1 do
   if unique ~= '' then
     local holder = redis.call('GET', K_UNIQUE .. unique)
     if holder then
-      local h = load(holder)
+      local h = fresh[holder] or load(holder)
       if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then dup = holder end
     end
   end
@@ -31,8 +35,9 @@ for i = 0, n - 1 do
     local expire_at = 0
     if ttl > 0 then expire_at = now + ttl end
     local tries = tonumber(ARGV[a + 3])
+    local pri = tonumber(ARGV[a + 2])
     local rec = {
-      S_READY, tonumber(ARGV[a + 2]), tries, tries, 0,
+      S_READY, pri, tries, tries, 0,
       ttl, expire_at, tonumber(ARGV[a + 5]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]),
       now, due, 0, unique, ARGV[a + 12],
       ARGV[a + 1], '', '', 0,
@@ -41,9 +46,22 @@ for i = 0, n - 1 do
       push_delayed(id, rec, due)
     else
       rec[R_DUE] = now
-      push_ready(id, rec, false)
+      local list = ready_by_pri[pri]
+      if not list then
+        list = {}
+        ready_by_pri[pri] = list
+        pris[#pris + 1] = pri
+        pris[#pris + 1] = pri
+      end
+      list[#list + 1] = id
+      if expire_at > 0 then
+        expiries[#expiries + 1] = expire_at
+        expiries[#expiries + 1] = id
+      end
     end
-    save(id, rec)
+    writes[#writes + 1] = id
+    writes[#writes + 1] = encode(rec)
+    fresh[id] = rec
     if unique ~= '' then
       redis.call('SET', K_UNIQUE .. unique, id, 'PX', tonumber(ARGV[a + 11]))
     end
@@ -52,6 +70,15 @@ for i = 0, n - 1 do
     out[#out + 1] = 0
   end
 end
+if #writes > 0 then call_batched('HSET', K_JOBS, writes, 2) end
+for pri, list in pairs(ready_by_pri) do
+  call_batched('RPUSH', K_READY .. pri, list, 1)
+end
+if #pris > 0 then
+  call_batched('ZADD', K_PRIOS, pris, 2)
+  notify_ready = true
+end
+if #expiries > 0 then call_batched('ZADD', K_EXPIRY, expiries, 2) end
 count('published', published)
 flush_notify()
 return out

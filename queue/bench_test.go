@@ -1,0 +1,293 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// Benchmarks of the engine through the Go client against a real redis-server on loopback.
+// Figures and the machine are in docs/benchmarks.md. Run: make bench BENCH=. (or go test -bench).
+
+var payload100 = []byte(strings.Repeat("x", 100))
+
+func benchClient(b *testing.B) (*queue.Client, *redistest.Env) {
+	b.Helper()
+	env := redistest.New(b)
+	c, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c, env
+}
+
+func publishBatch(n int) []queue.PublishParams {
+	ps := make([]queue.PublishParams, n)
+	for i := range ps {
+		ps[i] = queue.PublishParams{Namespace: "bench", Queue: "q", Payload: payload100}
+	}
+	return ps
+}
+
+// BenchmarkPublish is one Publish per job, from 16 goroutines.
+func BenchmarkPublish(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	b.SetParallelism(8) // 16 goroutines on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "bench", Queue: "q", Payload: payload100}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPublishBatch is PublishMany with 100 jobs per call, from 4 goroutines.
+func BenchmarkPublishBatch(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	const batch = 100
+	ps := publishBatch(batch)
+	var jobs sync.Map
+	b.SetParallelism(2)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		n := 0
+		for pb.Next() {
+			if _, err := c.PublishMany(ctx, ps); err != nil {
+				b.Error(err)
+				return
+			}
+			n += batch
+		}
+		jobs.Store(&n, n)
+	})
+	b.ReportMetric(sumJobs(&jobs)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkConsumeAck is one Consume and one Ack per job, from 16 goroutines.
+func BenchmarkConsumeAck(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	fill(b, c, b.N+1000)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"q"}})
+			if err != nil || len(ds) != 1 {
+				b.Errorf("consume: %d jobs, %v", len(ds), err)
+				return
+			}
+			if err := c.Ack(ctx, queue.AckParams{Namespace: "bench", Queue: "q", ID: ds[0].ID, Delivery: ds[0].Delivery}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPublishConsumeAckBatched is the full cycle in batches of 100 (PublishMany, Consume with
+// Count 100, AckMany) from 4 goroutines: each b.N is one job through its whole life.
+func BenchmarkPublishConsumeAckBatched(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	const batch = 100
+	ps := publishBatch(batch)
+	rounds := b.N/batch + 1
+	var next sync.Mutex
+	done := 0
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			acks := make([]queue.AckParams, 0, batch)
+			for {
+				next.Lock()
+				if done >= rounds {
+					next.Unlock()
+					return
+				}
+				done++
+				next.Unlock()
+				if _, err := c.PublishMany(ctx, ps); err != nil {
+					b.Error(err)
+					return
+				}
+				ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"q"}, Count: batch})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				acks = acks[:0]
+				for _, d := range ds {
+					acks = append(acks, queue.AckParams{Namespace: "bench", Queue: "q", ID: d.ID, Delivery: d.Delivery})
+				}
+				if _, err := c.AckMany(ctx, acks); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(rounds*batch)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkIdlePickup measures, for a consumer blocked on an empty queue, the time from the start
+// of a Publish to the consumer holding the job.
+func BenchmarkIdlePickup(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	got := make(chan time.Time)
+	ready := make(chan struct{})
+	go func() {
+		for range b.N {
+			ready <- struct{}{}
+			ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"idle"}, Timeout: 10 * time.Second})
+			if err != nil || len(ds) != 1 {
+				b.Errorf("consume: %v %d", err, len(ds))
+			}
+			got <- time.Now()
+		}
+	}()
+	for range b.N {
+		<-ready
+		time.Sleep(2 * time.Millisecond) // let the consumer block
+		start := time.Now()
+		if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "bench", Queue: "idle", Payload: payload100}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-got).Sub(start))
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkDelayLateness publishes jobs due 20..120 ms later and measures how late a blocked
+// consumer gets each one (from the local due time, so publish latency counts against us). It
+// fails if any job is delivered before it is due by Redis's clock.
+func BenchmarkDelayLateness(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	late := make([]time.Duration, 0, b.N)
+	for i := range b.N {
+		delay := time.Duration(20+i%100) * time.Millisecond
+		start := time.Now()
+		res, err := c.Publish(ctx, queue.PublishParams{Namespace: "bench", Queue: "delay", Payload: payload100, Delay: delay, TTR: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"delay"}, Timeout: 10 * time.Second})
+		if err != nil || len(ds) != 1 || ds[0].ID != res.ID {
+			b.Fatalf("consume: %v %d", err, len(ds))
+		}
+		received := time.Now()
+		late = append(late, received.Sub(start.Add(delay)))
+		leasedAt := ds[0].LeaseUntil.Add(-time.Minute)
+		if due := ds[0].PublishedAt.Add(delay); leasedAt.Before(due) {
+			b.Fatalf("job delivered %s early by Redis's clock", due.Sub(leasedAt))
+		}
+		if err := c.Ack(ctx, queue.AckParams{Namespace: "bench", Queue: "delay", ID: ds[0].ID, Delivery: ds[0].Delivery}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPercentiles(b, late)
+}
+
+// BenchmarkMemoryPerQueuedJob fills a queue with 100k ready jobs of 100-byte payloads and reports
+// the growth of Redis's used_memory per job: plain jobs, and jobs with a ttl (lmstfy's default of
+// one day), which also sit in the expiry index.
+func BenchmarkMemoryPerQueuedJob(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"no-ttl", 0}, {"ttl", 24 * time.Hour}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c, env := benchClient(b)
+			ctx := context.Background()
+			const jobs = 100_000
+			before := usedMemory(b, env)
+			ps := publishBatch(1000)
+			for i := range ps {
+				ps[i].TTL = tc.ttl
+				ps[i].Queue = "mem-" + tc.name
+			}
+			for range b.N {
+				for range jobs / len(ps) {
+					if _, err := c.PublishMany(ctx, ps); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				after := usedMemory(b, env)
+				b.ReportMetric(float64(after-before)/jobs, "bytes/job")
+				if _, err := c.Purge(ctx, "bench", ps[0].Queue); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+func fill(b *testing.B, c *queue.Client, n int) {
+	b.Helper()
+	ps := publishBatch(1000)
+	for i := 0; i < n; i += len(ps) {
+		if _, err := c.PublishMany(context.Background(), ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func usedMemory(b *testing.B, env *redistest.Env) int64 {
+	b.Helper()
+	info, err := env.Client.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO")
+	return 0
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	b.Helper()
+	slices.Sort(d)
+	p := func(q float64) float64 { return float64(d[int(q*float64(len(d)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(p(0.50), "p50-ms")
+	b.ReportMetric(p(0.99), "p99-ms")
+	b.ReportMetric(float64(d[len(d)-1])/float64(time.Millisecond), "max-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+func sumJobs(m *sync.Map) float64 {
+	total := 0
+	m.Range(func(_, v any) bool {
+		total += v.(int)
+		return true
+	})
+	return float64(total)
+}
+
+var _ = fmt.Sprint
