@@ -19,6 +19,7 @@ type metrics struct {
 	reg         *prometheus.Registry
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
+	inflight    *prometheus.GaugeVec
 	redisErrors prometheus.Counter
 }
 
@@ -34,12 +35,16 @@ func newMetrics(s *Server) *metrics {
 			Help:    "HTTP request latency by listener and route pattern (blocking consumes include their wait).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"listener", "route"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_http_requests_in_flight",
+			Help: "HTTP requests being served (blocked consumes included) by listener.",
+		}, []string{"listener"}),
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_redis_errors_total",
 			Help: "Requests and scrapes that failed because Redis was unreachable or refused the command.",
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.redisErrors,
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&queueCollector{s: s, m: m})
 	return m

@@ -124,6 +124,9 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
 		_, pattern := mux.Handler(r)
+		inflight := s.metrics.inflight.WithLabelValues(listener)
+		inflight.Inc()
+		defer inflight.Dec()
 		defer s.finish(sw, r, listener, pattern, start)
 		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
 			writeError(sw, r, &Error{Code: CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
