@@ -39,6 +39,7 @@ type Store[K comparable, V any] struct {
 	clockKnown    atomic.Bool
 	scriptsLoaded atomic.Bool
 	stats         counters
+	jsonCodec     bool // Codec is JSON: string values decode without a copy
 
 	mu        sync.Mutex // guards closed and wg.Add
 	closed    bool
@@ -68,6 +69,7 @@ func New[K comparable, V any](rdb redis.UniversalClient, cfg Config) (*Store[K, 
 		closeCtx:   closeCtx,
 		closeFunc:  closeFunc,
 	}
+	_, s.jsonCodec = cfg.Codec.(JSON)
 	s.bypassReads.Store(cfg.BypassReads)
 	s.bypassDeletes.Store(cfg.BypassDeletes)
 	return s, nil
@@ -185,6 +187,13 @@ func (s *Store[K, V]) decode(rec record) (V, error) {
 	var v V
 	if rec.state == stateNotFound {
 		return v, ErrNotFound
+	}
+	if s.jsonCodec {
+		// Hit-path fast path: a plain JSON string becomes a substring of the reply, no copy.
+		if p, ok := any(&v).(*string); ok && plainJSONString(rec.payload) {
+			*p = rec.payload[1 : len(rec.payload)-1]
+			return v, nil
+		}
 	}
 	if err := s.cfg.Codec.Unmarshal([]byte(rec.payload), &v); err != nil {
 		return v, fmt.Errorf("cache: decode value: %w", err)

@@ -115,6 +115,88 @@ func BenchmarkHit(b *testing.B) {
 	})
 }
 
+// BenchmarkHitInterleaved runs the three hit paths in alternating slices (100 rounds of 30ms
+// each, rotating the order, 50 callers) so that the noise of a shared machine hits all three alike, and reports each
+// one's ops/s and sluice's throughput as a percentage of the plain GET's.
+func BenchmarkHitInterleaved(b *testing.B) {
+	env, rdb := client(b)
+	ctx := context.Background()
+	s, err := cache.New[string, string](rdb, cache.Config{Prefix: env.Prefix, TTL: time.Hour, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	rc := rockscache.NewClient(rdb, rockscache.NewDefaultOptions())
+	load := func(context.Context, string) (string, error) { return value, nil }
+	rload := func() (string, error) { return value, nil }
+	for i := range hotKeys {
+		k := keyName(i)
+		if err := rdb.Set(ctx, env.Prefix+":plain:"+k, value, time.Hour).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Get(ctx, k, load); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := rc.Fetch2(ctx, env.Prefix+":rc:"+k, time.Hour, rload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	systems := []struct {
+		name string
+		get  func(ctx context.Context, key string) error
+	}{
+		{"plain-GET", func(ctx context.Context, k string) error { return rdb.Get(ctx, env.Prefix+":plain:"+k).Err() }},
+		{"sluice", func(ctx context.Context, k string) error { _, err := s.Get(ctx, k, load); return err }},
+		{"rockscache", func(ctx context.Context, k string) error {
+			_, err := rc.Fetch2(ctx, env.Prefix+":rc:"+k, time.Hour, rload)
+			return err
+		}},
+	}
+	ops := make([]int64, len(systems))
+	spent := make([]time.Duration, len(systems))
+	for b.Loop() {
+		for round := range 100 {
+			for j := range systems {
+				i := (round + j) % len(systems) // rotate who goes first
+				n, d := slice(ctx, b, 30*time.Millisecond, systems[i].get)
+				ops[i] += n
+				spent[i] += d
+			}
+		}
+	}
+	rate := make([]float64, len(systems))
+	for i, sys := range systems {
+		rate[i] = float64(ops[i]) / spent[i].Seconds()
+		b.ReportMetric(rate[i], sys.name+"-ops/s")
+	}
+	b.ReportMetric(100*rate[1]/rate[0], "sluice/plain-%")
+	b.ReportMetric(100*rate[2]/rate[0], "rockscache/plain-%")
+}
+
+// slice runs get with `clients` concurrent callers for about d and returns the calls made and the
+// time they took.
+func slice(ctx context.Context, b *testing.B, d time.Duration, get func(ctx context.Context, key string) error) (int64, time.Duration) {
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	stop := start.Add(d)
+	for c := range clients {
+		wg.Go(func() {
+			i := c * 7919
+			for time.Now().Before(stop) {
+				i++
+				if err := get(ctx, keyName(i)); err != nil {
+					b.Error(err)
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return n.Load(), time.Since(start)
+}
+
 // BenchmarkColdKeyStorm: per operation, 1,000 concurrent Gets of one missing key spread over two
 // instances (two processes); the loader takes 10ms. loader-calls/op should be 1; ns/op is how long
 // the whole storm takes to be answered.
