@@ -2,7 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -255,20 +254,25 @@ func fill(b *testing.B, c *queue.Client, n int) {
 	}
 }
 
+// usedMemory is Redis's used_memory once no UNLINKed value is still waiting to be freed.
 func usedMemory(b *testing.B, env *redistest.Env) int64 {
 	b.Helper()
-	info, err := env.Client.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+	for {
+		info, err := env.Client.Info(context.Background(), "memory").Result()
+		if err != nil {
+			b.Fatal(err)
 		}
+		fields := map[string]int64{}
+		for _, line := range strings.Split(info, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				fields[k], _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		if fields["lazyfree_pending_objects"] == 0 {
+			return fields["used_memory"]
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	b.Fatal("no used_memory in INFO")
-	return 0
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {
@@ -289,5 +293,3 @@ func sumJobs(m *sync.Map) float64 {
 	})
 	return float64(total)
 }
-
-var _ = fmt.Sprint
