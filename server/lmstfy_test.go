@@ -567,3 +567,27 @@ func TestLmstfyConsumeAfterShutdownStarts(t *testing.T) {
 	e.ts.srv.drain()
 	wantLmstfy(t, <-got, 404, lmstfyNoJob)
 }
+
+func TestLmstfyConsumeTimeoutCappedByServer(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.MaxConsumeTimeout = 50 * time.Millisecond })
+	tok := ts.token(t, "capns")
+	// A timeout over the server's limit waits the limit, then answers as lmstfy does.
+	r := lmstfyDo(t, "GET", ts.PublicURL+"/api/capns/q?timeout=600", nil, "X-Token", tok)
+	wantLmstfy(t, r, 404, lmstfyNoJob)
+	if r.Header.Get("X-Request-Id") == "" {
+		t.Fatal("no X-Request-ID header")
+	}
+}
+
+func TestLmstfyRedisDownIsNotTheCallersFault(t *testing.T) {
+	t.Parallel()
+	e := newLmstfyEnv(t)
+	if err := e.ts.srv.rdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.api(t, "PUT", "q", []byte("x"))
+	if r.Status != 503 || r.Header.Get("Retry-After") == "" || lmstfyErrMsg(r) == "" {
+		t.Fatalf("publish with Redis gone: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+}
