@@ -121,9 +121,26 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
 	}
-	// Every consumed job was acked: nothing is left ready or leased.
 	out := f.must(t, "bench", "-n", "20", "-c", "2", "--scenarios", "publish,consume", "--body", "10")
 	wantOut(t, out, "http://127.0.0.1", "2 clients", "20 jobs per scenario", "jobs/s", "p99 ms", "publish", "consume")
+
+	// Every job the bench published was consumed and acked: nothing is left.
+	var st struct {
+		Queues []struct {
+			Name                   string
+			Ready, Leased, Dead    int64
+			Published, Acked, Done int64
+		}
+	}
+	f.mustJSON(t, &st, "stats", "--json")
+	if len(st.Queues) != 4 {
+		t.Errorf("bench used %d queues, want 4", len(st.Queues))
+	}
+	for _, q := range st.Queues {
+		if !strings.HasPrefix(q.Name, "bench-") || q.Ready+q.Leased+q.Dead != 0 || q.Published != q.Acked {
+			t.Errorf("bench left jobs behind: %+v", q)
+		}
+	}
 
 	wantFail(t, f.run(t, "bench", "--scenarios", "publish,nap"), exitUsage, `unknown scenario "nap"`)
 	wantFail(t, f.run(t, "bench", "--api", "soap"), exitUsage, "--api")

@@ -147,25 +147,51 @@ func (a *nativeAPI) ack(ctx context.Context, c *httpConn, l lease) error {
 type lmstfyAPI struct {
 	base    string // /api/{ns}
 	payload []byte
+	element []byte // one element of a bulk publish: the payload as a JSON string
+	bulk    []byte
+	bulkN   int
 	query   string
 }
 
 func newLmstfy(cfg Config, payload string) *lmstfyAPI {
-	return &lmstfyAPI{
+	elem, _ := json.Marshal(payload[:max(len(payload)-2, 1)]) // quotes included, BodySize bytes
+	a := &lmstfyAPI{
 		base:    "/api/" + url.PathEscape(cfg.Namespace),
 		payload: []byte(payload),
+		element: elem,
 		query:   "?tries=1&delay=0&ttl=" + strconv.Itoa(int(cfg.JobTTL/time.Second)),
 	}
+	a.bulk, a.bulkN = a.bulkBody(cfg.Batch), cfg.Batch
+	return a
 }
 
-func (a *lmstfyAPI) hasBulk() bool { return false }
+func (a *lmstfyAPI) bulkBody(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(a.element)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+func (a *lmstfyAPI) hasBulk() bool { return true }
 
 func (a *lmstfyAPI) publish(ctx context.Context, c *httpConn, q string) error {
 	return c.expect(ctx, http.MethodPut, a.base+"/"+q+a.query, "text/plain", a.payload, http.StatusCreated)
 }
 
-func (a *lmstfyAPI) bulkPublish(context.Context, *httpConn, string, int) error {
-	return fmt.Errorf("the lmstfy API has no bulk publish")
+// bulkPublish uses PUT /api/{ns}/{q}/bulk (lmstfy takes at most 64 jobs per request): a JSON
+// array whose elements become the jobs' data.
+func (a *lmstfyAPI) bulkPublish(ctx context.Context, c *httpConn, q string, n int) error {
+	body := a.bulk
+	if n != a.bulkN {
+		body = a.bulkBody(n)
+	}
+	return c.expect(ctx, http.MethodPut, a.base+"/"+q+"/bulk"+a.query, jsonType, body, http.StatusCreated)
 }
 
 type lmstfyJob struct {

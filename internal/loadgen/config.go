@@ -16,8 +16,8 @@ type API string
 const (
 	// Native is Sluice's own /v1 API.
 	Native API = "native"
-	// Lmstfy is the lmstfy-compatible /api routes (Sluice's or a real lmstfy's). It has no bulk
-	// publish, so that scenario is left out.
+	// Lmstfy is the lmstfy-compatible /api routes (Sluice's or a real lmstfy's). lmstfy takes at
+	// most 64 jobs per bulk publish and 100 per consume, so Batch must stay within 64.
 	Lmstfy API = "lmstfy"
 )
 
@@ -160,6 +160,9 @@ func (c Config) validate() error {
 	}
 	if c.Batch < 1 || c.Batch > maxBatch {
 		errs = append(errs, fmt.Errorf("config: Batch must be 1..%d, got %d", maxBatch, c.Batch))
+	}
+	if c.API == Lmstfy && c.Batch > 64 {
+		errs = append(errs, fmt.Errorf("config: Batch must be at most 64 with the lmstfy API, got %d", c.Batch))
 	}
 	for _, s := range c.Scenarios {
 		if !slices.Contains(Scenarios, s) {

@@ -112,6 +112,41 @@ func TestRunCounts(t *testing.T) {
 	if rep.Clients != 4 || rep.Jobs != 100 || rep.BodySize != 100 || rep.Batch != 64 || rep.API != Native {
 		t.Errorf("report header %+v", rep)
 	}
+	// The run consumed what it published and acked what it consumed: nothing is left.
+	queues := tg.queues(t)
+	if len(queues) != 3 { // consume reads publish's queue, batch-consume bulk-publish's
+		t.Errorf("the run used %d queues, want 3: %+v", len(queues), queues)
+	}
+	for _, q := range queues {
+		if !strings.HasPrefix(q.Name, "bench-") || q.Ready != 0 || q.Leased != 0 || q.Delayed != 0 || q.Dead != 0 || q.Published != q.Acked {
+			t.Errorf("queue left with jobs: %+v", q)
+		}
+	}
+}
+
+type queueStats struct {
+	Name                                           string
+	Ready, Delayed, Leased, Dead, Published, Acked int64
+}
+
+// queues lists the bench namespace's queues with their stats.
+func (tg target) queues(t *testing.T) []queueStats {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, tg.URL+"/v1/ns/bench/queues", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tg.Token)
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct{ Queues []queueStats }
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatal(err)
+	}
+	return ans.Queues
 }
 
 func TestRunDurationBound(t *testing.T) {
@@ -176,5 +211,27 @@ func TestRunErrors(t *testing.T) {
 	}
 	if s, _ := ParseScenarios("all"); len(s) != len(Scenarios) {
 		t.Errorf("ParseScenarios(all) = %v", s)
+	}
+}
+
+func TestRunLmstfy(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	rep, err := Run(t.Context(), Config{URL: tg.URL, API: Lmstfy, Token: tg.Token, Namespace: "bench", Clients: 3, Jobs: 70})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	requests := map[Scenario]int64{Publish: 70, Consume: 70, ConsumeAck: 140, BulkPublish: 2, BatchConsume: 2}
+	for _, r := range rep.Results {
+		if r.Jobs != 70 || r.Requests != requests[r.Scenario] || r.Note != "" {
+			t.Errorf("%s: %+v, want 70 jobs in %d requests", r.Scenario, r, requests[r.Scenario])
+		}
+	}
+	if len(rep.Results) != len(Scenarios) {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	_, err = Run(t.Context(), Config{URL: tg.URL, API: Lmstfy, Token: "sk_wrong", Namespace: "bench", Jobs: 1})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("lmstfy run with a wrong token: %v", err)
 	}
 }
