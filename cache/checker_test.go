@@ -95,6 +95,23 @@ func slowLoader(db *fakeDB) Loader[string, int64] {
 	}
 }
 
+// batchOf turns the slow loader into a batch loader (keys loaded one after the other).
+func batchOf(load Loader[string, int64]) BatchLoader[string, int64] {
+	return func(ctx context.Context, keys []string) (map[string]int64, error) {
+		out := make(map[string]int64, len(keys))
+		for _, k := range keys {
+			v, err := load(ctx, k)
+			switch {
+			case err == nil:
+				out[k] = v
+			case !errors.Is(err, ErrNotFound):
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+}
+
 // pause is the injected database latency (the workload, not a wait for async work).
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -174,21 +191,47 @@ func runChecker(t *testing.T, env *redistest.Env, p checkParams) *checkResult {
 	for range 6 {
 		wg.Go(func() {
 			for !stopped() {
-				i := rand.IntN(p.keys)
-				floor := floors[i].Load()
-				v, err := p.subjects[rand.IntN(len(p.subjects))].Get(ctx, keys[i], load)
-				if errors.Is(err, ErrNotFound) {
-					v, err = 0, nil
+				subj := p.subjects[rand.IntN(len(p.subjects))]
+				// One read in four is a GetMany of two keys, when the subject has it.
+				idx := []int{rand.IntN(p.keys)}
+				many, isMany := subj.(interface {
+					GetMany(ctx context.Context, keys []string, load BatchLoader[string, int64]) (map[string]int64, error)
+				})
+				if isMany = isMany && rand.IntN(4) == 0; isMany {
+					idx = append(idx, (idx[0]+1+rand.IntN(p.keys-1))%p.keys)
 				}
-				if err != nil {
-					report(&res.other, "get %s: %v", keys[i], err)
-					continue
+				fl := make([]int64, len(idx))
+				for n, i := range idx {
+					fl[n] = floors[i].Load()
 				}
-				if p.strict && v < floor {
-					report(&res.staleReads, "%s: got v%d, a Delete after v%d had returned", keys[i], v, floor)
+				got := make([]int64, len(idx))
+				if isMany {
+					m, err := many.GetMany(ctx, []string{keys[idx[0]], keys[idx[1]]}, batchOf(load))
+					if err != nil {
+						report(&res.other, "get many: %v", err)
+						continue
+					}
+					for n, i := range idx {
+						got[n] = m[keys[i]] // absent: not found, version 0
+					}
+				} else {
+					v, err := subj.Get(ctx, keys[idx[0]], load)
+					if errors.Is(err, ErrNotFound) {
+						v, err = 0, nil
+					}
+					if err != nil {
+						report(&res.other, "get %s: %v", keys[idx[0]], err)
+						continue
+					}
+					got[0] = v
 				}
-				if now := db.read(keys[i]); v > now {
-					report(&res.other, "%s: got v%d, the database is at v%d", keys[i], v, now)
+				for n, i := range idx {
+					if p.strict && got[n] < fl[n] {
+						report(&res.staleReads, "%s: got v%d, a Delete after v%d had returned (many=%v)", keys[i], got[n], fl[n], isMany)
+					}
+					if now := db.read(keys[i]); got[n] > now {
+						report(&res.other, "%s: got v%d, the database is at v%d", keys[i], got[n], now)
+					}
 				}
 				if reads.Add(1) >= int64(p.reads) {
 					select {

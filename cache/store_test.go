@@ -614,3 +614,58 @@ func contains(a, b string) bool {
 	}
 	return false
 }
+
+func TestTakesOverTheLockOfADeadLoader(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{})
+		// A process took the lock and died: its lock runs out 150ms from now (by Redis time).
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := record{state: stateEmpty, lockUntil: now.UnixMilli() + 150, owner: "dead"}
+		if err := env.Client.Set(ctx, s.keys.record("k"), dead.encode(), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int64
+		v, err := s.Get(ctx, "k", constLoader("mine", &calls))
+		if err != nil || v != "mine" || calls.Load() != 1 {
+			t.Fatalf("Get = %q, %v (loader calls %d); want the lock taken over and loaded", v, err, calls.Load())
+		}
+		if s.Stats().Waits == 0 {
+			t.Fatalf("Get did not wait for the dead loader's lock: %+v", s.Stats())
+		}
+	})
+}
+
+func TestWaitTimeout(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := context.Background()
+	s := newStore[string](t, env, Config{WaitTimeout: 50 * time.Millisecond})
+	now, err := env.Client.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := record{state: stateEmpty, lockUntil: now.UnixMilli() + 60_000, owner: "slow"}
+	if err := env.Client.Set(ctx, s.keys.record("k"), busy.encode(), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	if _, err := s.Get(ctx, "k", constLoader("x", &calls)); !errors.Is(err, ErrWaitTimeout) || calls.Load() != 0 {
+		t.Fatalf("Get = %v (loader calls %d), want ErrWaitTimeout", err, calls.Load())
+	}
+}
+
+func TestClosedStore(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	s := newStore[string](t, env, Config{})
+	_ = s.Close()
+	var calls atomic.Int64
+	if _, err := s.Get(context.Background(), "k", constLoader("x", &calls)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get on a closed store = %v, want ErrClosed", err)
+	}
+}
