@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,9 @@ import (
 //   - RetryAfter(d, err): tried again after d (dead letter when out of tries);
 //   - SkipRetry(err): the dead letter at once. A payload that does not decode goes there too.
 //
-// The handler's context carries the delivery (DeliveryFromContext) and the values of ctx.
+// The handler's context carries the delivery (DeliveryFromContext) and the values of ctx. When
+// the worker finds the job's lease gone (the job was deleted, or Redis was out of reach for longer
+// than the lease), it cancels that context with cause ErrLeaseLost and drops the handler's result.
 //
 // When ctx ends Consume stops fetching, hands back the jobs fetched but not started, lets running
 // handlers finish for up to cfg.DrainTimeout, then cancels the handlers still running and hands
@@ -56,6 +59,7 @@ func (q *Queue[T]) Consume(ctx context.Context, handle func(ctx context.Context,
 		queue:   q.name,
 		cfg:     cfg,
 		handler: h,
+		lease:   cmp.Or(cfg.TTR, q.cfg.TTR),
 		stats:   &q.stats,
 		log:     cfg.Logger.With(slog.String("namespace", q.ns), slog.String("queue", q.name)),
 		jobs:    make(chan *heldJob, cfg.Concurrency+cfg.Prefetch),
@@ -115,6 +119,7 @@ type worker struct {
 	queue   string
 	cfg     ConsumeConfig
 	handler Handler
+	lease   time.Duration // the lease a job gets when the consume reply does not say
 	stats   *workerCounters
 	log     *slog.Logger
 
@@ -215,7 +220,7 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 				continue
 			}
 		}
-		fs, err := w.client.fetch(ctx, w.ns, w.queue, int(min(free, MaxConsumeCount)), w.cfg.TTR, time.Minute)
+		fs, err := w.client.fetch(ctx, w.ns, w.queue, int(min(free, MaxConsumeCount)), w.cfg.TTR, w.lease, time.Minute)
 		for _, f := range fs {
 			j := &heldJob{fetched: f}
 			w.track(j)

@@ -22,11 +22,12 @@ type fetched struct {
 	leaseEnd time.Time     // local clock
 }
 
-// fetch leases up to n ready jobs of one queue with the given ttr (0: each job's own). While none
+// fetch leases up to n ready jobs of one queue with the given ttr (0: each job's own; fallback is
+// the lease assumed when a delivery does not report its lease end). While none
 // is ready it waits, woken by notifications and timers as Consume is, until wait passes or stop
 // ends; then it returns no jobs and no error. The script calls run on a context stop does not
 // cancel, so a reply that carries leases is always read.
-func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, wait time.Duration) ([]fetched, error) {
+func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback, wait time.Duration) ([]fetched, error) {
 	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
 	keys := []queueKeys{newQueueKeys(c.cfg.Prefix, ns, q)}
 	channels := []string{keys[0].channel}
@@ -41,7 +42,7 @@ func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, wait time
 				return nil, err
 			}
 		}
-		out, wake, err := c.fetchOnce(stop, p, keys)
+		out, wake, err := c.fetchOnce(stop, p, keys, fallback)
 		if err != nil || len(out) > 0 {
 			c.notify.unregister(w)
 			return out, err
@@ -74,7 +75,9 @@ func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, wait time
 	}
 }
 
-func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys) ([]fetched, time.Duration, error) {
+// fetchOnce runs the consume script once; fallback is the lease assumed for a delivery that does
+// not report its lease end.
+func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys, fallback time.Duration) ([]fetched, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), callTimeout)
 	defer cancel()
 	sent := time.Now()
@@ -82,8 +85,10 @@ func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKe
 	out := make([]fetched, len(ds))
 	for i, d := range ds {
 		// The script's clock: publish time + elapsed. The lease length it granted is clock-free.
-		redisNow := d.PublishedAt.Add(d.Elapsed)
-		lease := max(d.LeaseUntil.Sub(redisNow), time.Millisecond)
+		lease := fallback
+		if !d.LeaseUntil.IsZero() && !d.PublishedAt.IsZero() {
+			lease = max(d.LeaseUntil.Sub(d.PublishedAt.Add(d.Elapsed)), time.Millisecond)
+		}
 		out[i] = fetched{d: d, lease: lease, leaseEnd: sent.Add(lease)}
 	}
 	return out, wake, err

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -566,5 +568,118 @@ func TestWorkerConfigValidation(t *testing.T) {
 	}
 	if err := q.Consume(ctxT(t), nil, queue.ConsumeConfig{}); err == nil {
 		t.Error("Consume accepted a nil handler")
+	}
+}
+
+func TestWorkerReturnsErrClosedWhenTheClientCloses(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := queue.NewQueue[task](c, "ns", "q", queue.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Consume(context.Background(), func(context.Context, *task) error { return nil }, queue.ConsumeConfig{})
+	}()
+	eventually(t, 10*time.Second, "the worker waiting for jobs", func() bool {
+		chans, _ := env.Client.PubSubChannels(context.Background(), env.Prefix+"*").Result()
+		return len(chans) > 0
+	})
+	_ = c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, queue.ErrClosed) {
+			t.Fatalf("Consume = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Consume did not return after Close")
+	}
+}
+
+// roundTrips counts the commands and pipelines a Redis client sends.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func TestWorkerBatchesFetchesAndAcks(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := setup(t, env, queue.Config{})
+	q := newTyped(t, f, queue.QueueConfig{})
+	const n = 1000
+	produceN(t, q, n)
+	rt := &roundTrips{}
+	env.Client.AddHook(rt)
+	var count atomic.Int64
+	all := make(chan struct{})
+	stop := runConsumer(t, q, func(context.Context, *task) error {
+		if count.Add(1) == n {
+			close(all)
+		}
+		return nil
+	}, queue.ConsumeConfig{Concurrency: 20, Prefetch: 20})
+	select {
+	case <-all:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("handled %d of %d jobs", count.Load(), n)
+	}
+	stop()
+	trips := rt.n.Load()
+	t.Logf("%d jobs fetched, run and acked in %d round trips (%.3f per job)", n, trips, float64(trips)/n)
+	if s := f.stats(t, "q"); s.Acked != n {
+		t.Fatalf("acked %d of %d", s.Acked, n)
+	}
+	if trips >= n/2 {
+		t.Fatalf("%d round trips for %d jobs: fetches and acks are not batched", trips, n)
+	}
+}
+
+func TestWorkerCancelsAHandlerWhoseLeaseIsLost(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	q := newTyped(t, f, queue.QueueConfig{TTR: 100 * time.Millisecond, Logger: (&quietLog{}).logger()})
+	id, _ := q.Produce(ctxT(t), &task{}, 0)
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return ctx.Err()
+	}, queue.ConsumeConfig{})
+	<-started
+	if n, err := f.client.Delete(ctxT(t), f.ns, "q", id); err != nil || n != 1 {
+		t.Fatalf("Delete = %d, %v", n, err)
+	}
+	select {
+	case err := <-cause:
+		if !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("handler context cancelled with %v, want ErrLeaseLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler of a deleted job was not cancelled")
+	}
+	stop()
+	if ws := q.WorkerStats(); ws.LeasesLost != 1 || ws.Failed != 0 || ws.Succeeded != 0 {
+		t.Fatalf("worker stats = %+v", ws)
 	}
 }

@@ -214,6 +214,29 @@ func BenchmarkEnqueue(b *testing.B) {
 			report(b, n, time.Since(start))
 		}
 	})
+	b.Run("sluice/batch-1000-parallel-4", func(b *testing.B) {
+		s := newSluice(b, "enqueue")
+		batch := make([]*payload, 1000)
+		for i := range batch {
+			batch[i] = p
+		}
+		for b.Loop() {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range 4 {
+				wg.Go(func() {
+					for done := int(next.Add(int64(len(batch)))) - len(batch); done < n; done = int(next.Add(int64(len(batch)))) - len(batch) {
+						if _, err := s.q.ProduceMany(context.Background(), batch[:min(len(batch), n-done)], 0); err != nil {
+							panic(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			report(b, n, time.Since(start))
+		}
+	})
 }
 
 // parallel runs n calls of f on 50 goroutines and returns the time it took.
