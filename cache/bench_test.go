@@ -165,3 +165,63 @@ func BenchmarkColdKeyStorm(b *testing.B) {
 	}
 	b.ReportMetric(float64(calls.Load())/float64(round), "loader-calls/op")
 }
+
+// BenchmarkHitVsPlainGET alternates short slices of Get hits and plain GETs (100 rounds of 30ms
+// each, 50 callers, rotating who goes first) so a shared machine's noise hits both alike, and
+// reports Get's throughput as a percentage of the plain GET's. The floor is 85%.
+func BenchmarkHitVsPlainGET(b *testing.B) {
+	env, rdb := benchEnv(b)
+	ctx := context.Background()
+	s, err := New[string, string](rdb, Config{Prefix: env.Prefix, TTL: time.Hour, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	load := func(context.Context, string) (string, error) { return "value-of-a-hot-key", nil }
+	const keys = 1000
+	for i := range keys {
+		k := strconv.Itoa(i)
+		if err := rdb.Set(ctx, env.Prefix+":plain:"+k, "value-of-a-hot-key", time.Hour).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Get(ctx, k, load); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gets := []func(i int) error{
+		func(i int) error { return rdb.Get(ctx, env.Prefix+":plain:"+strconv.Itoa(i%keys)).Err() },
+		func(i int) error { _, err := s.Get(ctx, strconv.Itoa(i%keys), load); return err },
+	}
+	var ops [2]int64
+	var spent [2]time.Duration
+	for b.Loop() {
+		for round := range 100 {
+			for j := range gets {
+				i := (round + j) % len(gets)
+				var n atomic.Int64
+				var wg sync.WaitGroup
+				start := time.Now()
+				stop := start.Add(30 * time.Millisecond)
+				for c := range benchClients {
+					wg.Go(func() {
+						for k := c * 7919; time.Now().Before(stop); k++ {
+							if err := gets[i](k); err != nil {
+								b.Error(err)
+								return
+							}
+							n.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				ops[i] += n.Load()
+				spent[i] += time.Since(start)
+			}
+		}
+	}
+	plain := float64(ops[0]) / spent[0].Seconds()
+	hit := float64(ops[1]) / spent[1].Seconds()
+	b.ReportMetric(plain, "plain-GET-ops/s")
+	b.ReportMetric(hit, "Get-ops/s")
+	b.ReportMetric(100*hit/plain, "Get/plain-%")
+}
