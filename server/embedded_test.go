@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's writes and the test's reads.
@@ -62,7 +63,18 @@ func runEmbedded(t *testing.T, cfg Config) (*Server, string, func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return srv, "http://" + pub.Addr().String(), stop
+	base := "http://" + pub.Addr().String()
+	// Serve prints the welcome text before it serves: once /healthz answers, the text is out.
+	eventually(t, 10*time.Second, "the server to serve", func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return srv, base, stop
 }
 
 func TestEmbeddedManagedRedisKeepsData(t *testing.T) {

@@ -87,12 +87,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.public = s.wrap("public", s.publicMux(), false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
-	if s.embedded != nil {
-		if err := s.welcome(ctx); err != nil {
-			_ = s.Close()
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
@@ -195,6 +189,13 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	}
 	defer s.maintainer.Stop()
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
+	if s.embedded != nil {
+		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
+			_ = public.Close()
+			_ = admin.Close()
+			return fmt.Errorf("server: embedded mode: %w", err)
+		}
+	}
 
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -234,6 +235,7 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	if serveErr != nil {
 		return fmt.Errorf("server: %w", serveErr)
 	}
+	s.log.Info("sluice server stopped")
 	return nil
 }
 

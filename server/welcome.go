@@ -10,11 +10,11 @@ import (
 // defaultNamespace is the namespace embedded mode creates on its first start.
 const defaultNamespace = "default"
 
-// welcome runs in embedded mode: on the first start (no namespace yet) it creates the default
+// welcome runs in embedded mode once the listeners are bound: on the first start (no namespace yet) it creates the default
 // namespace and a token with every permission, and prints the secret with copy-pasteable curl
 // lines; on later starts it says how to make a new token (the secret is never shown again).
-func (s *Server) welcome(ctx context.Context) error {
-	pub, adm := baseURL(s.cfg.PublicAddr), baseURL(s.cfg.AdminAddr)
+func (s *Server) welcome(ctx context.Context, publicAddr, adminAddr string) error {
+	pub, adm := baseURL(publicAddr), baseURL(adminAddr)
 	_, created, err := s.namespaces.Create(ctx, defaultNamespace, "created by the first start of the embedded mode")
 	if err != nil {
 		return err
@@ -23,11 +23,16 @@ func (s *Server) welcome(ctx context.Context) error {
 	if !s.embedded.managed {
 		where = "an IN-PROCESS store (nothing survives a restart)"
 	}
+	auth := ""
+	if s.cfg.AdminToken != "" {
+		auth = ` -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN"`
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSluice runs on its embedded Redis: %s.\n", where)
 	if !created {
 		fmt.Fprintf(&b, "Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
-		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens -d '{\"description\": \"my token\"}'\n\n", adm, defaultNamespace)
+		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens%s -d '{\"description\": \"my token\"}'\n", adm, defaultNamespace, auth)
+		fmt.Fprintf(&b, "  sluice token create --ns %s --admin-url %s\n\n", defaultNamespace, adm)
 		_, err := fmt.Fprint(s.cfg.Out, b.String())
 		return err
 	}

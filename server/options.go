@@ -1,0 +1,233 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings is what `sluice server` is configured with: the server's Config plus the logging
+// options. LoadSettings fills it from a config file, SLUICE_* environment variables and flags.
+type Settings struct {
+	Config
+	// LogFormat is "text" or "json". Default "text".
+	LogFormat string
+	// LogLevel is "debug", "info", "warn" or "error". Default "info".
+	LogLevel string
+}
+
+// Option is one setting: its config file key, its flag (the key with dashes) and its environment
+// variable. docs/server.md lists them all; a test keeps it in step.
+type Option struct {
+	Key     string
+	Env     string
+	Default string
+	Usage   string
+	set     func(s *Settings, v string) error
+}
+
+// Flag is the option's command-line flag name.
+func (o Option) Flag() string { return strings.ReplaceAll(o.Key, "_", "-") }
+
+// Set parses v into the option's field of s.
+func (o Option) Set(s *Settings, v string) error {
+	if err := o.set(s, v); err != nil {
+		return fmt.Errorf("%s: %w", o.Key, err)
+	}
+	return nil
+}
+
+// ConfigFileEnv names the config file when no --config flag does.
+const ConfigFileEnv = "SLUICE_CONFIG"
+
+// Options lists every setting of `sluice server`.
+func Options() []Option {
+	str := func(f func(*Settings) *string) func(*Settings, string) error {
+		return func(s *Settings, v string) error { *f(s) = v; return nil }
+	}
+	dur := func(f func(*Settings) *time.Duration) func(*Settings, string) error {
+		return func(s *Settings, v string) error {
+			d, err := parseDuration(v)
+			*f(s) = d
+			return err
+		}
+	}
+	integer := func(set func(*Settings, int64)) func(*Settings, string) error {
+		return func(s *Settings, v string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not an integer", v)
+			}
+			set(s, n)
+			return nil
+		}
+	}
+	return []Option{
+		{"redis_url", "SLUICE_REDIS_URL", `""`, "Redis to use: redis://, rediss://, redis+sentinel://, redis+cluster://; empty runs the embedded Redis",
+			str(func(s *Settings) *string { return &s.RedisURL })},
+		{"prefix", "SLUICE_PREFIX", "sluice", "prefix of every Redis key the server writes",
+			str(func(s *Settings) *string { return &s.Prefix })},
+		{"public_addr", "SLUICE_PUBLIC_ADDR", ":7777", "listen address of the public API",
+			str(func(s *Settings) *string { return &s.PublicAddr })},
+		{"admin_addr", "SLUICE_ADMIN_ADDR", "127.0.0.1:7778", "listen address of the admin API and /metrics (a non-loopback address needs admin_token)",
+			str(func(s *Settings) *string { return &s.AdminAddr })},
+		{"admin_token", "SLUICE_ADMIN_TOKEN", `""`, "bearer token of admin requests; empty allows none only on a loopback admin_addr",
+			str(func(s *Settings) *string { return &s.AdminToken })},
+		{"data_dir", "SLUICE_DATA_DIR", "./sluice-data", "data directory of the embedded redis-server",
+			str(func(s *Settings) *string { return &s.DataDir })},
+		{"redis_server_path", "SLUICE_REDIS_SERVER_PATH", "redis-server", "redis-server binary of embedded mode (looked up in PATH); not found: in-process store",
+			str(func(s *Settings) *string { return &s.RedisServerPath })},
+		{"max_body_bytes", "SLUICE_MAX_BODY_BYTES", "1048576", "largest request body (and so job payload) in bytes",
+			integer(func(s *Settings, n int64) { s.MaxBodyBytes = n })},
+		{"max_consume_timeout", "SLUICE_MAX_CONSUME_TIMEOUT", "60s", "longest wait a consume may ask for",
+			dur(func(s *Settings) *time.Duration { return &s.MaxConsumeTimeout })},
+		{"shutdown_timeout", "SLUICE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful shutdown waits for in-flight requests",
+			dur(func(s *Settings) *time.Duration { return &s.ShutdownTimeout })},
+		{"token_cache_ttl", "SLUICE_TOKEN_CACHE_TTL", "500ms", "how long token lookups are cached (bounds how long a revoked token works; at most 1s)",
+			dur(func(s *Settings) *time.Duration { return &s.TokenCacheTTL })},
+		{"metrics_max_queues", "SLUICE_METRICS_MAX_QUEUES", "1000", "most queues a /metrics scrape reports",
+			integer(func(s *Settings, n int64) { s.MetricsMaxQueues = int(n) })},
+		{"maintain_interval", "SLUICE_MAINTAIN_INTERVAL", "500ms", "how often due jobs are promoted and expired leases reaped",
+			dur(func(s *Settings) *time.Duration { return &s.MaintainInterval })},
+		{"log_format", "SLUICE_LOG_FORMAT", "text", "log format: text or json",
+			str(func(s *Settings) *string { return &s.LogFormat })},
+		{"log_level", "SLUICE_LOG_LEVEL", "info", "log level: debug, info, warn or error",
+			str(func(s *Settings) *string { return &s.LogLevel })},
+	}
+}
+
+// parseDuration takes a Go duration ("1.5s", "2m") or a bare number of seconds ("1.5").
+func parseDuration(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 || f > maxSeconds {
+			return 0, fmt.Errorf("%q is out of range", v)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (30s, 500ms) or a number of seconds", v)
+	}
+	return d, nil
+}
+
+// SettingsSources are where LoadSettings reads; later sources win: the config file, then the
+// environment, then the flags.
+type SettingsSources struct {
+	// File is the path of a JSON config file ("" for none).
+	File string
+	// Getenv reads the environment (nil: none).
+	Getenv func(string) string
+	// Flags are the options given on the command line, by key.
+	Flags map[string]string
+}
+
+// LoadSettings reads the settings from the sources (defaults apply to whatever none sets).
+func LoadSettings(src SettingsSources) (Settings, error) {
+	var s Settings
+	opts := Options()
+	if src.File != "" {
+		if err := loadConfigFile(src.File, &s, opts); err != nil {
+			return s, err
+		}
+	}
+	if src.Getenv != nil {
+		for _, o := range opts {
+			if v := src.Getenv(o.Env); v != "" {
+				if err := o.Set(&s, v); err != nil {
+					return s, fmt.Errorf("environment %s: %w", o.Env, err)
+				}
+			}
+		}
+	}
+	for _, o := range opts {
+		if v, ok := src.Flags[o.Key]; ok {
+			if err := o.Set(&s, v); err != nil {
+				return s, fmt.Errorf("flag --%s: %w", o.Flag(), err)
+			}
+		}
+	}
+	if _, err := s.NewLogger(io.Discard); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// loadConfigFile reads a JSON object whose keys are option keys; values are strings, numbers
+// (durations in seconds) or booleans. Unknown keys are errors.
+func loadConfigFile(path string, s *Settings, opts []Option) error {
+	data, err := os.ReadFile(path) //nolint:gosec // the operator names the config file
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		return fmt.Errorf("config file %s: not a JSON object: %w", path, err)
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		i := slices.IndexFunc(opts, func(o Option) bool { return o.Key == k })
+		if i < 0 {
+			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+		var v any
+		if err := json.Unmarshal(raw[k], &v); err != nil {
+			return fmt.Errorf("config file %s: %s: %w", path, k, err)
+		}
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case float64:
+			text = strconv.FormatFloat(x, 'f', -1, 64)
+		case bool:
+			text = strconv.FormatBool(x)
+		default:
+			return fmt.Errorf("config file %s: %s: want a string or a number", path, k)
+		}
+		if err := opts[i].Set(s, text); err != nil {
+			return fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// NewLogger returns the logger the settings ask for, writing to w.
+func (s Settings) NewLogger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	switch strings.ToLower(s.LogLevel) {
+	case "", "info":
+		level = slog.LevelInfo
+	case "debug":
+		level = slog.LevelDebug
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, fmt.Errorf("log_level: %q is not debug, info, warn or error", s.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(s.LogFormat) {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, errors.New("log_format: want text or json, got " + strconv.Quote(s.LogFormat))
+	}
+}
