@@ -24,7 +24,7 @@ type target struct {
 	Token string
 }
 
-func setup(t *testing.T) target {
+func setup(t testing.TB) target {
 	t.Helper()
 	env := redistest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +61,7 @@ func setup(t *testing.T) target {
 }
 
 // createToken makes a namespace token through the admin API and returns its secret.
-func createToken(t *testing.T, adminURL, ns string) string {
+func createToken(t testing.TB, adminURL, ns string) string {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, adminURL+"/v1/namespaces/"+ns+"/tokens", strings.NewReader(`{}`))
 	if err != nil {
