@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,8 +58,13 @@ func (n *notifier) watch(ctx context.Context, channel string) (*waiter, error) {
 	return w, nil
 }
 
+// subscribeTimeout bounds the first subscription (the caller's context may have no deadline).
+const subscribeTimeout = 5 * time.Second
+
 // start subscribes and waits for the confirmation. n.mu is held.
 func (n *notifier) start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+	defer cancel()
 	ps := n.rdb.PSubscribe(ctx, n.pattern)
 	msg, err := ps.Receive(ctx)
 	if err != nil {
