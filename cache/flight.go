@@ -2,6 +2,7 @@ package cache
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,6 +15,7 @@ type flight[V any] struct {
 	// result was sent. A caller whose own GET reply arrived before it knows that command ran after
 	// its GET, which strong mode needs (see Store.miss).
 	decided time.Time
+	joiners atomic.Int32 // callers that joined besides the leader
 }
 
 // flightGroup deduplicates concurrent resolutions of a key.
@@ -28,6 +30,7 @@ func (g *flightGroup[V]) join(key string) (f *flight[V], leader bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f := g.m[key]; f != nil {
+		f.joiners.Add(1)
 		return f, false
 	}
 	if g.m == nil {

@@ -627,3 +627,35 @@ func TestClosedStore(t *testing.T) {
 		t.Fatalf("Get on a closed store = %v, want ErrClosed", err)
 	}
 }
+
+// A Strong-mode caller must not take the result of an in-process flight whose deciding command ran
+// before the caller's own GET: a Delete may have run in between.
+func TestStrongLateJoinerDoesNotTakeAnOlderResult(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := context.Background()
+	s := newStore[string](t, env, Config{Mode: Strong})
+	// A flight that decided (read "old" from Redis) before the Delete below.
+	f, leader := s.flights.join("k")
+	if !leader {
+		t.Fatal("the test must lead the flight")
+	}
+	f.decided = time.Now()
+	if err := s.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		var calls atomic.Int64
+		v, err := s.Get(ctx, "k", constLoader("new", &calls))
+		if err != nil {
+			v = err.Error()
+		}
+		got <- v
+	}()
+	eventually(t, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
+	s.flights.finish("k", f, "old", nil)
+	if v := <-got; v != "new" {
+		t.Fatalf("Get started after the Delete returned %q, want new", v)
+	}
+}
