@@ -3,10 +3,15 @@ package queue_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
@@ -208,4 +213,123 @@ func TestQueueDeadLetterTools(t *testing.T) {
 			t.Fatalf("Stats = %+v, %v", s, err)
 		}
 	})
+}
+
+func TestConcurrentProducesShareRoundTrips(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := setup(t, env, queue.Config{})
+	q := newTyped(t, f, queue.QueueConfig{})
+	if _, err := q.Produce(ctxT(t), &task{N: -1}, 0); err != nil { // registers the queue, loads scripts
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	env.Client.AddHook(rt)
+	const producers, each = 50, 40
+	ids := make([][]string, producers)
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := range each {
+				id, err := q.Produce(ctxT(t), &task{N: p*each + i}, 0)
+				if err != nil {
+					t.Errorf("Produce: %v", err)
+					return
+				}
+				ids[p] = append(ids[p], id)
+			}
+		})
+	}
+	wg.Wait()
+	trips := rt.n.Load()
+	seen := map[string]bool{}
+	for _, list := range ids {
+		for _, id := range list {
+			if id == "" || seen[id] {
+				t.Fatalf("id %q empty or returned twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	const n = producers * each
+	t.Logf("%d concurrent Produce calls in %d round trips", n, trips)
+	if len(seen) != n || f.stats(t, "q").Published != n+1 {
+		t.Fatalf("%d ids, stats %+v", len(seen), f.stats(t, "q"))
+	}
+	if trips >= n/2 {
+		t.Fatalf("%d round trips for %d concurrent produces: they were not coalesced", trips, n)
+	}
+	// The payloads arrived whole, each once.
+	got := map[int]bool{}
+	for len(got) < n+1 {
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 1000})
+		if len(ds) == 0 {
+			t.Fatalf("consumed %d of %d jobs", len(got), n+1)
+		}
+		for _, d := range ds {
+			var v task
+			if err := json.Unmarshal(d.Payload, &v); err != nil || got[v.N] {
+				t.Fatalf("payload %s: %v (duplicate %v)", d.Payload, err, got[v.N])
+			}
+			got[v.N] = true
+		}
+	}
+}
+
+// blockPublish holds every EVALSHA while armed, until released.
+type blockPublish struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockPublish) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *blockPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" && b.armed.CompareAndSwap(true, false) {
+			close(b.entered)
+			<-b.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (b *blockPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestProduceWaitingForATurnCanGiveUp(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := setup(t, env, queue.Config{})
+	q := newTyped(t, f, queue.QueueConfig{})
+	if _, err := q.Produce(ctxT(t), &task{N: 0}, 0); err != nil {
+		t.Fatal(err)
+	}
+	block := &blockPublish{entered: make(chan struct{}), release: make(chan struct{})}
+	block.armed.Store(true)
+	env.Client.AddHook(block)
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := q.Produce(ctxT(t), &task{N: 1}, 0) // its publish is held in flight
+		first <- err
+	}()
+	<-block.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := q.Produce(ctx, &task{N: 2}, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Produce waiting behind a held publish = %v, want the context's error", err)
+	}
+	close(block.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Produce(ctxT(t), &task{N: 3}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s := f.stats(t, "q"); s.Published != 3 {
+		t.Fatalf("published %d, want 3 (the job that gave up is not published)", s.Published)
+	}
 }

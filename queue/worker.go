@@ -123,11 +123,11 @@ type worker struct {
 	stats   *workerCounters
 	log     *slog.Logger
 
-	jobs     chan *heldJob // fetched jobs for the handler goroutines
-	inflight atomic.Int64  // fetched jobs not yet finished by a handler goroutine
-	slots    chan struct{} // a handler goroutine finished a job
-	stop     chan struct{} // closed when fetching stops
-	stopping atomic.Bool
+	jobs     chan *heldJob   // fetched jobs for the handler goroutines
+	inflight atomic.Int64    // fetched jobs not yet finished by a handler goroutine
+	slots    chan struct{}   // a handler goroutine finished a job
+	quit     <-chan struct{} // the consume context's Done: no job starts after it
+	stop     chan struct{}   // closed when fetching stopped (ctx ended, or the client closed)
 	hard     context.Context // the handlers' base context, cancelled after the drain timeout
 
 	acks chan *heldJob // succeeded jobs to ack
@@ -144,6 +144,7 @@ func (w *worker) run(ctx context.Context) error {
 	hard, hardCancel := context.WithCancel(calm)
 	defer hardCancel()
 	w.hard = hard
+	w.quit = ctx.Done()
 
 	var handlers, background sync.WaitGroup
 	for range w.cfg.Concurrency {
@@ -158,10 +159,9 @@ func (w *worker) run(ctx context.Context) error {
 	}()
 
 	err := w.fetchLoop(ctx)
+	close(w.stop)
 
 	// Shutdown: stop fetching, hand back what no handler started, drain, hand back the rest.
-	w.stopping.Store(true)
-	close(w.stop)
 	var waiting []*heldJob
 	for drained := false; !drained; {
 		select {
@@ -254,6 +254,8 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 func (w *worker) handlerLoop() {
 	for {
 		select {
+		case <-w.quit:
+			return
 		case <-w.stop:
 			return
 		case j := <-w.jobs:
@@ -268,9 +270,14 @@ func (w *worker) handlerLoop() {
 }
 
 func (w *worker) runJob(j *heldJob) {
-	if w.stopping.Load() {
+	select {
+	case <-w.quit: // shutting down: hand it back
 		w.release(context.WithoutCancel(w.hard), []*heldJob{j}, jobQueued)
 		return
+	case <-w.stop:
+		w.release(context.WithoutCancel(w.hard), []*heldJob{j}, jobQueued)
+		return
+	default:
 	}
 	ctx, cancel := context.WithCancelCause(w.hard)
 	defer cancel(nil)
@@ -503,8 +510,8 @@ func (w *worker) untrack(j *heldJob) {
 	w.mu.Unlock()
 }
 
-// extendLoop extends the leases of held jobs when half their lease has passed, in one pipelined
-// round trip per pass, until stop is closed.
+// extendLoop extends the leases of held jobs when a third of their lease has passed, in one
+// pipelined round trip per pass, until stop is closed.
 func (w *worker) extendLoop(calm context.Context, stop chan struct{}) {
 	timer := time.NewTimer(time.Second)
 	defer timer.Stop()
@@ -520,7 +527,8 @@ func (w *worker) extendLoop(calm context.Context, stop chan struct{}) {
 	}
 }
 
-// extendDue touches the leases past half their length and returns how long until the next one is.
+// extendDue touches the leases past a third of their length and returns how long until the next
+// one is.
 func (w *worker) extendDue(calm context.Context) time.Duration {
 	now := time.Now()
 	next := time.Second
@@ -528,7 +536,7 @@ func (w *worker) extendDue(calm context.Context) time.Duration {
 	w.mu.Lock()
 	for j := range w.held {
 		j.mu.Lock()
-		at := j.leaseEnd.Add(-j.lease / 2).Sub(now)
+		at := j.leaseEnd.Add(-j.lease * 2 / 3).Sub(now)
 		j.mu.Unlock()
 		if at <= 0 {
 			due = append(due, j)
@@ -558,7 +566,7 @@ func (w *worker) extendDue(calm context.Context) time.Duration {
 		if errs[i] == nil {
 			j.leaseEnd = sent.Add(lease)
 			j.mu.Unlock()
-			next = min(next, lease/2)
+			next = min(next, lease/3)
 			continue
 		}
 		state := j.state

@@ -27,9 +27,9 @@ type ConsumeConfig struct {
 	// kept leased and handed back at shutdown. Default 0: fetch only for free handlers.
 	Prefetch int
 
-	// TTR is the lease length. The worker extends the lease while the handler runs, at half the
-	// lease, so it bounds how soon a job held by a crashed worker runs elsewhere, not how long a
-	// handler may take. Default 0: each job's own TTR (QueueConfig.TTR, or WithTTR).
+	// TTR is the lease length. The worker extends the lease while the handler runs, each time a
+	// third of it has passed, so it bounds how soon a job held by a crashed worker runs elsewhere,
+	// not how long a handler may take. Default 0: each job's own TTR (QueueConfig.TTR, or WithTTR).
 	TTR time.Duration
 
 	// Timeout bounds one run of the handler: its context is cancelled after it, and the run counts

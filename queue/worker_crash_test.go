@@ -123,7 +123,7 @@ func TestWorkerCrashRedelivery(t *testing.T) {
 	}
 	took := r.at.Sub(killed)
 	t.Logf("job of the killed consumer ran again %s after SIGKILL (lease %s)", took.Round(time.Millisecond), crashLease)
-	// The correctness bound: the lease the child held (extended at half its length) ends at most
+	// The correctness bound: the lease the child held (extended after a third of it) ends at most
 	// one lease after the kill; the waiting consumer is woken by the lease end.
 	if took > 2*crashLease {
 		t.Fatalf("redelivered %s after the kill, want under 2 × lease = %s", took, 2*crashLease)

@@ -324,7 +324,7 @@ func TestWorkerTimeoutFailsTheRun(t *testing.T) {
 func TestWorkerExtendsTheLeaseWhileTheHandlerRuns(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{TTR: 200 * time.Millisecond})
+	q := newTyped(t, f, queue.QueueConfig{TTR: 600 * time.Millisecond})
 	id, _ := q.Produce(ctxT(t), &task{}, 0)
 	var runs atomic.Int64
 	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
@@ -333,10 +333,10 @@ func TestWorkerExtendsTheLeaseWhileTheHandlerRuns(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// Hold the job until its lease was extended well past three lease lengths.
+		// Hold the job until its lease was extended past twice its first end.
 		eventually(t, 10*time.Second, "the lease to be extended", func() bool {
 			j, err := f.client.Get(ctx, f.ns, "q", id)
-			return err == nil && j.LeaseUntil.Sub(first.LeaseUntil) > 600*time.Millisecond
+			return err == nil && j.LeaseUntil.Sub(first.LeaseUntil) > 700*time.Millisecond
 		})
 		return nil
 	}, queue.ConsumeConfig{})
