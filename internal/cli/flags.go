@@ -143,7 +143,7 @@ func (m keyValues) Set(v string) error {
 	return nil
 }
 
-// conn holds the flags every client command shares: where the server is and how to present
+// connFlags holds the flags every client command shares: where the server is and how to present
 // the answer.
 type connFlags struct {
 	url, token, ns string

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // depthColumns are the stats shown in the queue table, in order.
@@ -108,13 +110,7 @@ func flatten(m map[string]any) map[string]any {
 func upper(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
-		b := []byte(s)
-		for j, c := range b {
-			if c >= 'a' && c <= 'z' {
-				b[j] = c - 'a' + 'A'
-			}
-		}
-		out[i] = string(b)
+		out[i] = strings.ToUpper(s)
 	}
 	return out
 }
@@ -175,7 +171,7 @@ Example:
 	if ans.Total != nil {
 		fmt.Fprintf(cf.out(), "%d of %d dead job(s)\n", len(ans.Jobs), *ans.Total)
 	}
-	if next := cmpOr(ans.NextCursor, ans.Cursor); next != "" {
+	if next := cmp.Or(ans.NextCursor, ans.Cursor); next != "" {
 		fmt.Fprintf(cf.out(), "more: sluice dead list %s --cursor %s\n", pos[0], next)
 	}
 	return nil
@@ -188,13 +184,6 @@ func first(m map[string]any, keys ...string) any {
 		}
 	}
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func runDeadRespawn(ctx context.Context, env *Env, args []string) error {
