@@ -24,6 +24,7 @@ type embeddedRedis struct {
 	managed bool
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the child exits
+	lock    *os.File      // the data dir lock, held while the child runs
 	mini    *miniredis.Miniredis
 }
 
@@ -50,14 +51,22 @@ func startEmbedded(ctx context.Context, cfg Config) (*embeddedRedis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: data dir: %w", err)
 	}
+	lock, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for range 5 { // a free port can be taken between the probe and the bind
 		e, err := startManaged(ctx, bin, dir)
 		if err == nil {
+			e.lock = lock
 			cfg.Logger.Info("embedded redis-server started", "addr", e.url, "data_dir", dir, "appendonly", true)
 			return e, nil
 		}
 		lastErr = err
+	}
+	if lock != nil {
+		_ = lock.Close()
 	}
 	return nil, lastErr
 }
@@ -143,6 +152,11 @@ func (e *embeddedRedis) stop() error {
 	if e.cmd == nil || e.cmd.Process == nil {
 		return nil
 	}
+	defer func() {
+		if e.lock != nil {
+			_ = e.lock.Close()
+		}
+	}()
 	_ = e.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-e.exited:

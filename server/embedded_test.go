@@ -90,6 +90,10 @@ func TestEmbeddedManagedRedisKeepsData(t *testing.T) {
 		t.Fatalf("first start printed no token and curl lines:\n%s", out.String())
 	}
 	tok := m[1]
+	if _, err := New(ctxT(t), Config{DataDir: dir, Out: io.Discard, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil ||
+		!strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a second server on the same data dir: %v", err)
+	}
 	r := do(t, http.MethodPost, base+"/v1/ns/default/queues/hello/jobs", tok, map[string]any{"payload": "kept"})
 	wantStatus(t, r, http.StatusCreated, "")
 	stop()
