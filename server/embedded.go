@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,7 +27,9 @@ type embeddedRedis struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the child exits
 	lock    *os.File      // the data dir lock, held while the child runs
-	mini    *miniredis.Miniredis
+	// stopping is set by stop, so the child's exit is not reported as a crash.
+	stopping atomic.Bool
+	mini     *miniredis.Miniredis
 }
 
 // inProcessWarning is logged (and printed) when the in-process store is used.
@@ -57,7 +61,7 @@ func startEmbedded(ctx context.Context, cfg Config) (*embeddedRedis, error) {
 	}
 	var lastErr error
 	for range 5 { // a free port can be taken between the probe and the bind
-		e, err := startManaged(ctx, bin, dir)
+		e, err := startManaged(ctx, bin, dir, cfg.Logger)
 		if err == nil {
 			e.lock = lock
 			cfg.Logger.Info("embedded redis-server started", "addr", e.url, "data_dir", dir, "appendonly", true)
@@ -71,7 +75,7 @@ func startEmbedded(ctx context.Context, cfg Config) (*embeddedRedis, error) {
 	return nil, lastErr
 }
 
-func startManaged(ctx context.Context, bin, dir string) (*embeddedRedis, error) {
+func startManaged(ctx context.Context, bin, dir string, log *slog.Logger) (*embeddedRedis, error) {
 	port, err := freePort(ctx)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,11 @@ func startManaged(ctx context.Context, bin, dir string) (*embeddedRedis, error) 
 		exited:  make(chan struct{}),
 	}
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		if !e.stopping.Load() {
+			log.Error("embedded redis-server exited; requests fail with 503 until sluice server is restarted",
+				"error", err, "log", filepath.Join(dir, "redis.log"))
+		}
 		close(e.exited)
 	}()
 	if err := e.waitReady(ctx, addrOf(port), 15*time.Second); err != nil {
@@ -152,6 +160,7 @@ func (e *embeddedRedis) stop() error {
 	if e.cmd == nil || e.cmd.Process == nil {
 		return nil
 	}
+	e.stopping.Store(true)
 	defer func() {
 		if e.lock != nil {
 			_ = e.lock.Close()

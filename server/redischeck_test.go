@@ -1,0 +1,63 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// lockedBuffer collects logs written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRefusesEvictingRedis(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t, "maxmemory-policy allkeys-lru")
+	_, err := New(ctxT(t), Config{RedisURL: rs.URL(), Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, ErrEvictingRedis) || !strings.Contains(err.Error(), "noeviction") {
+		t.Fatalf("New on an evicting Redis: %v", err)
+	}
+}
+
+func TestWarnsWithoutPersistence(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t, "appendonly no")
+	logs := &lockedBuffer{}
+	srv, err := New(ctxT(t), Config{RedisURL: rs.URL(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if !strings.Contains(logs.String(), "persistence is off") {
+		t.Fatalf("no warning about persistence:\n%s", logs.String())
+	}
+}
+
+func TestUnreachableRedisAtStart(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t)
+	rs.Stop()
+	_, err := New(ctxT(t), Config{RedisURL: rs.URL() + "?dial_timeout=1s&max_retries=-1", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach redis") {
+		t.Fatalf("New on a stopped Redis: %v", err)
+	}
+}
