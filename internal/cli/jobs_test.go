@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // publishedID returns the job id of `sluice publish` output ("published job <id> to ns/q").
@@ -195,4 +196,28 @@ func compact(t *testing.T, raw json.RawMessage) string {
 		t.Fatalf("payload %q: %v", raw, err)
 	}
 	return b.String()
+}
+
+func TestRetryOptions(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	// --at in the future: delayed.
+	f.must(t, "publish", "--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "later", "{}")
+	if r := f.run(t, "consume", "later"); r.Stdout != "" {
+		t.Fatalf("a job due in an hour was delivered: %s", r.Stdout)
+	}
+	wantFail(t, f.run(t, "publish", "--at", "tomorrow", "later", "{}"), exitUsage, "RFC 3339")
+	wantFail(t, f.run(t, "publish", "--at", "2030-01-01T00:00:00Z", "--delay", "1s", "later", "{}"), exitUsage, "exclude")
+
+	// A nack without --retry-after waits for the backoff; --no-retry goes to the dead letter.
+	id := publishedID(t, f.must(t, "publish", "--tries", "5", "--backoff", "1h", "--backoff-max", "2h", "--unique-for", "1m", "--unique-key", "u1", "b", "{}"))
+	f.must(t, "consume", "b")
+	wantOut(t, f.must(t, "nack", "b", id, "1"), "nacked job "+id+" (delivery 1): retried")
+	if r := f.run(t, "consume", "b"); r.Stdout != "" {
+		t.Fatalf("a job backing off for an hour was delivered: %s", r.Stdout)
+	}
+	id2 := publishedID(t, f.must(t, "publish", "--tries", "5", "b2", "{}"))
+	f.must(t, "consume", "b2")
+	wantOut(t, f.must(t, "nack", "--no-retry", "b2", id2, "1", "--error", "bad input"), ": dead")
+	wantOut(t, f.must(t, "dead", "list", "b2"), id2, "bad input")
 }
