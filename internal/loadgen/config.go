@@ -146,6 +146,11 @@ func (c Config) validate() error {
 	if c.API != Native && c.API != Lmstfy {
 		errs = append(errs, fmt.Errorf("config: API %q must be %q or %q", c.API, Native, Lmstfy))
 	}
+	for _, n := range []struct{ field, v string }{{"Namespace", c.Namespace}, {"Queue", c.Queue}} {
+		if !validName(n.v) || len(n.v) > 200 {
+			errs = append(errs, fmt.Errorf("config: %s %q must match ^[-_A-Za-z0-9]+$ and be at most 200 bytes", n.field, n.v))
+		}
+	}
 	if c.Clients < 1 || c.Clients > 10_000 {
 		errs = append(errs, fmt.Errorf("config: Clients must be 1..10000, got %d", c.Clients))
 	}
@@ -173,4 +178,10 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("config: JobTTL must be at least 1s, got %v", c.JobTTL))
 	}
 	return errors.Join(errs...)
+}
+
+func validName(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
+	}) < 0
 }

@@ -200,8 +200,8 @@ func TestRunErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "publish: ") || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("Run with a wrong token: %v", err)
 	}
-	_, err = Run(t.Context(), Config{URL: "ftp://x", API: "soap", Clients: -1, Batch: 5000, Scenarios: []Scenario{"nap"}})
-	for _, want := range []string{"URL", "API", "Clients", "Batch", `scenario "nap"`} {
+	_, err = Run(t.Context(), Config{URL: "ftp://x", API: "soap", Clients: -1, Batch: 5000, Scenarios: []Scenario{"nap"}, Queue: "a/b"})
+	for _, want := range []string{"URL", "API", "Clients", "Batch", `scenario "nap"`, `Queue "a/b"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("invalid config: error %v lacks %s", err, want)
 		}
