@@ -1,0 +1,114 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// benchServer is a server on loopback for benchmarks, with a token of namespace "bench".
+func benchServer(b *testing.B) (base, token string) {
+	b.Helper()
+	env := redistest.New(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(ctx, Config{RedisURL: env.URL, Prefix: env.Prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, _ := net.Listen("tcp", "127.0.0.1:0")
+	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, pub, adm) }()
+	b.Cleanup(func() {
+		cancel()
+		<-done
+		_ = srv.Close()
+	})
+	secret, _, err := srv.tokens.Create(ctx, CreateTokenParams{Namespace: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return "http://" + pub.Addr().String(), secret
+}
+
+// post sends a request and reports an unexpected answer with b.Error (safe in RunParallel).
+func post(b *testing.B, c *http.Client, url, token string, body []byte, want int) []byte {
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Error(err)
+		return nil
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		b.Errorf("POST %s: %d %s", url, resp.StatusCode, out)
+	}
+	return out
+}
+
+// BenchmarkHTTPPublish measures one job per request, requests in parallel.
+func BenchmarkHTTPPublish(b *testing.B) {
+	base, tok := benchServer(b)
+	url := base + "/v1/ns/bench/queues/q/jobs"
+	body := []byte(`{"payload": {"n": 1}}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+		for pb.Next() {
+			post(b, c, url, tok, body, http.StatusCreated)
+		}
+	})
+}
+
+// BenchmarkHTTPPublishBatch measures batches of 100 jobs; ns/op is per job.
+func BenchmarkHTTPPublishBatch(b *testing.B) {
+	base, tok := benchServer(b)
+	url := base + "/v1/ns/bench/queues/q/jobs"
+	jobs := make([]map[string]any, 100)
+	for i := range jobs {
+		jobs[i] = map[string]any{"payload": map[string]int{"n": i}}
+	}
+	body, _ := json.Marshal(map[string]any{"jobs": jobs})
+	c := &http.Client{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 100 {
+		post(b, c, url, tok, body, http.StatusCreated)
+	}
+}
+
+// BenchmarkHTTPConsumeAck measures consume of one job and its ack (two requests per op).
+func BenchmarkHTTPConsumeAck(b *testing.B) {
+	base, tok := benchServer(b)
+	c := &http.Client{}
+	jobs := make([]map[string]any, 1000)
+	for i := range jobs {
+		jobs[i] = map[string]any{"payload": i}
+	}
+	body, _ := json.Marshal(map[string]any{"jobs": jobs})
+	for n := 0; n < b.N; n += len(jobs) {
+		post(b, c, base+"/v1/ns/bench/queues/q/jobs", tok, body, http.StatusCreated)
+	}
+	consume := []byte(`{"queues": ["q"]}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		var got struct {
+			Jobs []deliveryJSON `json:"jobs"`
+		}
+		if err := json.Unmarshal(post(b, c, base+"/v1/ns/bench/consume", tok, consume, http.StatusOK), &got); err != nil || len(got.Jobs) != 1 {
+			b.Fatalf("consume: %v %+v", err, got)
+		}
+		post(b, c, base+"/v1/ns/bench/queues/q/jobs/"+got.Jobs[0].JobID+"/ack", tok, []byte(`{"delivery": 1}`), http.StatusNoContent)
+	}
+}
