@@ -28,7 +28,9 @@ func benchServer(b *testing.B) (base, token string) {
 	go func() { done <- srv.Serve(ctx, pub, adm) }()
 	b.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
 		_ = srv.Close()
 	})
 	secret, _, err := srv.tokens.Create(ctx, CreateTokenParams{Namespace: "bench"})
