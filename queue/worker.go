@@ -209,10 +209,13 @@ func (w *worker) run(ctx context.Context) error {
 // fetchLoop leases jobs for free handlers until ctx ends.
 func (w *worker) fetchLoop(ctx context.Context) error {
 	capacity := int64(w.cfg.Concurrency + w.cfg.Prefetch)
+	// While handlers still have fetched jobs to start, wait until a quarter of the capacity is free,
+	// so that fetches stay large when jobs are short.
+	batch := max(capacity/4, 1)
 	var failures int
 	for {
 		free := capacity - w.inflight.Load()
-		if free <= 0 {
+		if free <= 0 || (free < batch && len(w.jobs) > 0) {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -430,7 +433,9 @@ func (w *worker) sendRelease(calm context.Context, mine []*heldJob) int {
 	return n
 }
 
-// ackLoop sends the acks of succeeded jobs in batches until w.acks is closed and empty.
+// ackLoop sends the acks of succeeded jobs in batches until w.acks is closed and empty. After the
+// first ack of a batch it sleeps AckInterval (rather than waking for every ack), then sends what
+// arrived meanwhile, AckBatch acks per call.
 func (w *worker) ackLoop(calm context.Context) {
 	batch := make([]*heldJob, 0, w.cfg.AckBatch)
 	timer := time.NewTimer(time.Hour)
@@ -441,21 +446,35 @@ func (w *worker) ackLoop(calm context.Context) {
 			return
 		}
 		batch = append(batch[:0], j)
-		timer.Reset(w.cfg.AckInterval)
-	collect:
-		for len(batch) < w.cfg.AckBatch {
-			select {
-			case j, ok := <-w.acks:
-				if !ok {
-					break collect
+		if w.cfg.AckInterval > 0 {
+			timer.Reset(w.cfg.AckInterval)
+			<-timer.C
+		}
+		closed := false
+		for {
+		fill:
+			for len(batch) < w.cfg.AckBatch {
+				select {
+				case j, ok := <-w.acks:
+					if !ok {
+						closed = true
+						break fill
+					}
+					batch = append(batch, j)
+				default:
+					break fill
 				}
-				batch = append(batch, j)
-			case <-timer.C:
-				break collect
+			}
+			full := len(batch) == w.cfg.AckBatch
+			w.flushAcks(calm, batch)
+			batch = batch[:0]
+			if !full || closed {
+				break
 			}
 		}
-		timer.Stop()
-		w.flushAcks(calm, batch)
+		if closed {
+			return
+		}
 	}
 }
 
