@@ -20,14 +20,16 @@ local n = tonumber(ARGV[4])
 local now = tonumber(ARGV[5])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
 
 local start, count
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local s, c = string.match(raw, '^(%-?%d+):(%d+)$')
-  start, count = tonumber(s), tonumber(c)
+  local sep = string.find(raw, ':', 1, true)
+  if sep then
+    start, count = tonumber(string.sub(raw, 1, sep - 1)), tonumber(string.sub(raw, sep + 1))
+  end
 end
 
 -- roll to the window that holds now

@@ -16,7 +16,8 @@
 --
 -- Arithmetic is in units of 1/rate microseconds, so one event costs exactly `period` units and
 -- nothing is ever a fraction. The caller checks burst*period <= 2^53, so every value stays an
--- exact integer in a Lua number (a double).
+-- exact integer in a Lua number (a double); each division is corrected to the exact floor or
+-- ceiling. (Inlined rather than in helper functions: this is the hot path.)
 
 local rate = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
@@ -25,50 +26,49 @@ local n = tonumber(ARGV[4])
 local now = tonumber(ARGV[5])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
-
--- floor(a / b) for integers held in doubles, exact even where a / b rounds.
-local function fdiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-local function cdiv(a, b)
-  return -fdiv(-a, b)
-end
+local floor = math.floor
 
 -- debt: how far tat is ahead of now (0 when the bucket is full).
 local debt = 0
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local us, rem = string.match(raw, '^(%-?%d+):(%d+)$')
-  if us then
-    debt = (tonumber(us) - now) * rate + tonumber(rem)
+  local sep = string.find(raw, ':', 1, true)
+  if sep then
+    debt = (tonumber(string.sub(raw, 1, sep - 1)) - now) * rate + tonumber(string.sub(raw, sep + 1))
     if debt < 0 then debt = 0 end
   end
 end
 
 local tolerance = burst * period
-local allowed = 1
-local retry = 0
 local new = debt + n * period
 if new < 0 then new = 0 end
+local allowed, retry = 1, 0
 if n > 0 and new > tolerance then
+  -- denied: nothing is written
   allowed = 0
-  retry = cdiv(new - tolerance, rate)
+  local over = new - tolerance
+  retry = floor(over / rate)
+  if retry * rate < over then retry = retry + 1 end
   new = debt
-end
-
-if new ~= debt or n < 0 then
+else
+  -- tat = now + new/rate µs, kept as whole µs plus a remainder in 1/rate µs
+  local ahead = floor(new / rate)
+  if ahead * rate > new then ahead = ahead - 1 elseif (ahead + 1) * rate <= new then ahead = ahead + 1 end
   if new == 0 then
     redis.call('DEL', KEYS[1])
   else
-    local ahead = fdiv(new, rate)
-    local ms = cdiv(cdiv(new, rate), 1000)
+    local ms = floor((ahead + 1000) / 1000) -- at least the time until the bucket is full
     redis.call('SET', KEYS[1], string.format('%d:%d', now + ahead, new - ahead * rate), 'PX', ms)
   end
 end
 
+local reset = floor(new / rate)
+if reset * rate < new then reset = reset + 1 end
 -- (remaining is clamped: a key may hold more than a lowered limit allows)
-return {allowed, math.max(fdiv(tolerance - new, period), 0), retry, cdiv(new, rate)}
+local room = tolerance - new
+local remaining = floor(room / period)
+if remaining * period > room then remaining = remaining - 1 end
+if remaining < 0 then remaining = 0 end
+return {allowed, remaining, retry, reset}

@@ -21,7 +21,7 @@ local n = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
 local key = KEYS[1]
 
@@ -37,6 +37,10 @@ elseif count + n <= limit then
   local ts = string.format('%d', now)
   local seq = count
   local added = 0
+  if n == 1 then -- the common case, without building an argument table
+    seq = seq + 1
+    added = redis.call('ZADD', key, ts, ts .. ':' .. seq)
+  end
   while added < n do
     local args = {}
     for _ = 1, math.min(n - added, 200) do

@@ -23,7 +23,7 @@ local n = tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
 if not now then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
 
 local function fdiv(a, b)
@@ -37,8 +37,14 @@ local elapsed = now - idx * period
 local cur, prev = 0, 0
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local w, c, p = string.match(raw, '^(%-?%d+):(%d+):(%d+)$')
-  w, c, p = tonumber(w), tonumber(c), tonumber(p)
+  local s1 = string.find(raw, ':', 1, true)
+  local s2 = s1 and string.find(raw, ':', s1 + 1, true)
+  local w, c, p
+  if s2 then
+    w = tonumber(string.sub(raw, 1, s1 - 1))
+    c = tonumber(string.sub(raw, s1 + 1, s2 - 1))
+    p = tonumber(string.sub(raw, s2 + 1))
+  end
   if w == idx then
     cur, prev = c, p
   elseif w == idx - 1 then
