@@ -224,8 +224,8 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 			}
 		}
 		fs, err := w.client.fetch(ctx, w.ns, w.queue, int(min(free, MaxConsumeCount)), w.cfg.TTR, w.lease, time.Minute)
-		for _, f := range fs {
-			j := &heldJob{fetched: f}
+		for i := range fs {
+			j := &fs[i]
 			w.track(j)
 			w.inflight.Add(1)
 			w.jobs <- j // never blocks: the channel holds capacity jobs
@@ -255,6 +255,10 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 }
 
 func (w *worker) handlerLoop() {
+	// The jobs' contexts derive from one of this goroutine's own, so creating and cancelling them
+	// does not contend on the shared parent's lock.
+	base, cancel := context.WithCancel(w.hard)
+	defer cancel()
 	for {
 		select {
 		case <-w.quit:
@@ -262,7 +266,7 @@ func (w *worker) handlerLoop() {
 		case <-w.stop:
 			return
 		case j := <-w.jobs:
-			w.runJob(j)
+			w.runJob(base, j)
 			w.inflight.Add(-1)
 			select {
 			case w.slots <- struct{}{}:
@@ -272,17 +276,18 @@ func (w *worker) handlerLoop() {
 	}
 }
 
-func (w *worker) runJob(j *heldJob) {
+func (w *worker) runJob(base context.Context, j *heldJob) {
+	calm := context.WithoutCancel(base)
 	select {
 	case <-w.quit: // shutting down: hand it back
-		w.release(context.WithoutCancel(w.hard), []*heldJob{j}, jobQueued)
+		w.release(calm, []*heldJob{j}, jobQueued)
 		return
 	case <-w.stop:
-		w.release(context.WithoutCancel(w.hard), []*heldJob{j}, jobQueued)
+		w.release(calm, []*heldJob{j}, jobQueued)
 		return
 	default:
 	}
-	ctx, cancel := context.WithCancelCause(w.hard)
+	ctx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
 	j.mu.Lock()
 	if j.state != jobQueued { // its lease was lost while it waited
@@ -314,7 +319,7 @@ func (w *worker) runJob(j *heldJob) {
 		return
 	}
 	w.stats.failed.Add(1)
-	w.fail(j, err)
+	w.fail(calm, j, err)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -334,7 +339,7 @@ func (w *worker) call(ctx context.Context, d *Delivery) (err error) {
 // maxErrorText bounds the error text kept with a failed job.
 const maxErrorText = 4096
 
-func (w *worker) fail(j *heldJob, err error) {
+func (w *worker) fail(calm context.Context, j *heldJob, err error) {
 	defer w.untrack(j)
 	d := &j.d
 	text := err.Error()
@@ -353,7 +358,7 @@ func (w *worker) fail(j *heldJob, err error) {
 		delay := max(w.cfg.RetryPolicy.RetryDelay(d.Delivery, err), 0)
 		p.RetryAfter = &delay
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.hard), callTimeout)
+	ctx, cancel := context.WithTimeout(calm, callTimeout)
 	defer cancel()
 	outcome, nerr := w.client.Nack(ctx, p)
 	attrs := []any{slog.String("job_id", d.ID), slog.Int("delivery", d.Delivery), slog.String("error", text)}

@@ -27,7 +27,7 @@ type fetched struct {
 // is ready it waits, woken by notifications and timers as Consume is, until wait passes or stop
 // ends; then it returns no jobs and no error. The script calls run on a context stop does not
 // cancel, so a reply that carries leases is always read.
-func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback, wait time.Duration) ([]fetched, error) {
+func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback, wait time.Duration) ([]heldJob, error) {
 	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
 	keys := []queueKeys{newQueueKeys(c.cfg.Prefix, ns, q)}
 	channels := []string{keys[0].channel}
@@ -77,19 +77,19 @@ func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback,
 
 // fetchOnce runs the consume script once; fallback is the lease assumed for a delivery that does
 // not report its lease end.
-func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys, fallback time.Duration) ([]fetched, time.Duration, error) {
+func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys, fallback time.Duration) ([]heldJob, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), callTimeout)
 	defer cancel()
 	sent := time.Now()
 	ds, wake, err := c.consumeOnce(ctx, p, keys)
-	out := make([]fetched, len(ds))
+	out := make([]heldJob, len(ds)) // one allocation for the batch
 	for i, d := range ds {
 		// The script's clock: publish time + elapsed. The lease length it granted is clock-free.
 		lease := fallback
 		if !d.LeaseUntil.IsZero() && !d.PublishedAt.IsZero() {
 			lease = max(d.LeaseUntil.Sub(d.PublishedAt.Add(d.Elapsed)), time.Millisecond)
 		}
-		out[i] = fetched{d: d, lease: lease, leaseEnd: sent.Add(lease)}
+		out[i].fetched = fetched{d: d, lease: lease, leaseEnd: sent.Add(lease)}
 	}
 	return out, wake, err
 }
