@@ -60,6 +60,10 @@ func MainEnv(ctx context.Context, args []string, env *Env) int {
 	}
 	cmd, ok := table[name]
 	if !ok {
+		if subs := subcommands(table, name); len(subs) > 0 {
+			fmt.Fprintf(env.Stderr, "sluice %s: want a subcommand: %s\n", name, strings.Join(subs, ", "))
+			return exitUsage
+		}
 		fmt.Fprintf(env.Stderr, "sluice: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
 		usage(env.Stderr, table)
 		return 2
@@ -106,6 +110,19 @@ func exitCode(env *Env, name string, err error) int {
 	}
 }
 
+// subcommands lists the second words of the two-word commands that start with group ("dead":
+// list, respawn).
+func subcommands(table map[string]command, group string) []string {
+	var out []string
+	for n := range table {
+		if sub, ok := strings.CutPrefix(n, group+" "); ok {
+			out = append(out, sub)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func usage(w io.Writer, table map[string]command) {
 	names := make([]string, 0, len(table))
 	for n := range table {
@@ -118,8 +135,9 @@ func usage(w io.Writer, table map[string]command) {
 	}
 	fmt.Fprint(w, `
 Client commands talk to a server at $SLUICE_URL (default http://127.0.0.1:7777) with the token in
-$SLUICE_TOKEN; token commands use the admin API at $SLUICE_ADMIN_URL (default
-http://127.0.0.1:7778) with $SLUICE_ADMIN_TOKEN. Flags override the environment.
+$SLUICE_TOKEN, in namespace $SLUICE_NAMESPACE (default "default"); token commands use the admin
+API at $SLUICE_ADMIN_URL (default http://127.0.0.1:7778) with $SLUICE_ADMIN_TOKEN. Flags override
+the environment.
 
 Run `+"`sluice <command> -h`"+` for a command's flags.
 `)

@@ -49,6 +49,8 @@ func TestErrors(t *testing.T) {
 		wantFail(t, f.run(t, "consume", "--bogus", "q"), exitUsage, "flag provided but not defined: -bogus", "Usage: sluice consume")
 		wantFail(t, f.run(t, "publish", "--delay", "soon", "q"), exitUsage, "invalid value \"soon\"")
 		wantFail(t, f.run(t, "frobnicate"), exitUsage, `unknown command "frobnicate"`)
+		wantFail(t, f.run(t, "dead"), exitUsage, "sluice dead: want a subcommand: list, respawn")
+		wantFail(t, f.run(t, "token", "mint"), exitUsage, "sluice token: want a subcommand: create, revoke")
 		wantFail(t, f.run(t, "stats", "--url", "ftp://x"), exitUsage, "bad server URL")
 	})
 	t.Run("help", func(t *testing.T) {
