@@ -21,6 +21,11 @@ type Client struct {
 	ids     idGen
 	notify  *notifier
 
+	// Concurrent single calls on one queue share script calls (combine.go).
+	publishComb *combiner[publishReq, PublishResult]
+	ackComb     *combiner[AckParams, error]
+	consumeComb *combiner[consumeReq, consumeRes]
+
 	registeredMu sync.Mutex
 	registered   map[string]time.Time // "ns\x00queue" -> when this process last registered it
 
@@ -48,6 +53,9 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		registered: make(map[string]time.Time),
 	}
 	c.notify = newNotifier(rdb, cfg.Logger)
+	c.publishComb = newCombiner(c.runPublish)
+	c.ackComb = newCombiner(c.runAck)
+	c.consumeComb = newCombiner(c.runConsume)
 	return c, nil
 }
 

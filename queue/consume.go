@@ -96,28 +96,67 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams, keys []queueK
 	var wake time.Duration
 	for i, k := range keys {
 		for len(out) < p.Count {
-			reply, err := c.run(ctx, scriptConsume, k, p.Count-len(out), p.TTR.Milliseconds()).Slice()
+			req := consumeReq{ns: p.Namespace, q: p.Queues[i], k: k, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
+			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+fmt.Sprint(req.ttr), req)
 			if err != nil {
 				return out, 0, fmt.Errorf("queue: consume %s/%s: %w", p.Namespace, p.Queues[i], err)
 			}
-			now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
-			for j := range n {
-				f := reply[4+j*fieldsPerJob : 4+(j+1)*fieldsPerJob]
-				d := parseJob(p.Namespace, p.Queues[i], f).delivery()
-				d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
-				out = append(out, d)
-			}
-			if next > 0 {
-				if w := time.Duration(next-now) * time.Millisecond; wake == 0 || w < wake {
+			out = append(out, res.jobs...)
+			if res.next > 0 {
+				if w := time.Duration(res.next-res.now) * time.Millisecond; wake == 0 || w < wake {
 					wake = max(w, time.Millisecond)
 				}
 			}
-			if more == 0 {
+			if !res.more {
 				break
 			}
 		}
 	}
 	return out, wake, nil
+}
+
+// consumeReq asks one queue for up to count jobs; concurrent requests on one queue with the same
+// ttr are served by one script call (combine.go).
+type consumeReq struct {
+	ns, q string
+	k     queueKeys
+	count int
+	ttr   int64
+}
+
+type consumeRes struct {
+	jobs      []Delivery
+	now, next int64 // Redis time of the call; next due job or lease end (-1: none)
+	more      bool  // jobs may be left that this request did not get: call again
+}
+
+// runConsume leases jobs for a batch of requests in one script call and shares them out in order.
+func (c *Client) runConsume(ctx context.Context, _ string, reqs []consumeReq) ([]consumeRes, error) {
+	total := 0
+	for _, r := range reqs {
+		total += r.count
+	}
+	want := min(total, MaxConsumeCount)
+	reply, err := c.run(ctx, scriptConsume, reqs[0].k, want, reqs[0].ttr).Slice()
+	if err != nil {
+		return nil, err
+	}
+	now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
+	jobs := make([]Delivery, n)
+	for j := range n {
+		d := parseJob(reqs[0].ns, reqs[0].q, reply[4+j*fieldsPerJob:4+(j+1)*fieldsPerJob]).delivery()
+		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
+		jobs[j] = d
+	}
+	// The queue may hold more when the script stopped early or the batch was capped.
+	mayHaveMore := more == 1 || (n == want && total > want)
+	out := make([]consumeRes, len(reqs))
+	for i, r := range reqs {
+		take := min(r.count, len(jobs))
+		out[i] = consumeRes{jobs: jobs[:take:take], now: now, next: next, more: mayHaveMore && take < r.count}
+		jobs = jobs[take:]
+	}
+	return out, nil
 }
 
 func (c *Client) validateConsume(p *ConsumeParams) error {

@@ -20,13 +20,56 @@ type AckParams struct {
 }
 
 // Ack finishes a delivery. It returns ErrLeaseLost when the lease expired or a later delivery holds
-// the job, and ErrNotFound when the job is gone; either way nothing changes.
+// the job, and ErrNotFound when the job is gone; either way nothing changes. Concurrent Ack calls
+// on one queue share one script call.
 func (c *Client) Ack(ctx context.Context, p AckParams) error {
-	errs, err := c.AckMany(ctx, []AckParams{p})
-	if err != nil {
-		return single(err)
+	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+		return err
 	}
-	return errs[0]
+	outcome, err := c.ackComb.do(ctx, p.Namespace+"\x00"+p.Queue, p)
+	if err != nil {
+		return fmt.Errorf("queue: ack: %w", err)
+	}
+	return outcome
+}
+
+// runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
+func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error, error) {
+	args := make([]any, 0, 1+4*len(ps))
+	args = append(args, len(ps))
+	for _, p := range ps {
+		args = append(args, ackArgs(p)...)
+	}
+	reply, err := c.run(ctx, scriptAck, newQueueKeys(c.cfg.Prefix, ps[0].Namespace, ps[0].Queue), args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]error, len(ps))
+	for i := range ps {
+		out[i] = ackOutcome(reply[i])
+	}
+	return out, nil
+}
+
+// ackArgs are one ack's four ack.lua arguments.
+func ackArgs(p AckParams) []any {
+	hasResult := "0"
+	if p.Result != nil {
+		hasResult = "1"
+	}
+	return []any{p.ID, p.Delivery, hasResult, p.Result}
+}
+
+// ackOutcome maps ack.lua's code: 1 acked, 0 no such job, -1 lease lost.
+func ackOutcome(code any) error {
+	switch num(code) {
+	case 0:
+		return ErrNotFound
+	case -1:
+		return ErrLeaseLost
+	default:
+		return nil
+	}
 }
 
 // AckMany finishes many deliveries: one script call per queue, pipelined. The error slice has one
@@ -51,22 +94,13 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 			byQueue[key] = g
 			groups = append(groups, g)
 		}
-		hasResult := "0"
-		if p.Result != nil {
-			hasResult = "1"
-		}
 		g.idx = append(g.idx, i)
-		g.args = append(g.args, p.ID, p.Delivery, hasResult, p.Result)
+		g.args = append(g.args, ackArgs(p)...)
 	}
 	errs := make([]error, len(ps))
 	collect := func(g *group, reply []any) {
 		for j, i := range g.idx {
-			switch num(reply[j]) {
-			case 0:
-				errs[i] = ErrNotFound
-			case -1:
-				errs[i] = ErrLeaseLost
-			}
+			errs[i] = ackOutcome(reply[j])
 		}
 	}
 	if len(groups) == 1 {

@@ -51,13 +51,52 @@ type PublishResult struct {
 }
 
 // Publish adds one job. It costs one round trip (plus one the first time a process publishes to a
-// queue, to register it).
+// queue, to register it); concurrent Publish calls to one queue share one script call.
 func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, error) {
-	res, err := c.PublishMany(ctx, []PublishParams{p})
+	args, err := c.publishArgs(p)
 	if err != nil {
-		return PublishResult{}, single(err)
+		return PublishResult{}, err
 	}
-	return res[0], nil
+	if err := c.register(ctx, p.Namespace, p.Queue); err != nil {
+		return PublishResult{}, err
+	}
+	res, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, args: args})
+	if err != nil {
+		return PublishResult{}, fmt.Errorf("queue: publish: %w", err)
+	}
+	return res, nil
+}
+
+// publishReq is one validated job: its queue and its publish.lua arguments.
+type publishReq struct {
+	ns, q string
+	args  []any
+}
+
+// runPublish publishes a batch of jobs of one queue in one script call.
+func (c *Client) runPublish(ctx context.Context, _ string, reqs []publishReq) ([]PublishResult, error) {
+	args := make([]any, 0, 1+len(reqs)*len(reqs[0].args))
+	args = append(args, len(reqs))
+	for _, r := range reqs {
+		args = append(args, r.args...)
+	}
+	reply, err := c.run(ctx, scriptPublish, newQueueKeys(c.cfg.Prefix, reqs[0].ns, reqs[0].q), args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parsePublishReply(reply, len(reqs))
+}
+
+func parsePublishReply(reply any, n int) ([]PublishResult, error) {
+	vals, ok := reply.([]any)
+	if !ok || len(vals) != 2*n {
+		return nil, fmt.Errorf("queue: publish: unexpected reply %T", reply)
+	}
+	out := make([]PublishResult, n)
+	for i := range out {
+		out[i] = PublishResult{ID: str(vals[2*i]), Duplicate: num(vals[2*i+1]) == 1}
+	}
+	return out, nil
 }
 
 // PublishMany adds jobs, one script call (one round trip) per queue, pipelined. Every job is
@@ -96,12 +135,12 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	}
 	out := make([]PublishResult, len(ps))
 	collect := func(g *group, reply any) error {
-		vals, ok := reply.([]any)
-		if !ok || len(vals) != 2*len(g.idx) {
-			return fmt.Errorf("queue: publish: unexpected reply %T", reply)
+		res, err := parsePublishReply(reply, len(g.idx))
+		if err != nil {
+			return err
 		}
 		for j, i := range g.idx {
-			out[i] = PublishResult{ID: str(vals[2*j]), Duplicate: num(vals[2*j+1]) == 1}
+			out[i] = res[j]
 		}
 		return nil
 	}

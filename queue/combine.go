@@ -1,0 +1,96 @@
+package queue
+
+import (
+	"context"
+	"sync"
+)
+
+// maxCombined bounds the calls merged into one script call.
+const maxCombined = 128
+
+// combiner merges concurrent calls on one key (a queue) into one script call: the first caller runs
+// the calls waiting at that moment as a batch while later callers queue up; when the batch is done
+// the leader hands the lead to the first waiting caller and returns. A lone caller runs at once, so
+// combining costs no latency; under concurrency one script call (and one round trip) serves many
+// callers, which is what makes single-job publishes, acks and consumes cheap on Redis.
+//
+// A batch runs on a context detached from its leader (other callers' work is in it), so cancelling
+// one caller never fails the others; go-redis's timeouts bound it.
+type combiner[Req, Res any] struct {
+	run func(ctx context.Context, key string, reqs []Req) ([]Res, error)
+
+	mu     sync.Mutex
+	groups map[string]*combineGroup[Req, Res]
+}
+
+type combineGroup[Req, Res any] struct {
+	waiting []*combineCall[Req, Res]
+}
+
+type combineCall[Req, Res any] struct {
+	req  Req
+	res  Res
+	err  error
+	done chan struct{} // closed when res and err are set
+	lead chan struct{} // closed when this call must lead the next batch
+}
+
+func newCombiner[Req, Res any](run func(ctx context.Context, key string, reqs []Req) ([]Res, error)) *combiner[Req, Res] {
+	return &combiner[Req, Res]{run: run, groups: make(map[string]*combineGroup[Req, Res])}
+}
+
+// do runs req, alone or merged with concurrent calls on the same key.
+func (c *combiner[Req, Res]) do(ctx context.Context, key string, req Req) (Res, error) {
+	call := &combineCall[Req, Res]{req: req, done: make(chan struct{}), lead: make(chan struct{})}
+	c.mu.Lock()
+	g, busy := c.groups[key]
+	if !busy {
+		g = &combineGroup[Req, Res]{}
+		c.groups[key] = g
+	}
+	g.waiting = append(g.waiting, call)
+	c.mu.Unlock()
+	if busy {
+		select {
+		case <-call.done:
+			return call.res, call.err
+		case <-call.lead:
+		}
+	}
+	c.lead(ctx, key, g)
+	<-call.done
+	return call.res, call.err
+}
+
+// lead runs one batch of the group's waiting calls, then hands the lead on or ends the group.
+func (c *combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGroup[Req, Res]) {
+	c.mu.Lock()
+	n := min(len(g.waiting), maxCombined)
+	batch := g.waiting[:n:n]
+	g.waiting = g.waiting[n:]
+	c.mu.Unlock()
+
+	reqs := make([]Req, len(batch))
+	for i, call := range batch {
+		reqs[i] = call.req
+	}
+	res, err := c.run(context.WithoutCancel(ctx), key, reqs)
+	for i, call := range batch {
+		if err != nil {
+			call.err = err
+		} else {
+			call.res = res[i]
+		}
+		close(call.done)
+	}
+
+	c.mu.Lock()
+	if len(g.waiting) == 0 {
+		delete(c.groups, key)
+		c.mu.Unlock()
+		return
+	}
+	next := g.waiting[0]
+	c.mu.Unlock()
+	close(next.lead)
+}
