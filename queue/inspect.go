@@ -176,6 +176,19 @@ func (c *Client) Queues(ctx context.Context, ns string) ([]string, error) {
 	return qs, nil
 }
 
+// QueueExists reports whether the queue is registered in its namespace (published to, or paused,
+// and not deleted since). One SISMEMBER.
+func (c *Client) QueueExists(ctx context.Context, ns, q string) (bool, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return false, err
+	}
+	ok, err := c.rdb.SIsMember(ctx, queuesKey(c.cfg.Prefix, ns), q).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue: queue exists: %w", err)
+	}
+	return ok, nil
+}
+
 // Pause stops consumers from getting jobs of the queue; publishing and timers go on.
 func (c *Client) Pause(ctx context.Context, ns, q string) error {
 	if err := validateQueue(ns, q); err != nil {

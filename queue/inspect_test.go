@@ -100,6 +100,11 @@ func TestDeleteQueue(t *testing.T) {
 	if strings.Join(qs, ",") != "kept" {
 		t.Fatalf("Queues after delete = %v", qs)
 	}
+	for q, want := range map[string]bool{"gone": false, "kept": true, "never": false} {
+		if ok, err := f.client.QueueExists(ctx, f.ns, q); err != nil || ok != want {
+			t.Fatalf("QueueExists(%s) = %v, %v; want %v", q, ok, err, want)
+		}
+	}
 	if s := f.stats(t, "gone"); s.Published != 0 || s.Ready != 0 {
 		t.Fatalf("deleted queue keeps state: %+v", s)
 	}
