@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -67,11 +66,11 @@ func (s *Server) queueExists(r *http.Request) error {
 	if !validName(q) {
 		return invalidArg("queue", "%q %s", q, nameRule)
 	}
-	names, err := s.queue.Queues(r.Context(), ns)
+	ok, err := s.queue.QueueExists(r.Context(), ns, q)
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(names, q) {
+	if !ok {
 		return &Error{Code: CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
 	}
 	return nil
