@@ -198,6 +198,7 @@ func TestEveryKeyHasTTL(t *testing.T) {
 			lim := ratelimit.PerMinute(10)
 			l := newLimiter(t, env, ratelimit.Config{Algorithm: alg, Limit: lim})
 			decide(t, l, "k", 3)
+			decide(t, l, "k", 1) // a second write keeps (or renews) the TTL
 			ttl, err := env.Client.PTTL(context.Background(), ratelimit.LimiterKey(env.Prefix, alg.String(), "k")).Result()
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,8 @@
 --          the current window
 -- ARGV[5]  optional, tests only: "now" in microseconds; Redis TIME is used when absent
 --
+-- The key expires when its window ends (set when the window starts; later writes keep it).
+--
 -- Returns {allowed (1|0), remaining, retry_after_us, reset_after_us}
 --   retry_after_us  0 when allowed, else the time until the window ends
 --   reset_after_us  the time until the window ends (0 when there is no window)
@@ -32,13 +34,14 @@ if raw then
   end
 end
 
--- roll to the window that holds now
+-- roll to the window that holds now; a new window gets a TTL, later writes keep it
+local fresh = false
 if aligned then
   local q = math.floor(now / period)
   if q * period > now then q = q - 1 elseif (q + 1) * period <= now then q = q + 1 end
-  if start ~= q * period then start, count = q * period, 0 end
+  if start ~= q * period then start, count, fresh = q * period, 0, true end
 elseif not start or now >= start + period or now < start then
-  start, count = nil, 0
+  start, count, fresh = nil, 0, true
 end
 
 if n < 0 then
@@ -55,5 +58,9 @@ else
 end
 
 local left = start + period - now
-redis.call('SET', KEYS[1], string.format('%d:%d', start, count), 'PX', math.ceil(left / 1000))
+if fresh then
+  redis.call('SET', KEYS[1], string.format('%d:%d', start, count), 'PX', math.ceil(left / 1000))
+else
+  redis.call('SET', KEYS[1], string.format('%d:%d', start, count), 'KEEPTTL')
+end
 return {1, math.max(limit - count, 0), 0, left}

@@ -35,6 +35,7 @@ end
 local idx = fdiv(now, period)
 local elapsed = now - idx * period
 local cur, prev = 0, 0
+local same = false -- the key is already this window's, with its TTL
 local raw = redis.call('GET', KEYS[1])
 if raw then
   local s1 = string.find(raw, ':', 1, true)
@@ -46,7 +47,7 @@ if raw then
     p = tonumber(string.sub(raw, s2 + 1))
   end
   if w == idx then
-    cur, prev = c, p
+    cur, prev, same = c, p, true
   elseif w == idx - 1 then
     cur, prev = 0, c
   end
@@ -82,7 +83,13 @@ if allowed == 1 then
   if cur == 0 and prev == 0 then
     redis.call('DEL', KEYS[1])
   else
-    redis.call('SET', KEYS[1], string.format('%d:%d:%d', idx, cur, prev), 'PX', math.ceil((2 * period - elapsed) / 1000))
+    local v = string.format('%d:%d:%d', idx, cur, prev)
+    if same then
+      redis.call('SET', KEYS[1], v, 'KEEPTTL')
+    else
+      -- the state matters until the end of the next window
+      redis.call('SET', KEYS[1], v, 'PX', math.ceil((2 * period - elapsed) / 1000))
+    end
   end
 end
 
