@@ -1,8 +1,11 @@
 -- gcra.lua: one GCRA (generic cell rate algorithm, the token bucket kept as one timestamp)
 -- decision, or a refund.
 --
--- KEYS[1]  the limiter key, a string "<tat_us>:<tat_rem>": the theoretical arrival time
---          tat = tat_us + tat_rem/rate microseconds (kept exact in integers). Absent = full bucket.
+-- KEYS[1]  the limiter key, a string "<tat_us>:<tat_rem>:<expiry_ms>": the theoretical arrival
+--          time tat = tat_us + tat_rem/rate microseconds (kept exact in integers), and when the
+--          key expires (script time, ms). Absent = full bucket. The key lives at least until the
+--          bucket is full again; its TTL is set with that much again to spare, so most writes
+--          keep it (KEEPTTL, cheaper than setting a new one).
 -- ARGV[1]  rate: events per period (integer >= 1)
 -- ARGV[2]  period in microseconds (integer >= 1)
 -- ARGV[3]  burst: events allowed at once (integer >= 1)
@@ -31,13 +34,15 @@ end
 local floor = math.floor
 
 -- debt: how far tat is ahead of now (0 when the bucket is full).
-local debt = 0
+local debt, expiry = 0, 0
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local sep = string.find(raw, ':', 1, true)
-  if sep then
-    debt = (tonumber(string.sub(raw, 1, sep - 1)) - now) * rate + tonumber(string.sub(raw, sep + 1))
+  local s1 = string.find(raw, ':', 1, true)
+  local s2 = s1 and string.find(raw, ':', s1 + 1, true)
+  if s2 then
+    debt = (tonumber(string.sub(raw, 1, s1 - 1)) - now) * rate + tonumber(string.sub(raw, s1 + 1, s2 - 1))
     if debt < 0 then debt = 0 end
+    expiry = tonumber(string.sub(raw, s2 + 1))
   end
 end
 
@@ -59,8 +64,14 @@ else
   if new == 0 then
     redis.call('DEL', KEYS[1])
   else
-    local ms = floor((ahead + 1000) / 1000) -- at least the time until the bucket is full
-    redis.call('SET', KEYS[1], string.format('%d:%d', now + ahead, new - ahead * rate), 'PX', ms)
+    local nowMS = floor(now / 1000)
+    local full = floor((now + ahead) / 1000) + 1 -- ms by which the bucket is full again
+    if full <= expiry then
+      redis.call('SET', KEYS[1], string.format('%d:%d:%d', now + ahead, new - ahead * rate, expiry), 'KEEPTTL')
+    else
+      expiry = full + floor(tolerance / rate / 1000) + 1
+      redis.call('SET', KEYS[1], string.format('%d:%d:%d', now + ahead, new - ahead * rate, expiry), 'PX', expiry - nowMS)
+    end
   end
 end
 
