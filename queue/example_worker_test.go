@@ -226,3 +226,71 @@ func ExampleQueue_Consume_shutdown() {
 	// consume returned: <nil>
 	// succeeded 1, handed back 2; in Redis: ready 3, leased 0
 }
+
+// Middleware wraps every run of the handler: the place for logging, metrics and tracing.
+func ExampleMiddleware() {
+	client, done := newExampleClient("Middleware")
+	defer done()
+	ctx := context.Background()
+
+	emails, err := queue.NewQueue[Email](client, "shop", "emails", queue.QueueConfig{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := emails.Produce(ctx, &Email{To: "ann@example.com"}, 0,
+		queue.WithAttributes(map[string]string{"trace_id": "4bf92f35"})); err != nil {
+		panic(err)
+	}
+
+	traced := func(next queue.Handler) queue.Handler {
+		return func(ctx context.Context, d *queue.Delivery) error {
+			fmt.Printf("start %s/%s trace %s\n", d.Namespace, d.Queue, d.Attributes["trace_id"])
+			err := next(ctx, d)
+			fmt.Println("end, error:", err)
+			return err
+		}
+	}
+	ctx, stop := context.WithCancel(ctx)
+	_ = emails.Consume(ctx, func(ctx context.Context, e *Email) error {
+		fmt.Println("send to", e.To)
+		stop()
+		return nil
+	}, queue.ConsumeConfig{Middleware: []queue.Middleware{traced}})
+	// Output:
+	// start shop/emails trace 4bf92f35
+	// send to ann@example.com
+	// end, error: <nil>
+}
+
+// A backlog monitor alerts when a queue's waiting jobs or its dead letter grow past thresholds.
+// Start runs the checks every Interval and calls OnAlert; Check runs one.
+func ExampleBacklogMonitor_Check() {
+	client, done := newExampleClient("Backlog")
+	defer done()
+	ctx := context.Background()
+
+	emails, err := queue.NewQueue[Email](client, "shop", "emails", queue.QueueConfig{})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		if _, err := emails.Produce(ctx, &Email{To: "ann@example.com"}, 0); err != nil {
+			panic(err)
+		}
+	}
+	mon, err := queue.NewBacklogMonitor(client, queue.BacklogConfig{
+		Queues: []queue.BacklogQueue{emails.Backlog(2, 1)}, // alert at 2 waiting jobs, or any new dead job
+	})
+	if err != nil {
+		panic(err)
+	}
+	alerts, err := mon.Check(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, a := range alerts {
+		fmt.Printf("%s/%s: %s %d (threshold %d)\n", a.Namespace, a.Queue, a.Kind, a.Value, a.Threshold)
+	}
+	// Output:
+	// shop/emails: depth 3 (threshold 2)
+}

@@ -63,7 +63,6 @@ type Queue[T any] struct {
 	name   string
 	cfg    QueueConfig
 	stats  workerCounters
-	batch  produceBatcher
 }
 
 // NewQueue returns the queue name of namespace ns, carrying payloads of type T.
@@ -128,14 +127,17 @@ func WithAttributes(attrs map[string]string) ProduceOption {
 // Produce adds a job carrying payload, due after delay (0: now), and returns its id. With
 // WithUniqueKey a key already held returns the holder's id.
 //
-// It costs one round trip. Concurrent Produce calls on one Queue share round trips: calls that
-// arrive while another is in flight are sent together, in one PublishMany, as soon as it returns.
+// It costs one round trip; concurrent calls on one queue share script calls (Client.Publish).
 func (q *Queue[T]) Produce(ctx context.Context, payload *T, delay time.Duration, opts ...ProduceOption) (string, error) {
 	p, err := q.params(payload, delay, opts)
 	if err != nil {
 		return "", err
 	}
-	return q.batch.produce(ctx, q.client, p)
+	res, err := q.client.Publish(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	return res.ID, nil
 }
 
 // ProduceMany adds one job per payload, all with the same delay and options, in one round trip,

@@ -7,11 +7,8 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
@@ -273,63 +270,5 @@ func TestConcurrentProducesShareRoundTrips(t *testing.T) {
 			}
 			got[v.N] = true
 		}
-	}
-}
-
-// blockPublish holds every EVALSHA while armed, until released.
-type blockPublish struct {
-	armed   atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b *blockPublish) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (b *blockPublish) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "evalsha" && b.armed.CompareAndSwap(true, false) {
-			close(b.entered)
-			<-b.release
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (b *blockPublish) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func TestProduceWaitingForATurnCanGiveUp(t *testing.T) {
-	t.Parallel()
-	env := redistest.New(t)
-	f := setup(t, env, queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{})
-	if _, err := q.Produce(ctxT(t), &task{N: 0}, 0); err != nil {
-		t.Fatal(err)
-	}
-	block := &blockPublish{entered: make(chan struct{}), release: make(chan struct{})}
-	block.armed.Store(true)
-	env.Client.AddHook(block)
-
-	first := make(chan error, 1)
-	go func() {
-		_, err := q.Produce(ctxT(t), &task{N: 1}, 0) // its publish is held in flight
-		first <- err
-	}()
-	<-block.entered
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, err := q.Produce(ctx, &task{N: 2}, 0); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Produce waiting behind a held publish = %v, want the context's error", err)
-	}
-	close(block.release)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Produce(ctxT(t), &task{N: 3}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if s := f.stats(t, "q"); s.Published != 3 {
-		t.Fatalf("published %d, want 3 (the job that gave up is not published)", s.Published)
 	}
 }
