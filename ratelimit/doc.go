@@ -16,8 +16,8 @@
 // so it works on Redis Cluster), timed by Redis TIME in integer microseconds, so clients with
 // skewed clocks agree. A denial is a Result with Allowed false, not an error. AllowN takes a
 // cost; a cost the limit could never allow is ErrInvalidCost. Wait blocks until allowed, Refund
-// gives events back (for requests that failed), Reset forgets a key. Every key expires once its
-// state no longer matters.
+// gives events back (for requests that failed), Reset forgets a key. Every key has a TTL, so
+// idle keys go away by themselves.
 //
 // The algorithms trade exactness for memory:
 //

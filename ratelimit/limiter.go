@@ -108,7 +108,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error)
 	if err := ctx.Err(); err != nil {
 		return Result{Limit: l.cfg.Limit.Burst}, err
 	}
-	if time.Now().UnixNano() < l.downUntil.Load() {
+	if l.redisDown() {
 		return l.count(l.decideWithoutRedis(key, n)), nil
 	}
 	res, err := l.run(ctx, key, n)
@@ -162,7 +162,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int) error {
 	if n < 1 {
 		return fmt.Errorf("%w: refund of %d (must be at least 1)", ErrInvalidCost, n)
 	}
-	if time.Now().UnixNano() < l.downUntil.Load() {
+	if l.redisDown() {
 		if l.local != nil {
 			l.local.refund(key, n)
 		}
@@ -268,6 +268,12 @@ func (l *Limiter) count(r Result) Result {
 		l.denied.Add(1)
 	}
 	return r
+}
+
+// redisDown says whether the limiter is within RetryRedisAfter of a Redis error.
+func (l *Limiter) redisDown() bool {
+	d := l.downUntil.Load()
+	return d != 0 && time.Now().UnixNano() < d
 }
 
 func (l *Limiter) markDown(err error) {
