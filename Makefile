@@ -21,11 +21,15 @@ build: ## Build the sluice binary into bin/
 .PHONY: test
 test: ## Run every test with the race detector against a real redis-server
 	$(GO) test -race -count=1 -timeout 20m ./...
-	cd bench && $(GO) vet ./...
+	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
 .PHONY: bench
-bench: ## Run the Go benchmarks (BENCH=regexp BENCHTIME=1s)
+bench: ## Run the Go benchmarks (BENCH=regexp BENCHTIME=1s); side-by-side ones: make bench-peers
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) ./...
+
+.PHONY: bench-peers
+bench-peers: ## Run the side-by-side benchmarks against asynq, redis_rate and rockscache (bench/)
+	cd bench && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) ./...
 
 .PHONY: lint
 lint: ## Run gofmt, go vet and golangci-lint
