@@ -58,6 +58,9 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.limits.removeNamespace(r.Context(), ns); err != nil {
+		return err
+	}
 	queues, err := s.queue.Queues(r.Context(), ns)
 	if err != nil {
 		return err
@@ -124,9 +127,93 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// revokeToken is DELETE /v1/namespaces/{ns}/tokens/{id} (the id, or the secret itself).
+// revokeToken is DELETE /v1/namespaces/{ns}/tokens/{id} (the id, or the secret itself); the
+// token's rate limit goes with it.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.tokens.Revoke(r.Context(), r.PathValue("ns"), r.PathValue("id")); err != nil {
+	ns := r.PathValue("ns")
+	tok, err := s.tokens.find(r.Context(), ns, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.tokens.Revoke(r.Context(), ns, tok.ID); err != nil {
+		return err
+	}
+	if err := s.limits.remove(r.Context(), ns, tok.ID); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// limitJSON is a token's rate limit on the native admin API: at most read consume requests and
+// write publish requests per interval seconds (0: that direction is unlimited). lmstfy's
+// /token/{ns}/{token}/limit routes show the same limit.
+type limitJSON struct {
+	Read     *int64 `json:"read"`
+	Write    *int64 `json:"write"`
+	Interval *int64 `json:"interval"`
+}
+
+// getTokenLimit is GET /v1/namespaces/{ns}/tokens/{id}/limit: 404 when the token has no limit.
+func (s *Server) getTokenLimit(w http.ResponseWriter, r *http.Request) error {
+	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	l, found, err := s.limits.get(r.Context(), tok.Namespace, tok.ID)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &Error{Code: CodeNotFound, Message: "the token has no rate limit"}
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// setTokenLimit is PUT /v1/namespaces/{ns}/tokens/{id}/limit: set or replace the token's limit.
+// Every instance applies it within a second.
+func (s *Server) setTokenLimit(w http.ResponseWriter, r *http.Request) error {
+	var req limitJSON
+	if err := decodeBody(r, &req); err != nil {
+		return err
+	}
+	var l tokenLimit
+	switch {
+	case req.Interval == nil:
+		return invalidArg("interval", "give the interval in whole seconds (at least 1)")
+	case req.Read == nil && req.Write == nil:
+		return invalidArg("read", "give read or write (or both): requests per interval")
+	}
+	l.Interval = *req.Interval
+	if req.Read != nil {
+		l.Read = *req.Read
+	}
+	if req.Write != nil {
+		l.Write = *req.Write
+	}
+	if field, msg := l.problem(); field != "" {
+		return invalidArg(field, "%s", msg)
+	}
+	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := s.limits.set(r.Context(), tok.Namespace, tok.ID, l, true); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// deleteTokenLimit is DELETE /v1/namespaces/{ns}/tokens/{id}/limit: 204, also when the token had
+// no limit.
+func (s *Server) deleteTokenLimit(w http.ResponseWriter, r *http.Request) error {
+	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.limits.remove(r.Context(), tok.Namespace, tok.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -52,8 +52,9 @@ type Config struct {
 	// closes their connections. Default 30s.
 	ShutdownTimeout time.Duration
 
-	// TokenCacheTTL is how long a token lookup is cached in-process, which bounds how long a
-	// revoked token keeps working on other instances. Default 500ms; at most 1s.
+	// TokenCacheTTL is how long a token lookup (and a token's rate limit) is cached in-process,
+	// which bounds how long a revoked token keeps working, and a changed limit takes to apply, on
+	// other instances. Default 500ms; at most 1s.
 	TokenCacheTTL time.Duration
 
 	// MetricsMaxQueues bounds the queues whose depths and counters a /metrics scrape reports (the

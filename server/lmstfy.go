@@ -40,16 +40,19 @@ const (
 // mountLmstfyPublic registers the lmstfy-compatible public routes (/api/...).
 func (s *Server) mountLmstfyPublic(mux *http.ServeMux) {
 	read := []Permission{PermPublish, PermConsume, PermManage}
+	// The publish routes count against the token's write limit and consume against its read limit
+	// (lmstfy's throttler leaves republish out; Sluice counts it: it publishes a job).
+	write := func(h lmstfyHandler) lmstfyHandler { return s.lmstfyLimited(limitWrite, h) }
 	routes := []struct {
 		pattern string
 		multi   bool // the {q} segment may list queues: q1,q2,...
 		perms   []Permission
 		h       lmstfyHandler
 	}{
-		{"PUT /api/{ns}/{q}", false, []Permission{PermPublish}, s.lmstfyPublish},
-		{"PUT /api/{ns}/{q}/bulk", false, []Permission{PermPublish}, s.lmstfyPublishBulk},
-		{"PUT /api/{ns}/{q}/job/{id}", false, []Permission{PermPublish}, s.lmstfyRepublish},
-		{"GET /api/{ns}/{q}", true, []Permission{PermConsume}, s.lmstfyConsume},
+		{"PUT /api/{ns}/{q}", false, []Permission{PermPublish}, write(s.lmstfyPublish)},
+		{"PUT /api/{ns}/{q}/bulk", false, []Permission{PermPublish}, write(s.lmstfyPublishBulk)},
+		{"PUT /api/{ns}/{q}/job/{id}", false, []Permission{PermPublish}, write(s.lmstfyRepublish)},
+		{"GET /api/{ns}/{q}", true, []Permission{PermConsume}, s.lmstfyLimited(limitRead, s.lmstfyConsume)},
 		{"DELETE /api/{ns}/{q}/job/{id}", false, []Permission{PermConsume, PermPublish}, s.lmstfyDeleteJob},
 		{"GET /api/{ns}/{q}/peek", false, read, s.lmstfyPeekQueue},
 		{"GET /api/{ns}/{q}/job/{id}", false, read, s.lmstfyPeekJob},

@@ -1,16 +1,11 @@
 package server
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"runtime/debug"
-	"slices"
-	"strings"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/version"
 )
@@ -119,7 +114,7 @@ func (s *Server) lmstfyDeleteToken(w http.ResponseWriter, r *http.Request) {
 			lmstfyFail(w, r, err)
 			return
 		}
-		if err := s.rdb.HDel(r.Context(), s.lmstfyLimitsKey(), lmstfyLimitField(ns, id)).Err(); err != nil {
+		if err := s.limits.remove(r.Context(), ns, id); err != nil {
 			lmstfyFail(w, r, err)
 			return
 		}
@@ -151,48 +146,6 @@ func (s *Server) lmstfyTokenID(ctx context.Context, ns, secretOrID string) (id s
 	return "", false, nil
 }
 
-// lmstfyLimit is lmstfy's per-token rate limit: at most Read consumes and Write publishes per
-// Interval seconds (0 leaves that direction unlimited).
-type lmstfyLimit struct {
-	Read     int64 `json:"read"`
-	Write    int64 `json:"write"`
-	Interval int64 `json:"interval"`
-}
-
-func (l lmstfyLimit) problem() string {
-	switch {
-	case l.Read < 0 || l.Write < 0:
-		return "read and write should be >= 0"
-	case l.Read == 0 && l.Write == 0:
-		return "the read and write of limiter can't be 0 at the same time"
-	case l.Interval <= 0:
-		return "interval should be > 0"
-	}
-	return ""
-}
-
-// lmstfyLimitsKey is the hash of the limits: field "namespace/token id" -> limit JSON.
-func (s *Server) lmstfyLimitsKey() string { return s.cfg.Prefix + ":lmstfy:limits" }
-
-func lmstfyLimitField(ns, id string) string { return ns + "/" + id }
-
-// lmstfyTokenLimit returns the rate limit set for a token through lmstfy's admin routes; found is
-// false when it has none. Rate-limit middleware calls it with the authenticated token.
-func (s *Server) lmstfyTokenLimit(ctx context.Context, tok Token) (lmstfyLimit, bool, error) {
-	b, err := s.rdb.HGet(ctx, s.lmstfyLimitsKey(), lmstfyLimitField(tok.Namespace, tok.ID)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return lmstfyLimit{}, false, nil
-	}
-	if err != nil {
-		return lmstfyLimit{}, false, err
-	}
-	var l lmstfyLimit
-	if err := json.Unmarshal(b, &l); err != nil {
-		return lmstfyLimit{}, false, err
-	}
-	return l, true, nil
-}
-
 // lmstfyLimitToken resolves the {ns}/{token} of a limit route; it answers the request itself
 // (pool or token unknown) when ok is false.
 func (s *Server) lmstfyLimitToken(w http.ResponseWriter, r *http.Request, missing func()) (Token, bool) {
@@ -220,7 +173,7 @@ func (s *Server) lmstfyGetLimit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	l, found, err := s.lmstfyTokenLimit(r.Context(), tok)
+	l, found, err := s.limits.get(r.Context(), tok.Namespace, tok.ID)
 	if err != nil {
 		lmstfyFail(w, r, err)
 		return
@@ -233,8 +186,8 @@ func (s *Server) lmstfyGetLimit(w http.ResponseWriter, r *http.Request) {
 }
 
 // lmstfyReadLimit decodes and checks the JSON body of the POST and PUT limit routes.
-func lmstfyReadLimit(w http.ResponseWriter, r *http.Request) (lmstfyLimit, bool) {
-	var l lmstfyLimit
+func lmstfyReadLimit(w http.ResponseWriter, r *http.Request) (tokenLimit, bool) {
+	var l tokenLimit
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(&l); err != nil {
 		var tooBig *http.MaxBytesError
@@ -245,7 +198,7 @@ func lmstfyReadLimit(w http.ResponseWriter, r *http.Request) (lmstfyLimit, bool)
 		lmstfyError(w, r, http.StatusBadRequest, "invalid limiter: "+err.Error())
 		return l, false
 	}
-	if msg := l.problem(); msg != "" {
+	if _, msg := l.problem(); msg != "" {
 		lmstfyError(w, r, http.StatusBadRequest, msg)
 		return l, false
 	}
@@ -271,30 +224,17 @@ func (s *Server) lmstfyStoreLimit(w http.ResponseWriter, r *http.Request, replac
 	if !ok {
 		return
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
+	added, err := s.limits.set(r.Context(), tok.Namespace, tok.ID, l, replace)
+	switch {
+	case err != nil:
 		lmstfyFail(w, r, err)
-		return
-	}
-	key, field := s.lmstfyLimitsKey(), lmstfyLimitField(tok.Namespace, tok.ID)
-	if replace {
-		if err := s.rdb.HSet(r.Context(), key, field, b).Err(); err != nil {
-			lmstfyFail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]lmstfyLimit{"limiter": l})
-		return
-	}
-	added, err := s.rdb.HSetNX(r.Context(), key, field, b).Result()
-	if err != nil {
-		lmstfyFail(w, r, err)
-		return
-	}
-	if !added {
+	case replace:
+		writeJSON(w, http.StatusOK, map[string]tokenLimit{"limiter": l})
+	case !added:
 		lmstfyError(w, r, http.StatusBadRequest, "the token already has a limit (PUT replaces it)")
-		return
+	default:
+		writeJSON(w, http.StatusCreated, map[string]tokenLimit{"limiter": l})
 	}
-	writeJSON(w, http.StatusCreated, map[string]lmstfyLimit{"limiter": l})
 }
 
 // lmstfyDeleteLimit is DELETE /token/{ns}/{token}/limit: 200 {"msg": "success"}, also when the
@@ -305,7 +245,7 @@ func (s *Server) lmstfyDeleteLimit(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.rdb.HDel(r.Context(), s.lmstfyLimitsKey(), lmstfyLimitField(tok.Namespace, tok.ID)).Err(); err != nil {
+	if err := s.limits.remove(r.Context(), tok.Namespace, tok.ID); err != nil {
 		lmstfyFail(w, r, err)
 		return
 	}
@@ -314,31 +254,23 @@ func (s *Server) lmstfyDeleteLimit(w http.ResponseWriter, r *http.Request) {
 
 // lmstfyTokenLimitEntry is one entry of GET /limits.
 type lmstfyTokenLimitEntry struct {
-	Namespace string      `json:"namespace"`
-	Token     string      `json:"token"` // the token id (lmstfy shows the secret)
-	Limiter   lmstfyLimit `json:"limiter"`
+	Namespace string     `json:"namespace"`
+	Token     string     `json:"token"` // the token id (lmstfy shows the secret)
+	Limiter   tokenLimit `json:"limiter"`
 }
 
 // lmstfyListLimits is GET /limits: every token's limit. force_update is accepted and has nothing
-// to do: limits are read from Redis, not from a cache.
+// to do: this route reads Redis, and the servers' caches of limits last under a second.
 func (s *Server) lmstfyListLimits(w http.ResponseWriter, r *http.Request) {
-	all, err := s.rdb.HGetAll(r.Context(), s.lmstfyLimitsKey()).Result()
+	all, err := s.limits.list(r.Context())
 	if err != nil {
 		lmstfyFail(w, r, err)
 		return
 	}
-	out := make([]lmstfyTokenLimitEntry, 0, len(all))
-	for field, raw := range all {
-		ns, id, ok := strings.Cut(field, "/")
-		var l lmstfyLimit
-		if !ok || json.Unmarshal([]byte(raw), &l) != nil {
-			continue
-		}
-		out = append(out, lmstfyTokenLimitEntry{Namespace: ns, Token: id, Limiter: l})
+	out := make([]lmstfyTokenLimitEntry, len(all))
+	for i, e := range all {
+		out[i] = lmstfyTokenLimitEntry{Namespace: e.Namespace, Token: e.ID, Limiter: e.Limit}
 	}
-	slices.SortFunc(out, func(a, b lmstfyTokenLimitEntry) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Token, b.Token))
-	})
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -86,9 +86,9 @@ func TestLmstfyLimits(t *testing.T) {
 
 	limit = map[string]int{"read": 0, "write": 100, "interval": 60}
 	wantLmstfy(t, ts.adminDo(t, "PUT", path, limit), 200, map[string]any{"limiter": limit})
-	got, found, err := ts.srv.lmstfyTokenLimit(ctxT(t), tok)
-	if err != nil || !found || got != (lmstfyLimit{Read: 0, Write: 100, Interval: 60}) {
-		t.Fatalf("lmstfyTokenLimit = %+v %v %v", got, found, err)
+	got, found, err := ts.srv.limits.get(ctxT(t), tok.Namespace, tok.ID)
+	if err != nil || !found || got != (tokenLimit{Read: 0, Write: 100, Interval: 60}) {
+		t.Fatalf("limits.get = %+v %v %v", got, found, err)
 	}
 	wantLmstfy(t, ts.adminDo(t, "GET", "/limits", nil), 200,
 		[]map[string]any{{"namespace": "lns", "token": tok.ID, "limiter": limit}})
@@ -96,7 +96,7 @@ func TestLmstfyLimits(t *testing.T) {
 	wantLmstfy(t, ts.adminDo(t, "DELETE", path, nil), 200, map[string]string{"msg": "success"})
 	wantLmstfy(t, ts.adminDo(t, "GET", path, nil), 404, lmstfyNull)
 	wantLmstfy(t, ts.adminDo(t, "GET", "/limits?force_update=true", nil), 200, []any{})
-	if _, found, _ := ts.srv.lmstfyTokenLimit(ctxT(t), tok); found {
+	if _, found, _ := ts.srv.limits.get(ctxT(t), tok.Namespace, tok.ID); found {
 		t.Fatal("a deleted limit is still found")
 	}
 

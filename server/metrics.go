@@ -21,6 +21,7 @@ type metrics struct {
 	latency     *prometheus.HistogramVec
 	inflight    *prometheus.GaugeVec
 	redisErrors prometheus.Counter
+	rateLimited *prometheus.CounterVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -43,8 +44,12 @@ func newMetrics(s *Server) *metrics {
 			Name: "sluice_redis_errors_total",
 			Help: "Requests and scrapes that failed because Redis was unreachable or refused the command.",
 		}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_rate_limited_total",
+			Help: "Job requests refused (429) because their token's rate limit was reached, by namespace and direction (read: consume, write: publish).",
+		}, []string{"namespace", "direction"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors,
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&queueCollector{s: s, m: m})
 	return m

@@ -7,13 +7,13 @@ func (s *Server) publicRoutes() []route {
 	const q = "/v1/ns/{ns}/queues/{q}"
 	any := []Permission{PermPublish, PermConsume, PermManage}
 	return append(s.healthRoutes(),
-		route{"POST " + q + "/jobs", s.authed(s.publish, PermPublish)},
+		route{"POST " + q + "/jobs", s.authed(s.limited(limitWrite, s.publish), PermPublish)},
 		route{"GET " + q + "/jobs/{id}", s.authed(s.getJob, any...)},
 		route{"DELETE " + q + "/jobs/{id}", s.authed(s.deleteJob, PermPublish, PermManage)},
 		route{"POST " + q + "/jobs/{id}/ack", s.authed(s.ack, PermConsume)},
 		route{"POST " + q + "/jobs/{id}/nack", s.authed(s.nack, PermConsume)},
 		route{"POST " + q + "/jobs/{id}/touch", s.authed(s.touch, PermConsume)},
-		route{"POST /v1/ns/{ns}/consume", s.authed(s.consume, PermConsume)},
+		route{"POST /v1/ns/{ns}/consume", s.authed(s.limited(limitRead, s.consume), PermConsume)},
 		route{"GET /v1/ns/{ns}/queues", s.authed(s.listQueues, any...)},
 		route{"GET " + q, s.authed(s.getQueue, any...)},
 		route{"DELETE " + q, s.authed(s.deleteQueue, PermManage)},
@@ -36,5 +36,8 @@ func (s *Server) adminRoutes() []route {
 		route{"POST /v1/namespaces/{ns}/tokens", api(s.createToken)},
 		route{"GET /v1/namespaces/{ns}/tokens", api(s.listTokens)},
 		route{"DELETE /v1/namespaces/{ns}/tokens/{id}", api(s.revokeToken)},
+		route{"GET /v1/namespaces/{ns}/tokens/{id}/limit", api(s.getTokenLimit)},
+		route{"PUT /v1/namespaces/{ns}/tokens/{id}/limit", api(s.setTokenLimit)},
+		route{"DELETE /v1/namespaces/{ns}/tokens/{id}/limit", api(s.deleteTokenLimit)},
 	)
 }

@@ -26,6 +26,7 @@ type Server struct {
 	rdb        redis.UniversalClient
 	queue      *queue.Client
 	tokens     *TokenStore
+	limits     *limitStore
 	namespaces *NamespaceStore
 	maintainer *queue.Maintainer
 	metrics    *metrics
@@ -83,6 +84,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.queue = q
 	s.namespaces = NewNamespaceStore(s.rdb, cfg.Prefix)
 	s.tokens = NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
+	s.limits = newLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
 	s.public = s.wrap("public", s.publicMux(), false)

@@ -253,6 +253,22 @@ func (s *TokenStore) List(ctx context.Context, ns string) ([]Token, error) {
 	return out, nil
 }
 
+// find returns the token of namespace ns named by its secret or its id, or a not_found error.
+func (s *TokenStore) find(ctx context.Context, ns, secretOrID string) (Token, error) {
+	id := secretOrID
+	if !isTokenID(secretOrID) {
+		id = hashSecret(secretOrID)[:idLen]
+	}
+	rec, found, err := s.load(ctx, id)
+	if err != nil {
+		return Token{}, err
+	}
+	if !found || rec.Namespace != ns {
+		return Token{}, &Error{Code: CodeNotFound, Message: "no such token in namespace " + ns}
+	}
+	return rec.Token, nil
+}
+
 // Revoke deletes a token of namespace ns named by its secret or its id. It returns ErrNotFound
 // when the namespace has no such token. Other instances stop accepting it within their cache TTL.
 func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {

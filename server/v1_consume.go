@@ -45,7 +45,7 @@ func toDeliveryJSON(d queue.Delivery) deliveryJSON {
 
 // consume is POST /v1/ns/{ns}/consume. A blocking consume ends when a job is ready, when its
 // timeout passes, when the client goes away, or when the server starts shutting down (then it
-// answers with no jobs).
+// answers with no jobs). A consume that gets no job is refunded to the token's read limit.
 func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error {
 	var req consumeRequest
 	if err := decodeBody(r, &req); err != nil {
@@ -83,6 +83,9 @@ func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error 
 			return err
 		}
 		ds = nil
+	}
+	if len(ds) == 0 {
+		refundRequest(r.Context()) // a consume that got nothing does not count against a read limit
 	}
 	out := make([]deliveryJSON, len(ds))
 	for i, d := range ds {
