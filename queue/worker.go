@@ -259,6 +259,7 @@ func (w *worker) handlerLoop() {
 	// does not contend on the shared parent's lock.
 	base, cancel := context.WithCancel(w.hard)
 	defer cancel()
+	calm := context.WithoutCancel(base)
 	for {
 		select {
 		case <-w.quit:
@@ -266,7 +267,7 @@ func (w *worker) handlerLoop() {
 		case <-w.stop:
 			return
 		case j := <-w.jobs:
-			w.runJob(base, j)
+			w.runJob(base, calm, j)
 			w.inflight.Add(-1)
 			select {
 			case w.slots <- struct{}{}:
@@ -276,8 +277,9 @@ func (w *worker) handlerLoop() {
 	}
 }
 
-func (w *worker) runJob(base context.Context, j *heldJob) {
-	calm := context.WithoutCancel(base)
+// runJob runs one job's handler on a context derived from base and settles the outcome (ack,
+// nack, release) on calm, which is never cancelled.
+func (w *worker) runJob(base, calm context.Context, j *heldJob) {
 	select {
 	case <-w.quit: // shutting down: hand it back
 		w.release(calm, []*heldJob{j}, jobQueued)
