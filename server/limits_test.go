@@ -92,6 +92,8 @@ func TestTokenLimitSetThroughLmstfyIsEnforcedOnBothAPIs(t *testing.T) {
 	batch := map[string]any{"jobs": []map[string]any{{"payload": 1}, {"payload": 2}}}
 	wantNativeLimited(t, ts.public(t, http.MethodPost, "/v1/ns/rl/queues/q/jobs", e.secret, batch), 2)
 	wantLmstfyLimited(t, lmstfyDo(t, http.MethodPut, ts.PublicURL+"/api/rl/q/bulk", []byte(`[1,2]`), "X-Token", e.secret), e.id, "produce")
+	// Republish publishes a job, so it counts too (lmstfy leaves it out).
+	wantLmstfyLimited(t, lmstfyDo(t, http.MethodPut, ts.PublicURL+"/api/rl/q/job/x", []byte("y"), "X-Token", e.secret), e.id, "produce")
 
 	// Read: the two jobs are consumed, one on each API, then both refuse.
 	var got struct{ Jobs []deliveryJSON }
@@ -105,10 +107,11 @@ func TestTokenLimitSetThroughLmstfyIsEnforcedOnBothAPIs(t *testing.T) {
 	wantLmstfyLimited(t, e.lmstfyConsume(t), e.id, "consume")
 	// Other routes are not limited.
 	wantStatus(t, ts.public(t, http.MethodGet, "/v1/ns/rl/queues/q", e.secret, nil), http.StatusOK, "")
+	wantLmstfy(t, lmstfyDo(t, http.MethodGet, ts.PublicURL+"/api/rl/q/peek", nil, "X-Token", e.secret), http.StatusNotFound, lmstfyErr("the queue is empty"))
 
 	body := string(do(t, http.MethodGet, ts.AdminURL+"/metrics", "", nil).Body)
 	for _, want := range []string{
-		`sluice_rate_limited_total{direction="write",namespace="rl"} 4`,
+		`sluice_rate_limited_total{direction="write",namespace="rl"} 5`,
 		`sluice_rate_limited_total{direction="read",namespace="rl"} 2`,
 	} {
 		if !strings.Contains(body, want) {
