@@ -62,7 +62,6 @@ func (q *Queue[T]) Consume(ctx context.Context, handle func(ctx context.Context,
 		lease:   cmp.Or(cfg.TTR, q.cfg.TTR),
 		stats:   &q.stats,
 		log:     cfg.Logger.With(slog.String("namespace", q.ns), slog.String("queue", q.name)),
-		jobs:    make(chan *heldJob, cfg.Concurrency+cfg.Prefetch),
 		slots:   make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		acks:    make(chan *heldJob, 4*cfg.AckBatch),
@@ -123,7 +122,7 @@ type worker struct {
 	stats   *workerCounters
 	log     *slog.Logger
 
-	jobs     chan *heldJob   // fetched jobs for the handler goroutines
+	disp     dispatch        // fetched jobs for the handler goroutines
 	inflight atomic.Int64    // fetched jobs not yet finished by a handler goroutine
 	slots    chan struct{}   // a handler goroutine finished a job
 	quit     <-chan struct{} // the consume context's Done: no job starts after it
@@ -162,16 +161,8 @@ func (w *worker) run(ctx context.Context) error {
 	close(w.stop)
 
 	// Shutdown: stop fetching, hand back what no handler started, drain, hand back the rest.
-	var waiting []*heldJob
-	for drained := false; !drained; {
-		select {
-		case j := <-w.jobs:
-			waiting = append(waiting, j)
-			w.inflight.Add(-1)
-		default:
-			drained = true
-		}
-	}
+	waiting := w.disp.drain()
+	w.inflight.Add(-int64(len(waiting)))
 	w.release(calm, waiting, jobQueued)
 
 	done := make(chan struct{})
@@ -215,7 +206,7 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 	var failures int
 	for {
 		free := capacity - w.inflight.Load()
-		if free <= 0 || (free < batch && len(w.jobs) > 0) {
+		if free <= 0 || (free < batch && w.disp.queued() > 0) {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -224,11 +215,14 @@ func (w *worker) fetchLoop(ctx context.Context) error {
 			}
 		}
 		fs, err := w.client.fetch(ctx, w.ns, w.queue, int(min(free, MaxConsumeCount)), w.cfg.TTR, w.lease, time.Minute)
-		for i := range fs {
-			j := &fs[i]
-			w.track(j)
-			w.inflight.Add(1)
-			w.jobs <- j // never blocks: the channel holds capacity jobs
+		if len(fs) > 0 {
+			js := make([]*heldJob, len(fs))
+			for i := range fs {
+				js[i] = &fs[i]
+				w.track(js[i])
+			}
+			w.inflight.Add(int64(len(js)))
+			w.disp.push(js)
 		}
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
@@ -260,19 +254,17 @@ func (w *worker) handlerLoop() {
 	base, cancel := context.WithCancel(w.hard)
 	defer cancel()
 	calm := context.WithoutCancel(base)
+	wake := make(chan struct{}, 1)
 	for {
+		j := w.disp.take(wake, w.quit, w.stop)
+		if j == nil {
+			return
+		}
+		w.runJob(base, calm, j)
+		w.inflight.Add(-1)
 		select {
-		case <-w.quit:
-			return
-		case <-w.stop:
-			return
-		case j := <-w.jobs:
-			w.runJob(base, calm, j)
-			w.inflight.Add(-1)
-			select {
-			case w.slots <- struct{}{}:
-			default:
-			}
+		case w.slots <- struct{}{}:
+		default:
 		}
 	}
 }
