@@ -39,7 +39,9 @@ func newCombiner[Req, Res any](run func(ctx context.Context, key string, reqs []
 	return &combiner[Req, Res]{run: run, groups: make(map[string]*combineGroup[Req, Res])}
 }
 
-// do runs req, alone or merged with concurrent calls on the same key.
+// do runs req, alone or merged with concurrent calls on the same key. A caller whose ctx ends
+// while it waits for its batch withdraws (its request is not run) unless its batch already started;
+// then it waits for the outcome, which go-redis's timeouts bound.
 func (c *combiner[Req, Res]) do(ctx context.Context, key string, req Req) (Res, error) {
 	call := &combineCall[Req, Res]{req: req, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
@@ -55,11 +57,40 @@ func (c *combiner[Req, Res]) do(ctx context.Context, key string, req Req) (Res, 
 		case <-call.done:
 			return call.res, call.err
 		case <-call.lead:
+		case <-ctx.Done():
+			if c.withdraw(g, call) {
+				var zero Res
+				return zero, ctx.Err()
+			}
+			select {
+			case <-call.done:
+				return call.res, call.err
+			case <-call.lead:
+			}
 		}
 	}
 	c.lead(ctx, key, g)
 	<-call.done
 	return call.res, call.err
+}
+
+// withdraw removes a call that is still waiting and was not handed the lead, and reports whether it
+// did. The lead is handed over under c.mu, so a call is either withdrawn or leads, never neither.
+func (c *combiner[Req, Res]) withdraw(g *combineGroup[Req, Res], call *combineCall[Req, Res]) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-call.lead:
+		return false
+	default:
+	}
+	for i, w := range g.waiting {
+		if w == call {
+			g.waiting = append(g.waiting[:i:i], g.waiting[i+1:]...)
+			return true
+		}
+	}
+	return false // already in a running batch
 }
 
 // lead runs one batch of the group's waiting calls, then hands the lead on or ends the group.
@@ -85,12 +116,10 @@ func (c *combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGro
 	}
 
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(g.waiting) == 0 {
 		delete(c.groups, key)
-		c.mu.Unlock()
 		return
 	}
-	next := g.waiting[0]
-	c.mu.Unlock()
-	close(next.lead)
+	close(g.waiting[0].lead)
 }

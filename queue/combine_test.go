@@ -125,3 +125,52 @@ func TestCombinerKeysAreIndependent(t *testing.T) {
 		t.Fatalf("calls per key = %v, want 100 each", seen)
 	}
 }
+
+func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	b := &blockingRun{release: make(chan struct{}), entered: make(chan struct{})}
+	c := newCombiner(b.run)
+	go func() {
+		if _, err := c.do(context.Background(), "q", 1); err != nil {
+			t.Errorf("leader: %v", err)
+		}
+	}()
+	<-b.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := c.do(ctx, "q", 2)
+		gone <- err
+	}()
+	stays := make(chan int, 1)
+	go func() {
+		r, _ := c.do(context.Background(), "q", 3)
+		stays <- r
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		n := len(c.groups["q"].waiting)
+		c.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("calls did not queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-gone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("withdrawn call = %v, want context.Canceled", err)
+	}
+	close(b.release)
+	if r := <-stays; r != 30 {
+		t.Fatalf("the call behind the withdrawn one got %d, want 30", r)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.batches) != 2 || len(b.batches[1]) != 1 || b.batches[1][0] != 3 {
+		t.Fatalf("batches = %v: the withdrawn request must not run", b.batches)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Limits on what a job may carry.
@@ -153,8 +155,8 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		}
 		return out, collect(g, reply)
 	}
-	cmds, err := c.execPipeline(ctx, func(pipe redisPipeliner) []*redisCmd {
-		cmds := make([]*redisCmd, len(groups))
+	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
+		cmds := make([]*redis.Cmd, len(groups))
 		for i, g := range groups {
 			k := newQueueKeys(c.cfg.Prefix, g.ns, g.q)
 			cmds[i] = c.runPipelined(ctx, pipe, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...)
