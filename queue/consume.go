@@ -44,35 +44,46 @@ func (c *Client) Consume(ctx context.Context, p ConsumeParams) ([]Delivery, erro
 		keys[i] = newQueueKeys(c.cfg.Prefix, p.Namespace, q)
 		channels[i] = keys[i].channel
 	}
-	var deadline time.Time
-	if p.Timeout > 0 {
-		deadline = time.Now().Add(p.Timeout)
-	}
+	var out []Delivery
+	err := c.waitFor(ctx, channels, p.Timeout, func() (bool, time.Duration, error) {
+		var wake time.Duration
+		var err error
+		out, wake, err = c.consumeOnce(ctx, p, keys)
+		return len(out) > 0, wake, err
+	})
+	return out, err
+}
+
+// waitFor calls try until it finds something, fails, or wait passes (at once when wait is 0).
+// Between tries it sleeps until a notification on channels, the wake-up time try reported (the next
+// due job or lease end), or WakeupInterval, whichever comes first: no polling. It registers for
+// notifications before each try, so a publish between the try and the sleep still wakes it. It
+// returns ctx's error when ctx ends and ErrClosed when the client is closed.
+func (c *Client) waitFor(ctx context.Context, channels []string, wait time.Duration, try func() (found bool, wake time.Duration, err error)) error {
+	deadline := time.Now().Add(wait)
 	for {
 		var w *waiter
-		if p.Timeout > 0 {
+		if wait > 0 {
 			var err error
 			if w, err = c.notify.register(ctx, channels); err != nil {
-				return nil, fmt.Errorf("queue: consume: %w", err)
+				if errors.Is(err, errClosed) || ctx.Err() != nil {
+					return err
+				}
+				return fmt.Errorf("queue: subscribe for wake-ups: %w", err)
 			}
 		}
-		out, wake, err := c.consumeOnce(ctx, p, keys)
-		if err != nil || len(out) > 0 || p.Timeout == 0 {
+		found, wake, err := try()
+		sleep := time.Until(deadline)
+		if err != nil || found || wait <= 0 || sleep <= 0 {
 			if w != nil {
 				c.notify.unregister(w)
 			}
-			return out, err
-		}
-		sleep := time.Until(deadline)
-		if sleep <= 0 {
-			c.notify.unregister(w)
-			return nil, nil
+			return err
 		}
 		if wake > 0 && wake < sleep {
 			sleep = wake
 		}
-		sleep = min(sleep, c.cfg.WakeupInterval)
-		timer := time.NewTimer(sleep)
+		timer := time.NewTimer(min(sleep, c.cfg.WakeupInterval))
 		select {
 		case <-w.C:
 		case <-timer.C:
@@ -81,10 +92,10 @@ func (c *Client) Consume(ctx context.Context, p ConsumeParams) ([]Delivery, erro
 		timer.Stop()
 		c.notify.unregister(w)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if c.notify.isClosed() {
-			return nil, ErrClosed
+			return ErrClosed
 		}
 	}
 }

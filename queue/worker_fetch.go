@@ -31,48 +31,17 @@ func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback,
 	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
 	keys := []queueKeys{newQueueKeys(c.cfg.Prefix, ns, q)}
 	channels := []string{keys[0].channel}
-	deadline := time.Now().Add(wait)
-	for {
-		w, err := c.notify.register(stop, channels)
-		if err != nil {
-			select {
-			case <-stop.Done():
-				return nil, nil // stopping is not a failure
-			default:
-				return nil, err
-			}
-		}
-		out, wake, err := c.fetchOnce(stop, p, keys, fallback)
-		if err != nil || len(out) > 0 {
-			c.notify.unregister(w)
-			return out, err
-		}
-		sleep := time.Until(deadline)
-		if sleep <= 0 {
-			c.notify.unregister(w)
-			return nil, nil
-		}
-		if wake > 0 && wake < sleep {
-			sleep = wake
-		}
-		sleep = min(sleep, c.cfg.WakeupInterval)
-		timer := time.NewTimer(sleep)
-		select {
-		case <-w.C:
-		case <-timer.C:
-		case <-stop.Done():
-		}
-		timer.Stop()
-		c.notify.unregister(w)
-		select {
-		case <-stop.Done():
-			return nil, nil
-		default:
-		}
-		if c.notify.isClosed() {
-			return nil, ErrClosed
-		}
+	var out []heldJob
+	err := c.waitFor(stop, channels, wait, func() (bool, time.Duration, error) {
+		var wake time.Duration
+		var err error
+		out, wake, err = c.fetchOnce(stop, p, keys, fallback)
+		return len(out) > 0, wake, err
+	})
+	if stop.Err() != nil && len(out) == 0 {
+		return nil, nil // stopping is not a failure
 	}
+	return out, err
 }
 
 // fetchOnce runs the consume script once; fallback is the lease assumed for a delivery that does
