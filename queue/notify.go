@@ -22,6 +22,7 @@ type notifier struct {
 	confirmed map[string]chan struct{} // channel -> closed once the subscription is confirmed
 	waiters   map[string]map[*waiter]struct{}
 	closed    bool
+	closing   chan struct{} // closed by close: ends waits for subscription confirmations
 	done      chan struct{} // closed when the receive loop ends
 }
 
@@ -37,6 +38,7 @@ func newNotifier(rdb redis.UniversalClient, log *slog.Logger) *notifier {
 		log:       log,
 		confirmed: make(map[string]chan struct{}),
 		waiters:   make(map[string]map[*waiter]struct{}),
+		closing:   make(chan struct{}),
 	}
 }
 
@@ -78,6 +80,9 @@ func (n *notifier) register(ctx context.Context, channels []string) (*waiter, er
 		case <-ctx.Done():
 			n.unregister(w)
 			return nil, ctx.Err()
+		case <-n.closing:
+			n.unregister(w)
+			return nil, errClosed
 		}
 	}
 	return w, nil
@@ -149,6 +154,7 @@ func (n *notifier) close() {
 		return
 	}
 	n.closed = true
+	close(n.closing)
 	ps, done := n.ps, n.done
 	for _, ws := range n.waiters {
 		for w := range ws {
