@@ -32,6 +32,9 @@ func TestNewClientKinds(t *testing.T) {
 		if got := typeName(c); got != tt.want {
 			t.Errorf("NewClient(%q) = %s, want %s", tt.url, got, tt.want)
 		}
+		if got := protocol(c); got != 2 {
+			t.Errorf("NewClient(%q) speaks RESP%d, want RESP2 by default", tt.url, got)
+		}
 		_ = c.Close()
 	}
 }
@@ -76,6 +79,29 @@ func TestLoadScriptsOnClusterAndStandalone(t *testing.T) {
 			}
 		}
 	})
+}
+
+func protocol(c redis.UniversalClient) int {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().Protocol
+	case *redis.ClusterClient:
+		return c.Options().Protocol
+	default:
+		return 0
+	}
+}
+
+func TestNewClientKeepsAnExplicitProtocol(t *testing.T) {
+	t.Parallel()
+	c, err := redisx.NewClient("redis://127.0.0.1:6379?protocol=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := protocol(c); got != 3 {
+		t.Fatalf("protocol = %d, want 3", got)
+	}
 }
 
 func typeName(c redis.UniversalClient) string {
