@@ -3,10 +3,8 @@ package queue
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,9 +28,7 @@ type Maintainer struct {
 	client *Client
 	cfg    MaintainerConfig
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop periodic
 }
 
 // NewMaintainer returns a stopped Maintainer for the client's queues.
@@ -46,44 +42,15 @@ func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
 
 // Start runs passes until ctx ends or Stop is called.
 func (m *Maintainer) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done != nil {
-		return errors.New("queue: maintainer already started")
-	}
-	ctx, m.cancel = context.WithCancel(ctx)
-	m.done = make(chan struct{})
-	go m.loop(ctx, m.done)
-	return nil
-}
-
-// Stop ends the loop and waits for the pass under way.
-func (m *Maintainer) Stop() {
-	m.mu.Lock()
-	cancel, done := m.cancel, m.done
-	m.cancel, m.done = nil, nil
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
-
-func (m *Maintainer) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
-	for {
+	return m.loop.start(ctx, "maintainer", m.cfg.Interval, func(ctx context.Context) {
 		if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("queue maintenance pass failed", slog.Any("error", err))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
+
+// Stop ends the loop and waits for the pass under way.
+func (m *Maintainer) Stop() { m.loop.stop() }
 
 // MaintainResult counts what one pass did.
 type MaintainResult struct {

@@ -69,9 +69,7 @@ type BacklogMonitor struct {
 	lastDead map[BacklogQueue]int64 // DeadLettered counter at the previous check
 	firing   map[backlogKey]bool
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop periodic
 }
 
 type backlogKey struct {
@@ -116,34 +114,7 @@ func NewBacklogMonitor(client *Client, cfg BacklogConfig) (*BacklogMonitor, erro
 
 // Start checks at once and then every Interval until ctx ends or Stop is called.
 func (m *BacklogMonitor) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.done != nil {
-		return errors.New("queue: backlog monitor already started")
-	}
-	ctx, m.cancel = context.WithCancel(ctx)
-	m.done = make(chan struct{})
-	go m.loop(ctx, m.done)
-	return nil
-}
-
-// Stop ends the checks and waits for the one under way.
-func (m *BacklogMonitor) Stop() {
-	m.mu.Lock()
-	cancel, done := m.cancel, m.done
-	m.cancel, m.done = nil, nil
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
-
-func (m *BacklogMonitor) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
-	for {
+	return m.loop.start(ctx, "backlog monitor", m.cfg.Interval, func(ctx context.Context) {
 		alerts, err := m.Check(ctx)
 		if err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("queue backlog check failed", slog.Any("error", err))
@@ -153,13 +124,11 @@ func (m *BacklogMonitor) loop(ctx context.Context, done chan struct{}) {
 				m.cfg.OnAlert(ctx, a)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
+
+// Stop ends the checks and waits for the one under way.
+func (m *BacklogMonitor) Stop() { m.loop.stop() }
 
 // Check reads the watched queues' stats once and returns the thresholds they are over; it does
 // not call OnAlert. Dead-letter growth is counted from the previous check (the first check sets
