@@ -31,6 +31,8 @@ func TestBadPublishRequests(t *testing.T) {
 		{"delay and run_at", `{"payload": 1, "delay": 1, "run_at": "2030-01-01T00:00:00Z"}`, "run_at"},
 		{"bad run_at", `{"payload": 1, "run_at": "tomorrow"}`, "run_at"},
 		{"zero tries", `{"payload": 1, "tries": 0}`, "tries"},
+		{"huge tries", `{"payload": 1, "tries": 9223372036854775807}`, "tries"},
+		{"run_at year 1", `{"payload": 1, "run_at": "0001-01-01T00:00:00Z"}`, "run_at"},
 		{"zero ttl", `{"payload": 1, "ttl": 0}`, "ttl"},
 		{"ttl before due", `{"payload": 1, "ttl": 1, "delay": 5}`, "ttl"},
 		{"zero ttr", `{"payload": 1, "ttr": 0}`, "ttr"},

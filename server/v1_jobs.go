@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -21,6 +22,10 @@ const attrEncoding = reservedAttrPrefix + "encoding"
 
 // maxPublishBatch bounds the jobs of one publish request.
 const maxPublishBatch = 1000
+
+// maxTries bounds a job's tries: the engine keeps them as Lua numbers, which lose integers past
+// 2^53 (a tries of 2^63-1 came back as -2^63).
+const maxTries = math.MaxInt32
 
 // publishJob is one job of a publish request.
 type publishJob struct {
@@ -143,10 +148,14 @@ func (j *publishJob) params(tok Token, ns, q, prefix string) (queue.PublishParam
 		if p.RunAt, err = time.Parse(time.RFC3339Nano, *j.RunAt); err != nil {
 			return p, invalidArg(f("run_at"), "%q is not an RFC 3339 time (2026-01-02T15:04:05Z)", *j.RunAt)
 		}
+		// The engine reads a zero time as "no run_at", so year 1 must be refused here.
+		if p.RunAt.UnixMilli() <= 0 {
+			return p, invalidArg(f("run_at"), "must be after 1970")
+		}
 	}
 	if j.Tries != nil {
-		if *j.Tries < 1 {
-			return p, invalidArg(f("tries"), "must be at least 1")
+		if *j.Tries < 1 || *j.Tries > maxTries {
+			return p, invalidArg(f("tries"), "%d is outside 1..%d", *j.Tries, maxTries)
 		}
 		p.Tries = *j.Tries
 	}
