@@ -44,12 +44,22 @@ func lmstfyData(b []byte) []byte {
 	return b
 }
 
+// lmstfyAttrs are a job's attributes as these routes show them: without the server's reserved
+// ones, and null when none is left (as lmstfy shows a job without attributes).
+func lmstfyAttrs(a map[string]string) map[string]string {
+	out := publicAttributes(a)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 func lmstfyDelivery(d queue.Delivery) lmstfyJob {
 	now := d.PublishedAt.Add(d.Elapsed) // Redis's clock at delivery
 	return lmstfyJob{
 		Msg: "new job", Namespace: d.Namespace, Queue: d.Queue, JobID: d.ID, Data: lmstfyData(d.Payload),
 		TTL: lmstfyTTL(d.ExpiresAt, now), ElapsedMS: d.Elapsed.Milliseconds(),
-		RemainTries: int64(d.RemainingTries), Attributes: d.Attributes,
+		RemainTries: int64(d.RemainingTries), Attributes: lmstfyAttrs(d.Attributes),
 	}
 }
 
@@ -58,7 +68,7 @@ func lmstfyPeeked(j *queue.Job) lmstfyJob {
 	return lmstfyJob{
 		Namespace: j.Namespace, Queue: j.Queue, JobID: j.ID, Data: lmstfyData(j.Payload),
 		TTL: lmstfyTTL(j.ExpiresAt, now), ElapsedMS: max(0, now.Sub(j.PublishedAt).Milliseconds()),
-		RemainTries: int64(j.RemainingTries), Attributes: j.Attributes,
+		RemainTries: int64(j.RemainingTries), Attributes: lmstfyAttrs(j.Attributes),
 	}
 }
 

@@ -591,3 +591,34 @@ func TestLmstfyRedisDownIsNotTheCallersFault(t *testing.T) {
 		t.Fatalf("publish with Redis gone: %d %s (Retry-After %q)", r.Status, r.Body, r.Header.Get("Retry-After"))
 	}
 }
+
+// The reserved attribute a native payload_base64 publish stores is never shown, on these routes
+// either: consume, peek and get of such a job answer "attributes": null.
+func TestLmstfyHidesReservedAttributes(t *testing.T) {
+	t.Parallel()
+	e := newLmstfyEnv(t)
+	tok := e.ts.token(t, e.ns)
+	r := e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{
+		"payload_base64": "aGk=", "attributes": map[string]string{"lang": "en"}})
+	wantStatus(t, r, http.StatusCreated, "")
+	var pub publishResult
+	r.JSON(t, &pub)
+	r = e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{"payload_base64": "aGk="})
+	wantStatus(t, r, http.StatusCreated, "")
+	for _, rel := range []string{"q/peek", "q/job/" + pub.JobID} {
+		var j lmstfyConsumed
+		e.api(t, http.MethodGet, rel, nil).JSON(t, &j)
+		if len(j.Attributes) != 1 || j.Attributes["lang"] != "en" {
+			t.Fatalf("GET %s: attributes %v, want only lang", rel, j.Attributes)
+		}
+	}
+	if j := e.consume(t, "q"); len(j.Attributes) != 1 || j.Attributes["lang"] != "en" {
+		t.Fatalf("consume: attributes %v, want only lang", j.Attributes)
+	}
+	r = e.api(t, http.MethodGet, "q", nil)
+	var raw map[string]json.RawMessage
+	r.JSON(t, &raw)
+	if string(raw["attributes"]) != "null" {
+		t.Fatalf("consume of a job with no public attribute: attributes %s, want null", raw["attributes"])
+	}
+}
