@@ -204,3 +204,49 @@ func TestUniqueKeyWindowEnds(t *testing.T) {
 		return err == nil && !r.Duplicate && r.ID != first
 	})
 }
+
+// A job whose ttl passed is gone (docs/job-states.md) even before housekeeping removes it, so its
+// unique key no longer makes a publish a duplicate: the new job must be published, not lost.
+func TestPublishUniqueKeyOfExpiredJobIsFree(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		old := f.publish(t, queue.PublishParams{Queue: "q", UniqueKey: "u", TTL: 50 * time.Millisecond})
+		j, err := f.client.Get(ctx, f.ns, "q", old)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		eventually(t, 10*time.Second, "the ttl to pass by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctx).Result()
+			return err == nil && now.After(j.ExpiresAt)
+		})
+		res, err := f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "u", Payload: []byte("new")})
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		if res.Duplicate || res.ID == old {
+			t.Fatalf("Publish = %+v: the expired job %s still held the unique key", res, old)
+		}
+		d := f.consumeOne(t, "q")
+		if d.ID != res.ID || string(d.Payload) != "new" {
+			t.Fatalf("consumed %s %q, want the new job %s", d.ID, d.Payload, res.ID)
+		}
+		if s := f.stats(t, "q"); s.Expired != 1 || s.Ready != 0 {
+			t.Fatalf("stats = %+v", s)
+		}
+
+		// A leased job is not taken from its consumer when its ttl passes: it keeps the key.
+		leased := f.publish(t, queue.PublishParams{Queue: "l", UniqueKey: "u", TTL: 50 * time.Millisecond})
+		ld := f.consumeOne(t, "l")
+		eventually(t, 10*time.Second, "the ttl to pass by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctx).Result()
+			return err == nil && now.After(ld.ExpiresAt)
+		})
+		res, err = f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: "l", UniqueKey: "u"})
+		if err != nil || !res.Duplicate || res.ID != leased {
+			t.Fatalf("Publish while the holder is leased = %+v, %v; want a duplicate of %s", res, err, leased)
+		}
+		f.ack(t, ld)
+	})
+}

@@ -21,6 +21,13 @@ for i = 0, n - 1 do
     local holder = redis.call('GET', K_UNIQUE .. unique)
     if holder then
       local h = fresh[holder] or load(holder)
+      if h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
+          and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY)
+          and redis.call('HEXISTS', K_LEASE, holder) == 0 then
+        -- Its ttl passed, so it is gone though housekeeping has not removed it yet.
+        expire(holder, h)
+        h = nil
+      end
       if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then dup = holder end
     end
   end
