@@ -327,3 +327,42 @@ func TestLeaseCallsValidate(t *testing.T) {
 		t.Fatalf("Touch empty id = %v", err)
 	}
 }
+
+// AckMany has no count limit, so a large batch of one queue must not fail inside the script.
+func TestAckManyLargeBatchOfOneQueue(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		const n = 8500
+		ps := make([]queue.PublishParams, n)
+		for i := range ps {
+			ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "q"}
+		}
+		if _, err := f.client.PublishMany(ctx, ps); err != nil {
+			t.Fatalf("PublishMany: %v", err)
+		}
+		var acks []queue.AckParams
+		for len(acks) < n {
+			ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: queue.MaxConsumeCount})
+			if len(ds) == 0 {
+				t.Fatalf("consumed %d of %d jobs", len(acks), n)
+			}
+			for _, d := range ds {
+				acks = append(acks, queue.AckParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
+			}
+		}
+		errs, err := f.client.AckMany(ctx, acks)
+		if err != nil {
+			t.Fatalf("AckMany of %d: %v", n, err)
+		}
+		for i, e := range errs {
+			if e != nil {
+				t.Fatalf("ack %d: %v", i, e)
+			}
+		}
+		if s := f.stats(t, "q"); s.Leased != 0 || s.Acked != n {
+			t.Fatalf("stats = %+v", s)
+		}
+	})
+}

@@ -8,8 +8,17 @@ local now = now_ms()
 local n = tonumber(ARGV[7])
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 4] end
-local held = redis.call('HMGET', K_LEASE, unpack(ids))
-local ends = redis.call('ZMSCORE', K_LEASED, unpack(ids))
+-- Read the leases in chunks that stay within Lua's stack limit (AckMany has no count limit).
+local held, ends = {}, {}
+for i = 1, n, 4000 do
+  local j = math.min(i + 3999, n)
+  local h = redis.call('HMGET', K_LEASE, unpack(ids, i, j))
+  local e = redis.call('ZMSCORE', K_LEASED, unpack(ids, i, j))
+  for k = 1, j - i + 1 do
+    held[i + k - 1] = h[k]
+    ends[i + k - 1] = e[k]
+  end
+end
 local out = {}
 local acked, removed, kept = {}, {}, {}
 local seen = {}
