@@ -117,30 +117,38 @@ func (c *Client) loadOnce(ctx context.Context) error {
 }
 
 // execPipeline runs a pipeline of EVALSHA calls; when Redis lost its script cache (restart,
-// failover, SCRIPT FLUSH) it reloads the scripts and runs the pipeline once more. Every script
-// either ran whole or not at all, and NOSCRIPT means it did not run.
+// failover, SCRIPT FLUSH) it reloads the scripts and runs once more the calls that got NOSCRIPT.
+// Every script either ran whole or not at all, and NOSCRIPT means it did not run; the others did
+// (on a cluster one node can lose its cache alone), so they must not run twice.
 func (c *Client) execPipeline(ctx context.Context, build func(redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
 	if err := c.loadOnce(ctx); err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		pipe := c.rdb.Pipeline()
-		cmds := build(pipe)
-		_, err := pipe.Exec(ctx)
-		if attempt == 0 && anyNoScript(cmds) {
-			c.loadMu.Lock()
-			c.loaded = false
-			c.loadMu.Unlock()
-			if err := c.loadOnce(ctx); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil && !errors.Is(err, redis.Nil) && !allReplied(cmds) {
+	pipe := c.rdb.Pipeline()
+	cmds := build(pipe)
+	_, err := pipe.Exec(ctx)
+	if anyNoScript(cmds) {
+		c.loadMu.Lock()
+		c.loaded = false
+		c.loadMu.Unlock()
+		if err := c.loadOnce(ctx); err != nil {
 			return nil, err
 		}
-		return cmds, nil
+		again := c.rdb.Pipeline()
+		fresh := build(again)
+		again.Discard()
+		for i, cmd := range cmds {
+			if redisx.IsNoScript(cmd.Err()) {
+				cmds[i] = fresh[i]
+				_ = again.Process(ctx, fresh[i])
+			}
+		}
+		_, err = again.Exec(ctx)
 	}
+	if err != nil && !errors.Is(err, redis.Nil) && !allReplied(cmds) {
+		return nil, err
+	}
+	return cmds, nil
 }
 
 func anyNoScript(cmds []*redis.Cmd) bool {
