@@ -141,7 +141,8 @@ func lmstfyBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 // lmstfyAttributes collects job attributes from Job-Attr-* headers when the request carries
-// "Enable-Job-Version: yes", as lmstfy does: keys and values past 256 bytes are cut, at most 16.
+// "Enable-Job-Version: yes", as lmstfy does: values past 256 bytes are cut, keys past 256 bytes
+// (lmstfy) or past the engine's 128 (Sluice), at most 16.
 func lmstfyAttributes(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
 	if !strings.EqualFold(r.Header.Get("Enable-Job-Version"), "yes") {
 		return nil, true
@@ -152,8 +153,9 @@ func lmstfyAttributes(w http.ResponseWriter, r *http.Request) (map[string]string
 			continue
 		}
 		k, val := strings.TrimPrefix(k, lmstfyAttributePrefix), v[0]
-		if len(k) > lmstfyMaxAttributeLen {
-			k = k[:lmstfyMaxAttributeLen]
+		// lmstfy cuts names at 256 bytes; the engine holds names up to MaxAttributeKey (128).
+		if n := min(lmstfyMaxAttributeLen, queue.MaxAttributeKey); len(k) > n {
+			k = k[:n]
 		}
 		if len(val) > lmstfyMaxAttributeLen {
 			val = val[:lmstfyMaxAttributeLen]

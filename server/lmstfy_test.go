@@ -622,3 +622,16 @@ func TestLmstfyHidesReservedAttributes(t *testing.T) {
 		t.Fatalf("consume of a job with no public attribute: attributes %s, want null", raw["attributes"])
 	}
 }
+
+// lmstfy keeps attribute names up to 256 bytes; the engine holds names up to
+// queue.MaxAttributeKey bytes, so a longer name is cut there rather than refused.
+func TestLmstfyLongAttributeNameIsCut(t *testing.T) {
+	t.Parallel()
+	e := newLmstfyEnv(t)
+	name := "K" + strings.Repeat("k", 199)
+	e.publish(t, "q", "", "a", "Enable-Job-Version", "yes", "Job-Attr-"+name, "v")
+	j := e.consume(t, "q")
+	if len(j.Attributes) != 1 || j.Attributes[name[:queue.MaxAttributeKey]] != "v" {
+		t.Fatalf("attributes %v, want the name cut at %d bytes", j.Attributes, queue.MaxAttributeKey)
+	}
+}
