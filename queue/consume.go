@@ -110,6 +110,11 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams, keys []queueK
 			req := consumeReq{ns: p.Namespace, q: p.Queues[i], k: k, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
 			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+fmt.Sprint(req.ttr), req)
 			if err != nil {
+				if len(out) > 0 {
+					// Jobs of earlier queues are leased: they must reach the caller, who would drop
+					// them next to an error. The failure shows again on the next call.
+					return out, wake, nil
+				}
 				return out, 0, fmt.Errorf("queue: consume %s/%s: %w", p.Namespace, p.Queues[i], err)
 			}
 			out = append(out, res.jobs...)

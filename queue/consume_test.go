@@ -375,3 +375,27 @@ func deliveryIDs(ds []queue.Delivery) []string {
 	}
 	return out
 }
+
+// A consume of several queues that fails on a later queue after an earlier one leased jobs must
+// hand those leases to the caller: returned next to an error they are dropped by callers, and the
+// jobs sit leased by nobody until their lease ends, which costs them a try (or sends them dead).
+func TestConsumeFailureOnLaterQueueKeepsEarlierLeases(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		id := f.publish(t, queue.PublishParams{Queue: "a", Tries: 1})
+		// Queue b's settings key holds a value of the wrong type, so its consume script fails.
+		if err := env.Client.Set(ctx, env.Prefix+":{"+f.ns+":b}:meta", "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := f.client.Consume(ctx, queue.ConsumeParams{Namespace: f.ns, Queues: []string{"a", "b"}, Count: 2})
+		if err != nil || len(ds) != 1 || ds[0].ID != id {
+			t.Fatalf("Consume = %d jobs, %v; want job %s and no error", len(ds), err, id)
+		}
+		f.ack(t, ds[0])
+		if _, err := f.client.Consume(ctx, queue.ConsumeParams{Namespace: f.ns, Queues: []string{"a", "b"}}); err == nil {
+			t.Fatal("Consume of the broken queue alone succeeded")
+		}
+	})
+}
