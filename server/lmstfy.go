@@ -64,12 +64,28 @@ func (s *Server) mountLmstfyPublic(mux *http.ServeMux) {
 		{"GET /api/{ns}/{q}/deadletter/size", false, read, s.lmstfyDeadLetterSize},
 	}
 	for _, rt := range routes {
-		mux.HandleFunc(rt.pattern, s.lmstfyAPI(rt.multi, rt.perms, rt.h))
+		h := s.lmstfyAPI(rt.multi, rt.perms, rt.h)
+		if rt.multi {
+			h = lmstfyNoHead(h) // consume: a GET that leases jobs
+		}
+		mux.HandleFunc(rt.pattern, h)
 	}
 	// Anything else under /api answers as lmstfy's router does.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		lmstfyError(w, r, http.StatusNotFound, "api not found")
 	})
+}
+
+// lmstfyNoHead refuses HEAD, which Go's mux routes to GET handlers, on a GET that changes state
+// (consume would lease jobs whose bodies nobody reads). lmstfy's router has no HEAD routes.
+func lmstfyNoHead(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			lmstfyError(w, r, http.StatusNotFound, "api not found")
+			return
+		}
+		h(w, r)
+	}
 }
 
 // mountLmstfyAdmin registers the lmstfy-compatible admin routes (/token/..., /limits, ...).

@@ -635,3 +635,22 @@ func TestLmstfyLongAttributeNameIsCut(t *testing.T) {
 		t.Fatalf("attributes %v, want the name cut at %d bytes", j.Attributes, queue.MaxAttributeKey)
 	}
 }
+
+// Go's mux routes HEAD to GET handlers; a HEAD of the consume route must not lease a job whose
+// body nobody reads. It answers as lmstfy's router does for a route it does not have.
+func TestLmstfyHeadDoesNotConsume(t *testing.T) {
+	t.Parallel()
+	e := newLmstfyEnv(t)
+	e.publish(t, "q", "", "a")
+	r := e.api(t, http.MethodHead, "q", nil)
+	if r.Status != http.StatusNotFound {
+		t.Fatalf("HEAD consume: %d, want 404", r.Status)
+	}
+	st, err := e.ts.Queue.Stats(ctxT(t), e.ns, "q")
+	if err != nil || st.Ready != 1 || st.Consumed != 0 {
+		t.Fatalf("HEAD consume changed the queue: %+v %v", st, err)
+	}
+	if j := e.consume(t, "q"); string(j.Data) != "a" {
+		t.Fatalf("consume after HEAD: %q", j.Data)
+	}
+}
