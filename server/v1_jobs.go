@@ -194,7 +194,13 @@ func (j *publishJob) params(tok Token, ns, q, prefix string) (queue.PublishParam
 		}
 	}
 	p.Attributes = j.Attributes
-	if j.PayloadBase64 != nil {
+	// The encoding mark is only needed for bytes that would otherwise come back as JSON; it counts
+	// against the engine's MaxAttributes, so it is left off when it is not needed.
+	if j.PayloadBase64 != nil && len(p.Payload) > 0 && json.Valid(p.Payload) {
+		if len(j.Attributes) >= queue.MaxAttributes {
+			return p, invalidArg(f("attributes"), "a payload_base64 whose bytes are valid JSON takes one of the %d attributes "+
+				"(the server marks it as bytes): give at most %d", queue.MaxAttributes, queue.MaxAttributes-1)
+		}
 		p.Attributes = make(map[string]string, len(j.Attributes)+1)
 		for k, v := range j.Attributes {
 			p.Attributes[k] = v

@@ -2,10 +2,13 @@ package server
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/queue"
 )
 
 const qpath = "/v1/ns/shop/queues/emails"
@@ -260,5 +263,35 @@ func TestBlockedConsumeWokenByPublish(t *testing.T) {
 	wantStatus(t, r, http.StatusOK, "")
 	if !strings.Contains(string(r.Body), `"wake"`) {
 		t.Fatalf("woken consume = %s", r.Body)
+	}
+}
+
+// A job may carry 32 attributes (docs/server.md) also when its payload comes as payload_base64,
+// for which the server keeps an attribute of its own; when that one cannot fit, the error says why.
+func TestBase64PayloadWithMostAttributes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	attrs := map[string]string{}
+	for i := range queue.MaxAttributes {
+		attrs[fmt.Sprintf("k%d", i)] = "v"
+	}
+	r := ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{
+		"payload_base64": base64.StdEncoding.EncodeToString([]byte{0, 255}), "attributes": attrs})
+	wantStatus(t, r, http.StatusCreated, "")
+	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}})
+	var got struct {
+		Jobs []deliveryJSON `json:"jobs"`
+	}
+	r.JSON(t, &got)
+	if len(got.Jobs) != 1 || got.Jobs[0].PayloadBase64 == nil || *got.Jobs[0].PayloadBase64 != "AP8=" ||
+		len(got.Jobs[0].Attributes) != queue.MaxAttributes {
+		t.Fatalf("consume = %s", r.Body)
+	}
+	// Bytes that look like JSON need the server's attribute to come back as bytes.
+	r = ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload_base64": "MTIz", "attributes": attrs})
+	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+	if r.ErrorField() != "attributes" || !strings.Contains(r.ErrorCode()+string(r.Body), "payload_base64") {
+		t.Fatalf("32 attributes with JSON-looking payload_base64: %s", r.Body)
 	}
 }
