@@ -250,3 +250,55 @@ func TestPublishUniqueKeyOfExpiredJobIsFree(t *testing.T) {
 		f.ack(t, ld)
 	})
 }
+
+// A leased job whose lease ended with no tries left is dead by the contract even before
+// housekeeping moves it, so its unique key no longer makes a publish a duplicate.
+func TestPublishUniqueKeyOfJobWhoseLastLeaseEndedIsFree(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		old := f.publish(t, queue.PublishParams{Queue: "q", UniqueKey: "u", Tries: 1})
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, TTR: 50 * time.Millisecond})
+		if len(ds) != 1 {
+			t.Fatalf("consumed %d jobs", len(ds))
+		}
+		eventually(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctx).Result()
+			return err == nil && now.After(ds[0].LeaseUntil)
+		})
+		res, err := f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "u", Payload: []byte("new")})
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		if res.Duplicate || res.ID == old {
+			t.Fatalf("Publish = %+v: the job %s out of tries still held the unique key", res, old)
+		}
+		d := f.consumeOne(t, "q")
+		if d.ID != res.ID {
+			t.Fatalf("consumed %s, want the new job %s", d.ID, res.ID)
+		}
+		j, err := f.client.Get(ctx, f.ns, "q", old)
+		if err != nil || j.State != queue.StateDead || j.LastError != "lease expired" {
+			t.Fatalf("old job = %+v, %v; want it dead", j, err)
+		}
+
+		// With tries left the job is retried: still pending, it keeps its key.
+		kept := f.publish(t, queue.PublishParams{Queue: "r", UniqueKey: "u", Tries: 2})
+		ds = f.consume(t, queue.ConsumeParams{Queues: []string{"r"}, TTR: 50 * time.Millisecond})
+		if len(ds) != 1 {
+			t.Fatalf("consumed %d jobs", len(ds))
+		}
+		eventually(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctx).Result()
+			return err == nil && now.After(ds[0].LeaseUntil)
+		})
+		res, err = f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: "r", UniqueKey: "u"})
+		if err != nil || !res.Duplicate || res.ID != kept {
+			t.Fatalf("Publish = %+v, %v; want a duplicate of %s", res, err, kept)
+		}
+		if d := f.consumeOne(t, "r"); d.ID != kept || d.Delivery != 2 {
+			t.Fatalf("redelivery = %+v", d)
+		}
+	})
+}

@@ -293,6 +293,24 @@ local function as_leased(rec, delivery, lease_until)
   rec[R_LEASE] = lease_until
 end
 
+-- reap_lease ends a lease whose time is up as a failed try: the job is retried while it has tries
+-- and its ttl allows, else it goes dead (or expires). Returns the record as it now is, or nil when
+-- the job is gone.
+local function reap_lease(id, now)
+  local delivery = lease_of(id)
+  local rec = load(id)
+  redis.call('ZREM', K_LEASED, id)
+  redis.call('HDEL', K_LEASE, id)
+  if not (rec and delivery) then return nil end
+  end_lease(rec, delivery)
+  if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
+    expire(id, rec)
+    return nil
+  end
+  if retry_or_dead(id, rec, now, backoff_ms(rec), 'lease expired') == 'expired' then return nil end
+  return rec
+end
+
 -- housekeeping moves what time has changed, at most BATCH jobs of each kind: jobs past their ttl
 -- disappear, due delayed jobs become ready, expired leases are retried or dead-lettered.
 local function housekeeping(now)
@@ -312,20 +330,7 @@ local function housekeeping(now)
   end
   local promoted = #ids
   ids = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, BATCH)
-  for _, id in ipairs(ids) do
-    local delivery = lease_of(id)
-    local rec = load(id)
-    redis.call('ZREM', K_LEASED, id)
-    redis.call('HDEL', K_LEASE, id)
-    if rec and delivery then
-      end_lease(rec, delivery)
-      if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
-        expire(id, rec)
-      else
-        retry_or_dead(id, rec, now, backoff_ms(rec), 'lease expired')
-      end
-    end
-  end
+  for _, id in ipairs(ids) do reap_lease(id, now) end
   return promoted, #ids
 end
 

@@ -21,10 +21,14 @@ for i = 0, n - 1 do
     local holder = redis.call('GET', K_UNIQUE .. unique)
     if holder then
       local h = fresh[holder] or load(holder)
-      if h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
-          and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY)
-          and redis.call('HEXISTS', K_LEASE, holder) == 0 then
-        -- Its ttl passed, so it is gone though housekeeping has not removed it yet.
+      -- Settle what time changed for the holder that housekeeping has not done yet.
+      local lease_end = h and not fresh[holder] and redis.call('ZSCORE', K_LEASED, holder)
+      if lease_end then
+        -- Leased (its ttl does not apply); a lease that ended is a failed try.
+        if tonumber(lease_end) <= now then h = reap_lease(holder, now) end
+      elseif h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
+          and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY) then
+        -- Its ttl passed, so it is gone.
         expire(holder, h)
         h = nil
       end
