@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/queue"
 )
@@ -196,7 +197,7 @@ func (j *publishJob) params(tok Token, ns, q, prefix string) (queue.PublishParam
 	p.Attributes = j.Attributes
 	// The encoding mark is only needed for bytes that would otherwise come back as JSON; it counts
 	// against the engine's MaxAttributes, so it is left off when it is not needed.
-	if j.PayloadBase64 != nil && len(p.Payload) > 0 && json.Valid(p.Payload) {
+	if j.PayloadBase64 != nil && isJSONText(p.Payload) {
 		if len(j.Attributes) >= queue.MaxAttributes {
 			return p, invalidArg(f("attributes"), "a payload_base64 whose bytes are valid JSON takes one of the %d attributes "+
 				"(the server marks it as bytes): give at most %d", queue.MaxAttributes, queue.MaxAttributes-1)
@@ -218,11 +219,17 @@ type payloadJSON struct {
 }
 
 func encodePayload(b []byte, attrs map[string]string) payloadJSON {
-	if attrs[attrEncoding] != "base64" && len(b) > 0 && json.Valid(b) {
+	if attrs[attrEncoding] != "base64" && isJSONText(b) {
 		return payloadJSON{JSON: b}
 	}
 	s := base64.StdEncoding.EncodeToString(b)
 	return payloadJSON{Base64: &s}
+}
+
+// isJSONText reports whether b can be sent as a JSON value: valid JSON and valid UTF-8 (json.Valid
+// lets invalid UTF-8 inside strings pass, and a response carrying it is not JSON).
+func isJSONText(b []byte) bool {
+	return len(b) > 0 && json.Valid(b) && utf8.Valid(b)
 }
 
 // publicAttributes drops the server's reserved attributes.
@@ -295,7 +302,7 @@ func toJobJSON(j *queue.Job) jobJSON {
 		out.Backoff = &backoffOut{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
 	}
 	if j.Result != nil {
-		if json.Valid(j.Result) {
+		if isJSONText(j.Result) {
 			out.Result = j.Result
 		} else {
 			b := base64.StdEncoding.EncodeToString(j.Result)

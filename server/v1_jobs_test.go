@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/queue"
 )
@@ -293,5 +294,42 @@ func TestBase64PayloadWithMostAttributes(t *testing.T) {
 	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
 	if r.ErrorField() != "attributes" || !strings.Contains(r.ErrorCode()+string(r.Body), "payload_base64") {
 		t.Fatalf("32 attributes with JSON-looking payload_base64: %s", r.Body)
+	}
+}
+
+// JSON text is UTF-8: stored bytes that parse as JSON but carry invalid UTF-8 (published through
+// lmstfy's routes, or inside a native JSON body) come back as base64, so every response is JSON.
+func TestInvalidUTF8PayloadComesBackAsBase64(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	raw := []byte("\"\xff\"")
+	r := lmstfyDo(t, http.MethodPut, ts.PublicURL+"/api/shop/emails", raw, "X-Token", tok)
+	wantStatus(t, r, http.StatusCreated, "")
+	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}})
+	if !utf8.Valid(r.Body) {
+		t.Fatalf("consume answered invalid UTF-8: %q", r.Body)
+	}
+	var got struct {
+		Jobs []deliveryJSON `json:"jobs"`
+	}
+	r.JSON(t, &got)
+	want := base64.StdEncoding.EncodeToString(raw)
+	if len(got.Jobs) != 1 || got.Jobs[0].PayloadBase64 == nil || *got.Jobs[0].PayloadBase64 != want {
+		t.Fatalf("consume = %s", r.Body)
+	}
+	job := qpath + "/jobs/" + got.Jobs[0].JobID
+	r = ts.public(t, http.MethodGet, job, tok, nil)
+	var j jobJSON
+	r.JSON(t, &j)
+	if !utf8.Valid(r.Body) || j.PayloadBase64 == nil || *j.PayloadBase64 != want {
+		t.Fatalf("GET job = %q", r.Body)
+	}
+	r = ts.public(t, http.MethodPost, job+"/ack", tok, []byte("{\"delivery\": 1, \"result\": \"\xff\"}"))
+	wantStatus(t, r, http.StatusNoContent, "")
+	r = ts.public(t, http.MethodGet, job, tok, nil)
+	r.JSON(t, &j)
+	if !utf8.Valid(r.Body) || j.ResultBase64 == nil || *j.ResultBase64 != want {
+		t.Fatalf("GET acked job = %q", r.Body)
 	}
 }
