@@ -41,7 +41,9 @@ func (c *Client) DeadList(ctx context.Context, p DeadListParams) (DeadListResult
 	}
 	offset := 0
 	if p.Cursor != "" {
-		if offset, err = strconv.Atoi(p.Cursor); err != nil || offset < 0 {
+		// No dead letter reaches 2^40 jobs; larger offsets would reach Redis as numbers it
+		// cannot read (and overflow offset + limit).
+		if offset, err = strconv.Atoi(p.Cursor); err != nil || offset < 0 || offset > 1<<40 {
 			return DeadListResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
 		}
 	}

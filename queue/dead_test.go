@@ -146,3 +146,22 @@ func TestDeadLetterIsBounded(t *testing.T) {
 		t.Fatalf("a trimmed dead job is still readable")
 	}
 }
+
+// Any cursor that parses is either past the end (an empty page) or invalid: a large offset never
+// reaches Redis as a number it cannot read.
+func TestDeadListLargeCursor(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.killJobs(t, "q", 2)
+		for _, cursor := range []string{"2", "1000000", "100000000000000000", "9223372036854775807"} {
+			res, err := f.client.DeadList(ctxT(t), queue.DeadListParams{Namespace: f.ns, Queue: "q", Cursor: cursor})
+			if err != nil && !errors.Is(err, queue.ErrInvalidArgument) {
+				t.Fatalf("DeadList(cursor %s): %v; want an empty page or ErrInvalidArgument", cursor, err)
+			}
+			if err == nil && (len(res.Jobs) != 0 || res.NextCursor != "" || res.Total != 2) {
+				t.Fatalf("DeadList(cursor %s) = %+v; want an empty last page of 2", cursor, res)
+			}
+		}
+	})
+}
