@@ -107,6 +107,9 @@ func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string
 	if p.TTL < 0 {
 		return nil, invalid("ttl", "must not be negative")
 	}
+	if p.TTL > 0 && p.TTL < time.Millisecond {
+		return nil, invalid("ttl", "must be at least 1ms")
+	}
 	args, err := deadSelection(p.IDs, p.Limit)
 	if err != nil {
 		return nil, err

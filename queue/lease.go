@@ -199,6 +199,9 @@ func (c *Client) Touch(ctx context.Context, p TouchParams) (time.Time, error) {
 	if p.TTR < 0 {
 		return time.Time{}, invalid("ttr", "must not be negative")
 	}
+	if p.TTR > 0 && p.TTR < time.Millisecond {
+		return time.Time{}, invalid("ttr", "must be at least 1ms")
+	}
 	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
 	until, err := c.run(ctx, scriptTouch, k, p.ID, p.Delivery, p.TTR.Milliseconds()).Int64()
 	if err != nil {

@@ -366,3 +366,21 @@ func TestAckManyLargeBatchOfOneQueue(t *testing.T) {
 		}
 	})
 }
+
+// A duration below the millisecond resolution of the engine is refused, as Consume and Publish
+// refuse one, rather than read as 0 ("the job's own"): a 0.5ms lease asked for is not a 30s one.
+func TestSubMillisecondDurationsAreRefused(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	f.killJobs(t, "d", 1)
+	f.publish(t, queue.PublishParams{Queue: "q"})
+	d := f.consumeOne(t, "q")
+	if until, err := f.client.Touch(ctx, queue.TouchParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery, TTR: 500 * time.Microsecond}); !errors.Is(err, queue.ErrInvalidArgument) {
+		t.Fatalf("Touch with a 0.5ms ttr = %v, %v; want ErrInvalidArgument", until, err)
+	}
+	if ids, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "d", Limit: 1, TTL: 500 * time.Microsecond}); !errors.Is(err, queue.ErrInvalidArgument) {
+		t.Fatalf("DeadRespawn with a 0.5ms ttl = %v, %v; want ErrInvalidArgument", ids, err)
+	}
+	f.ack(t, d)
+}
