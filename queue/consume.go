@@ -10,7 +10,8 @@ import (
 // errClosed is returned by a blocking Consume on a closed Client.
 var errClosed = errors.New("queue: client closed")
 
-// ErrClosed is returned by calls on a Client after Close.
+// ErrClosed is returned by a Consume that waits (Timeout > 0) on a closed Client. Other calls keep
+// working after Close, which does not close the Redis client.
 var ErrClosed = errClosed
 
 // MaxConsumeCount bounds ConsumeParams.Count.
