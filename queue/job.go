@@ -20,7 +20,7 @@ const (
 var stateByCode = map[int64]State{1: StateDelayed, 2: StateReady, 3: StateLeased, 4: StateDead, 5: StateDone}
 
 // Backoff is a job's retry delay after a failed delivery when the nack names none: Base doubled
-// for every try used, capped at Max. A zero Backoff retries at once.
+// for every try used, capped at Max (and at 7 days in any case). A zero Backoff retries at once.
 type Backoff struct {
 	Base time.Duration
 	Max  time.Duration

@@ -384,3 +384,23 @@ func TestSubMillisecondDurationsAreRefused(t *testing.T) {
 	}
 	f.ack(t, d)
 }
+
+func TestBackoffWithoutMaxStopsAtSevenDays(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	id := f.publish(t, queue.PublishParams{Queue: "q", Tries: 10, Backoff: queue.Backoff{Base: 24 * time.Hour}})
+	var due time.Duration
+	for range 5 { // delays 1, 2, 4, 8 (capped to 7), 16 (capped to 7) days
+		d := f.consumeOne(t, "q")
+		if _, err := f.client.Nack(ctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery}); err != nil {
+			t.Fatal(err)
+		}
+		j, _ := f.client.Get(ctx, f.ns, "q", id)
+		due = j.DueAt.Sub(d.LeaseUntil.Add(-30 * time.Second))
+		f.env.Client.ZAdd(ctx, f.env.Prefix+":{ns:q}:delayed", redisZ(0, id))
+	}
+	if due < 7*24*time.Hour-time.Minute || due > 7*24*time.Hour+time.Minute {
+		t.Fatalf("the fifth retry is due in %s, want the 7-day cap", due)
+	}
+}

@@ -231,6 +231,9 @@ local function expire(id, rec)
   count('expired', 1)
 end
 
+-- BACKOFF_CAP_MS bounds any backoff delay: 7 days.
+local BACKOFF_CAP_MS = 7 * 24 * 3600 * 1000
+
 -- backoff_ms is the job's own retry delay for its next try: base * 2^(tries used - 1), capped.
 local function backoff_ms(rec)
   local base = rec[R_BBASE]
@@ -239,6 +242,9 @@ local function backoff_ms(rec)
   if used < 1 then used = 1 end
   local d = base * (2 ^ (used - 1))
   if rec[R_BMAX] > 0 and d > rec[R_BMAX] then d = rec[R_BMAX] end
+  -- Without a max the doubling would soon put the retry out of reach (and past what a score can
+  -- hold exactly): never wait more than BACKOFF_CAP_MS.
+  if d > BACKOFF_CAP_MS then d = BACKOFF_CAP_MS end
   return math.floor(d)
 end
 

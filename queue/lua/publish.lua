@@ -6,8 +6,18 @@
 -- Returns: flat array of n pairs {id, duplicate (0|1)}; a duplicate names the job already holding
 -- the unique key. Jobs due now go to the tail of their priority's ready list, others to delayed.
 -- The writes of jobs due now are batched: one HSET, one RPUSH per priority, one ZADD of priorities.
+-- Ids are made by the client per publish, so an id already stored means this call is being sent
+-- again (a client retry after a lost reply): that job is answered as published and not written
+-- twice, so it is never queued twice.
 local now = now_ms()
 local n = tonumber(ARGV[7])
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 13] end
+local stored = {}
+for i = 1, n, 1000 do
+  local got = redis.call('HMGET', K_JOBS, unpack(ids, i, math.min(i + 999, n)))
+  for j = 1, #got do stored[i + j - 1] = got[j] end
+end
 local out = {}
 local published = 0
 local writes, expiries = {}, {}
@@ -17,7 +27,9 @@ for i = 0, n - 1 do
   local a = 8 + i * 13
   local id, unique = ARGV[a], ARGV[a + 10]
   local dup = nil
-  if unique ~= '' then
+  if stored[i + 1] then
+    dup = 'resent'
+  elseif unique ~= '' then
     local holder = redis.call('GET', K_UNIQUE .. unique)
     if holder then
       local h = fresh[holder] or load(holder)
@@ -35,7 +47,10 @@ for i = 0, n - 1 do
       if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then dup = holder end
     end
   end
-  if dup then
+  if dup == 'resent' then
+    out[#out + 1] = id
+    out[#out + 1] = 0
+  elseif dup then
     out[#out + 1] = dup
     out[#out + 1] = 1
   else
