@@ -248,3 +248,29 @@ func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 	}
 	return n, nil
 }
+
+// DeleteNamespace deletes every queue of the namespace (jobs, settings, counters) and removes the
+// namespace from the registry, so Namespaces and the maintenance loop no longer see it. It returns
+// how many queues and jobs it removed. A producer that publishes to the namespace meanwhile
+// registers it again.
+func (c *Client) DeleteNamespace(ctx context.Context, ns string) (queues int, jobs int64, err error) {
+	names, err := c.Queues(ctx, ns)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, q := range names {
+		n, err := c.DeleteQueue(ctx, ns, q)
+		if err != nil {
+			return queues, jobs, err
+		}
+		queues++
+		jobs += n
+	}
+	pipe := c.rdb.Pipeline()
+	pipe.SRem(ctx, namespacesKey(c.cfg.Prefix), ns)
+	pipe.Del(ctx, queuesKey(c.cfg.Prefix, ns))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return queues, jobs, fmt.Errorf("queue: delete namespace: %w", err)
+	}
+	return queues, jobs, nil
+}

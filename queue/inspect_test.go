@@ -144,3 +144,27 @@ func TestNewClientValidatesConfig(t *testing.T) {
 		t.Fatal("nil client accepted")
 	}
 }
+
+func TestDeleteNamespace(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		f.publish(t, queue.PublishParams{Queue: "a"})
+		f.publish(t, queue.PublishParams{Queue: "b", Delay: time.Hour})
+		f.publish(t, queue.PublishParams{Namespace: "other", Queue: "a"})
+		queues, jobs, err := f.client.DeleteNamespace(ctx, f.ns)
+		if err != nil || queues != 2 || jobs != 2 {
+			t.Fatalf("DeleteNamespace = %d queues, %d jobs, %v; want 2, 2", queues, jobs, err)
+		}
+		if ns, _ := f.client.Namespaces(ctx); strings.Join(ns, ",") != "other" {
+			t.Fatalf("Namespaces after delete = %v, want [other]", ns)
+		}
+		if qs, _ := f.client.Queues(ctx, f.ns); len(qs) != 0 {
+			t.Fatalf("Queues after delete = %v", qs)
+		}
+		if s := f.stats(t, "b"); s.Delayed != 0 {
+			t.Fatalf("a deleted namespace keeps jobs: %+v", s)
+		}
+	})
+}

@@ -61,23 +61,15 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.removeNamespace(r.Context(), ns); err != nil {
 		return err
 	}
-	queues, err := s.queue.Queues(r.Context(), ns)
+	queues, jobs, err := s.queue.DeleteNamespace(r.Context(), ns)
 	if err != nil {
 		return err
-	}
-	var jobs int64
-	for _, q := range queues {
-		n, err := s.queue.DeleteQueue(r.Context(), ns, q)
-		if err != nil {
-			return err
-		}
-		jobs += n
 	}
 	if err := s.namespaces.Delete(r.Context(), ns); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]int64{
-		"revoked_tokens": int64(revoked), "deleted_queues": int64(len(queues)), "deleted_jobs": jobs,
+		"revoked_tokens": int64(revoked), "deleted_queues": int64(queues), "deleted_jobs": jobs,
 	})
 	return nil
 }
