@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/servertest"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -28,41 +26,10 @@ type fixture struct {
 // setup starts a server for the test and stops it when the test ends.
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	env := redistest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{
-		RedisURL:   env.URL,
-		Prefix:     env.Prefix,
-		AdminToken: "admin-secret",
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Out:        io.Discard,
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("server.New: %v", err)
-	}
-	pub, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
+	srv := servertest.Start(t, server.Config{AdminToken: "admin-secret"})
 	f := &fixture{
-		PublicURL:  "http://" + pub.Addr().String(),
-		AdminURL:   "http://" + adm.Addr().String(),
+		PublicURL:  srv.PublicURL,
+		AdminURL:   srv.AdminURL,
 		AdminToken: "admin-secret",
 		NS:         "shop",
 	}

@@ -2,17 +2,14 @@ package loadgen
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/servertest"
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -26,38 +23,8 @@ type target struct {
 
 func setup(t testing.TB) target {
 	t.Helper()
-	env := redistest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{
-		RedisURL: env.URL,
-		Prefix:   env.Prefix,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Out:      io.Discard,
-	})
-	if err != nil {
-		cancel()
-		t.Fatalf("server.New: %v", err)
-	}
-	pub, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return target{URL: "http://" + pub.Addr().String(), Token: createToken(t, "http://"+adm.Addr().String(), "bench")}
+	srv := servertest.Start(t, server.Config{})
+	return target{URL: srv.PublicURL, Token: createToken(t, srv.AdminURL, "bench")}
 }
 
 // createToken makes a namespace token through the admin API and returns its secret.
