@@ -35,12 +35,13 @@ func Start(t testing.TB, cfg server.Config) *Server {
 		cancel()
 		t.Fatalf("server.New: %v", err)
 	}
-	pub, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	pub, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	adm, err := net.Listen("tcp", "127.0.0.1:0")
+	adm, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
 		t.Fatal(err)
