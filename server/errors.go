@@ -148,11 +148,22 @@ func isUnavailable(err error) bool {
 	case errors.As(err, &netErr):
 		return true
 	case errors.As(err, &rerr):
-		// An error reply of the server itself (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, OOM...):
-		// the requests are valid, the store cannot take them now.
-		return true
+		// Error replies that mean the store cannot take valid requests now. Any other error reply
+		// (a script error, WRONGTYPE, ...) is a bug or a damaged key: internal, and logged.
+		for _, prefix := range unavailableReplies {
+			if redis.HasErrorPrefix(err, prefix) {
+				return true
+			}
+		}
 	}
 	return false
+}
+
+// unavailableReplies are the Redis error replies of a store that cannot serve for now: loading,
+// failing over, a read-only replica, a cluster without a quorum, out of memory, a busy script.
+var unavailableReplies = []string{
+	"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "OOM", "NOREPLICAS",
+	"MISCONF", "NOTBUSY",
 }
 
 // writeError renders err in the native shape with its registry status, and logs internal and

@@ -52,3 +52,21 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Fatalf("after recovery: %s", r.Body)
 	}
 }
+
+// A Redis error reply that is not about availability (here WRONGTYPE from a damaged key inside a
+// script) is a bug or damage, not an outage: 500 internal without Retry-After, and the answer of an
+// undamaged queue is unaffected.
+func TestScriptErrorIsInternalNotUnavailable(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	if err := ts.env.Client.Set(ctxT(t), ts.env.Prefix+":{shop:broken}:jobs", "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.public(t, http.MethodPost, "/v1/ns/shop/queues/broken/jobs", tok, map[string]any{"payload": 1})
+	wantStatus(t, r, http.StatusInternalServerError, "internal")
+	if r.Header.Get("Retry-After") != "" {
+		t.Fatal("an internal error asks the client to retry")
+	}
+	wantStatus(t, ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": 1}), http.StatusCreated, "")
+}
