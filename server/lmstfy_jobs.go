@@ -368,15 +368,19 @@ func (s *Server) lmstfyFinish(ctx context.Context, ns, q, id string) error {
 // lmstfyPeekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.
 func (s *Server) lmstfyPeekQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
 	job, err := s.queue.Peek(r.Context(), c.ns, c.q)
-	if errors.Is(err, queue.ErrNotFound) {
-		lmstfyError(w, r, http.StatusNotFound, "the queue is empty")
-		return
-	}
-	if err != nil {
+	writePeeked(w, r, job, err, "the queue is empty")
+}
+
+// writePeeked answers a peek: the job, lmstfy's 404 with notFound, or the error.
+func writePeeked(w http.ResponseWriter, r *http.Request, job *queue.Job, err error, notFound string) {
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		lmstfyError(w, r, http.StatusNotFound, notFound)
+	case err != nil:
 		lmstfyFail(w, r, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, lmstfyPeeked(job))
 	}
-	writeJSON(w, http.StatusOK, lmstfyPeeked(job))
 }
 
 // lmstfyPeekJob is GET /api/{ns}/{q}/job/{id}: a job in any state.
@@ -387,15 +391,7 @@ func (s *Server) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyC
 		return
 	}
 	job, err := s.queue.Get(r.Context(), c.ns, c.q, id)
-	if errors.Is(err, queue.ErrNotFound) {
-		lmstfyError(w, r, http.StatusNotFound, "job not found")
-		return
-	}
-	if err != nil {
-		lmstfyFail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, lmstfyPeeked(job))
+	writePeeked(w, r, job, err, "job not found")
 }
 
 // lmstfySize is GET /api/{ns}/{q}/size: the number of ready jobs.
