@@ -11,6 +11,8 @@ import (
 
 // Get returns a job in any state, with its position among ready jobs when it is ready.
 // It returns ErrNotFound when the job is gone (acked without result, deleted, expired, trimmed).
+// A waiting job is gone as soon as its ttl passes, before housekeeping removes it; so is a leased
+// one whose lease ended after its ttl. Get only reads.
 func (c *Client) Get(ctx context.Context, ns, q, id string) (*Job, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return nil, err

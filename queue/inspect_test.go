@@ -41,6 +41,61 @@ func TestGetPositionAndPeek(t *testing.T) {
 	})
 }
 
+// A job past its ttl is gone (docs/job-states.md): Get answers not found for it at once, before
+// housekeeping removes it, and the position of a live job leaves out the ones ahead of it. A leased
+// job is not taken from its consumer: it shows while its lease runs, not once its lease has ended.
+func TestGetJobPastItsTTLIsNotFound(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		const ttl = 500 * time.Millisecond
+		leased := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
+		if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, TTR: time.Minute}); len(ds) != 1 || ds[0].ID != leased {
+			t.Fatalf("consume = %v, want %s", deliveryIDs(ds), leased)
+		}
+		lapsed := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
+		if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, TTR: 50 * time.Millisecond}); len(ds) != 1 || ds[0].ID != lapsed {
+			t.Fatalf("consume = %v, want %s", deliveryIDs(ds), lapsed)
+		}
+		ahead := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
+		higher := f.publish(t, queue.PublishParams{Queue: "q", Priority: 5, TTL: ttl})
+		// Due before its ttl passes, but nothing moves it to ready before then.
+		delayed := f.publish(t, queue.PublishParams{Queue: "q", Delay: 100 * time.Millisecond, TTL: ttl})
+		live := f.publish(t, queue.PublishParams{Queue: "q"})
+		behind := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
+
+		gone := []string{ahead, higher, delayed, behind, lapsed}
+		eventually(t, 10*time.Second, "Get to stop finding the jobs past their ttl", func() bool {
+			for _, id := range gone {
+				if _, err := f.client.Get(ctx, f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
+					return false
+				}
+			}
+			return true
+		})
+		if j, err := f.client.Get(ctx, f.ns, "q", leased); err != nil || j.State != queue.StateLeased {
+			t.Fatalf("Get of a leased job past its ttl = %+v, %v; want it leased", j, err)
+		}
+		if j, err := f.client.Get(ctx, f.ns, "q", live); err != nil || j.Position != 0 {
+			t.Fatalf("Get of the live job = %+v, %v; want position 0", j, err)
+		}
+		if head, err := f.client.Peek(ctx, f.ns, "q"); err != nil || head.ID != live {
+			t.Fatalf("Peek = %+v, %v; want %s", head, err, live)
+		}
+		// Get only reads: the jobs are removed, and counted, by the next housekeeping.
+		if s := f.stats(t, "q"); s.Expired != 0 {
+			t.Fatalf("stats before housekeeping = %+v", s)
+		}
+		if d := f.consumeOne(t, "q"); d.ID != live {
+			t.Fatalf("consumed %s, want %s", d.ID, live)
+		}
+		if s := f.stats(t, "q"); s.Expired != int64(len(gone)) || s.Ready != 0 || s.Delayed != 0 || s.Leased != 2 {
+			t.Fatalf("stats after housekeeping = %+v", s)
+		}
+	})
+}
+
 func TestGetShowsEveryField(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})

@@ -41,7 +41,7 @@ type Job struct {
 	// named by its delivery number.
 	Deliveries int
 	// Position is the number of ready jobs a consumer gets before this one (0: next), or -1 when
-	// the job is not ready.
+	// the job is not ready. Jobs past their ttl that wait for housekeeping are not counted.
 	Position   int
 	TTL        time.Duration // lifetime while waiting (0: none)
 	TTR        time.Duration // default lease length
