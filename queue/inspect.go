@@ -24,7 +24,9 @@ func (c *Client) Get(ctx context.Context, ns, q, id string) (*Job, error) {
 }
 
 // Peek returns the job a consumer would get next, without leasing it, or ErrNotFound when no job
-// is ready.
+// is ready. Jobs past their ttl are passed over. Its Position is as Get's: the number of ready jobs
+// a consumer gets before it, which is 0 unless a higher priority holds more than Config.Batch ready
+// jobs, the first Batch of them all past their ttl (docs/job-states.md).
 func (c *Client) Peek(ctx context.Context, ns, q string) (*Job, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return nil, err

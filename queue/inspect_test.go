@@ -96,6 +96,67 @@ func TestGetJobPastItsTTLIsNotFound(t *testing.T) {
 	})
 }
 
+// Peek's position, like Get's, is the number of ready jobs a consumer gets before the job: the jobs
+// Peek passes over because their ttl has passed are not among them, and ready jobs of a higher
+// priority are.
+func TestPeekPositionCountsLiveJobsAhead(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := ctxT(t)
+		const ttl = 300 * time.Millisecond
+		// peekBoth peeks q and checks that Get gives the peeked job the same position.
+		peekBoth := func(t *testing.T, f *fixture, q string) *queue.Job {
+			t.Helper()
+			head, err := f.client.Peek(ctx, f.ns, q)
+			if err != nil {
+				t.Fatalf("Peek(%s): %v", q, err)
+			}
+			j, err := f.client.Get(ctx, f.ns, q, head.ID)
+			if err != nil || j.Position != head.Position {
+				t.Fatalf("Get(%s) = %+v, %v; want position %d as Peek says", head.ID, j, err, head.Position)
+			}
+			return head
+		}
+		waitGone := func(t *testing.T, f *fixture, q, id string) {
+			t.Helper()
+			eventually(t, 10*time.Second, "the ttl to pass", func() bool {
+				_, err := f.client.Get(ctx, f.ns, q, id)
+				return errors.Is(err, queue.ErrNotFound)
+			})
+		}
+
+		// Jobs past their ttl ahead of the next live one, in a higher priority and in its own.
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "q", Priority: 5, TTL: ttl})
+		f.publish(t, queue.PublishParams{Queue: "q", Priority: 1, TTL: ttl})
+		last := f.publish(t, queue.PublishParams{Queue: "q", Priority: 1, TTL: ttl})
+		live := f.publish(t, queue.PublishParams{Queue: "q", Priority: 1})
+		f.publish(t, queue.PublishParams{Queue: "q", Priority: 1})
+		waitGone(t, f, "q", last)
+		if head := peekBoth(t, f, "q"); head.ID != live || head.Position != 0 {
+			t.Fatalf("Peek = %s at %d, want %s at 0", head.ID, head.Position, live)
+		}
+
+		// A higher priority whose first Batch jobs are past their ttl but that holds a live one
+		// beyond them: Peek does not look that far, so the job it answers has one job ahead.
+		f = setup(t, env, queue.Config{Batch: 2})
+		f.publish(t, queue.PublishParams{Queue: "b", Priority: 5, TTL: ttl})
+		last = f.publish(t, queue.PublishParams{Queue: "b", Priority: 5, TTL: ttl})
+		hidden := f.publish(t, queue.PublishParams{Queue: "b", Priority: 5})
+		low := f.publish(t, queue.PublishParams{Queue: "b", Priority: 1})
+		waitGone(t, f, "b", last)
+		if head := peekBoth(t, f, "b"); head.ID != low || head.Position != 1 {
+			t.Fatalf("Peek = %s at %d, want %s at 1", head.ID, head.Position, low)
+		}
+		if d := f.consumeOne(t, "b"); d.ID != hidden {
+			t.Fatalf("consumed %s, want %s, the job counted ahead", d.ID, hidden)
+		}
+		if head := peekBoth(t, f, "b"); head.ID != low || head.Position != 0 {
+			t.Fatalf("Peek = %s at %d, want %s at 0", head.ID, head.Position, low)
+		}
+	})
+}
+
 func TestGetShowsEveryField(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
