@@ -21,8 +21,9 @@ type Config struct {
 	// Default 30s.
 	DefaultTTR time.Duration
 
-	// DefaultUniqueFor is how long a unique key is held when PublishParams.UniqueFor is 0 (it is
-	// released earlier when its job finishes). Default 24h.
+	// DefaultUniqueFor is how long a unique key is held when PublishParams.UniqueFor is 0, and when
+	// DeadRespawn gives a job its key back (it is released earlier when its job finishes).
+	// Default 24h.
 	DefaultUniqueFor time.Duration
 
 	// MaxPayloadBytes bounds a job's payload. Default 8 MiB.

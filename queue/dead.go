@@ -99,7 +99,9 @@ type DeadRespawnParams struct {
 }
 
 // DeadRespawn moves dead jobs back to ready with all their tries and a fresh ttl, and returns the
-// ids moved (ids that are not dead are passed over).
+// ids moved (ids that are not dead are passed over). A job with a unique key takes it back for
+// Config.DefaultUniqueFor, as a publish would, unless another pending job holds it by then: the job
+// is respawned all the same, without its unique key (Job.UniqueKey becomes empty).
 func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string, error) {
 	if err := validateQueue(p.Namespace, p.Queue); err != nil {
 		return nil, err
@@ -115,7 +117,8 @@ func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string
 		return nil, err
 	}
 	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
-	ids, err := c.run(ctx, scriptDeadRespawn, k, append([]any{p.TTL.Milliseconds()}, args...)...).StringSlice()
+	head := []any{p.TTL.Milliseconds(), c.cfg.DefaultUniqueFor.Milliseconds()}
+	ids, err := c.run(ctx, scriptDeadRespawn, k, append(head, args...)...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("queue: dead respawn: %w", err)
 	}

@@ -106,6 +106,113 @@ func TestDeadLetterRespawn(t *testing.T) {
 	})
 }
 
+// killUnique publishes a job with unique key u and one try, and nacks it into the dead letter,
+// which frees the key.
+func (f *fixture) killUnique(t *testing.T, q, u string) string {
+	t.Helper()
+	id := f.publish(t, queue.PublishParams{Queue: q, Tries: 1, UniqueKey: u})
+	d := f.consumeOne(t, q)
+	if out, err := f.client.Nack(ctxT(t), queue.NackParams{Namespace: f.ns, Queue: q, ID: d.ID, Delivery: d.Delivery, Error: "e"}); err != nil || out != queue.NackDead || d.ID != id {
+		t.Fatalf("nack of %s = %s, %v; want %s dead", d.ID, out, err, id)
+	}
+	return id
+}
+
+// A respawned job is pending again, so it holds its unique key again: a publish with the key is a
+// duplicate of it. When another pending job took the key meanwhile, the respawned job runs without
+// its key and the other job keeps it.
+func TestDeadRespawnTakesBackUniqueKey(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{DefaultUniqueFor: time.Hour})
+		ctx := ctxT(t)
+		publishU := func(q, u string) queue.PublishResult {
+			t.Helper()
+			res, err := f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: q, UniqueKey: u})
+			if err != nil {
+				t.Fatalf("Publish: %v", err)
+			}
+			return res
+		}
+		respawn := func(q string, ids ...string) {
+			t.Helper()
+			got, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: q, IDs: ids})
+			if err != nil || len(got) != len(ids) {
+				t.Fatalf("DeadRespawn(%v) = %v, %v", ids, got, err)
+			}
+		}
+		uniqueKey := func(q, id string) string {
+			t.Helper()
+			j, err := f.client.Get(ctx, f.ns, q, id)
+			if err != nil || j.State != queue.StateReady {
+				t.Fatalf("Get(%s) = %+v, %v; want it ready", id, j, err)
+			}
+			return j.UniqueKey
+		}
+
+		// Nobody holds the key: the respawned job takes it back, for DefaultUniqueFor at most.
+		a := f.killUnique(t, "a", "u")
+		respawn("a", a)
+		if u := uniqueKey("a", a); u != "u" {
+			t.Fatalf("respawned job's unique key = %q, want %q", u, "u")
+		}
+		if res := publishU("a", "u"); !res.Duplicate || res.ID != a {
+			t.Fatalf("Publish with the key of a respawned job = %+v, want a duplicate of %s", res, a)
+		}
+		pttl, err := env.Client.PTTL(ctx, env.Prefix+":{"+f.ns+":a}:u:u").Result()
+		if err != nil || pttl <= 0 || pttl > time.Hour {
+			t.Fatalf("unique key's PTTL = %s, %v; want within DefaultUniqueFor", pttl, err)
+		}
+		// It frees the key when it finishes, as any holder does.
+		f.ack(t, f.consumeOne(t, "a"))
+		if res := publishU("a", "u"); res.Duplicate {
+			t.Fatalf("Publish after the respawned job was acked = %+v, want a new job", res)
+		}
+
+		// Another pending job took the key while this one was dead: it keeps it, and the respawned
+		// job runs without a unique key.
+		b := f.killUnique(t, "b", "u")
+		holder := publishU("b", "u")
+		if holder.Duplicate {
+			t.Fatalf("Publish while the only job with the key is dead = %+v", holder)
+		}
+		respawn("b", b)
+		if u := uniqueKey("b", b); u != "" {
+			t.Fatalf("respawned job's unique key = %q, want none (job %s holds it)", u, holder.ID)
+		}
+		if res := publishU("b", "u"); !res.Duplicate || res.ID != holder.ID {
+			t.Fatalf("Publish = %+v, want a duplicate of the holder %s", res, holder.ID)
+		}
+		// Acking the respawned job leaves the holder's key alone; acking the holder frees it.
+		dh, db := f.consumeOne(t, "b"), f.consumeOne(t, "b")
+		if dh.ID != holder.ID || db.ID != b {
+			t.Fatalf("consumed %s, %s; want %s, %s", dh.ID, db.ID, holder.ID, b)
+		}
+		f.ack(t, db)
+		if res := publishU("b", "u"); !res.Duplicate || res.ID != holder.ID {
+			t.Fatalf("Publish after acking the respawned job = %+v, want a duplicate of %s", res, holder.ID)
+		}
+		f.ack(t, dh)
+		if res := publishU("b", "u"); res.Duplicate {
+			t.Fatalf("Publish after acking the holder = %+v, want a new job", res)
+		}
+
+		// Two dead jobs with one key respawned together: the first takes it, the second runs
+		// without it.
+		first := f.killUnique(t, "c", "u")
+		second := f.killUnique(t, "c", "u")
+		got, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "c", Limit: 2})
+		if err != nil || len(got) != 2 || got[0] != first {
+			t.Fatalf("DeadRespawn = %v, %v; want %s first", got, err, first)
+		}
+		for id, want := range map[string]string{first: "u", second: ""} {
+			if u := uniqueKey("c", id); u != want {
+				t.Fatalf("unique key of %s = %q, want %q", id, u, want)
+			}
+		}
+	})
+}
+
 func TestDeadLetterDelete(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})

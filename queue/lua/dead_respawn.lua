@@ -1,16 +1,44 @@
 -- dead_respawn.lua: move dead jobs back to ready with fresh tries and a fresh ttl.
+-- A job with a unique key freed it when it died; live again, it takes the key back when no other
+-- pending job holds it, as a publish would: the key names the job for unique_for_ms (the window a
+-- publish gives, Config.DefaultUniqueFor: the job's own window is not kept) or until the job is
+-- acked, dies, expires or is deleted. When another pending job holds the key (it was published with
+-- the key while this one was dead, or respawned before it in this call), the job is respawned all
+-- the same but without its unique key: the record's key is cleared, so Get shows that it holds none
+-- and it never frees, or later takes, the other job's key.
 -- KEYS: the queue keys (lib.lua).
--- ARGV[7]: ttl_ms (0: the job's own ttl again, from now); ARGV[8]: limit (oldest first; used when
--- no ids are given); ARGV[9..]: ids.
+-- ARGV[7]: ttl_ms (0: the job's own ttl again, from now); ARGV[8]: unique_for_ms; ARGV[9]: limit
+-- (oldest first; used when no ids are given); ARGV[10..]: ids.
 -- Returns: the ids respawned.
 local now = now_ms()
 local ttl = tonumber(ARGV[7])
+local unique_for = tonumber(ARGV[8])
 local ids = {}
-if #ARGV >= 9 then
-  for i = 9, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV >= 10 then
+  for i = 10, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
-  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[8]) - 1)
+  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[9]) - 1)
 end
+
+-- unique_holder returns the pending job (delayed, ready or leased) holding unique key u, or nil.
+-- As in publish.lua, it first settles what time changed for the holder that housekeeping has not
+-- done yet: past its ttl a waiting holder expires, and a lease that ended is a failed try.
+local function unique_holder(u)
+  local holder = redis.call('GET', K_UNIQUE .. u)
+  if not holder then return nil end
+  local h = load(holder)
+  local lease_end = h and redis.call('ZSCORE', K_LEASED, holder)
+  if lease_end then
+    if tonumber(lease_end) <= now then h = reap_lease(holder, now) end
+  elseif h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
+      and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY) then
+    expire(holder, h)
+    h = nil
+  end
+  if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then return holder end
+  return nil
+end
+
 local out = {}
 for _, id in ipairs(ids) do
   local rec = load(id)
@@ -24,6 +52,15 @@ for _, id in ipairs(ids) do
     rec[R_LEFT] = rec[R_TRIES]
     rec[R_FINISHED] = 0
     rec[R_DUE] = now
+    local u = rec[R_UNIQUE]
+    if u ~= '' then
+      local holder = unique_holder(u)
+      if holder and holder ~= id then
+        rec[R_UNIQUE] = ''
+      else
+        redis.call('SET', K_UNIQUE .. u, id, 'PX', unique_for)
+      end
+    end
     push_ready(id, rec, false)
     save(id, rec)
     out[#out + 1] = id
