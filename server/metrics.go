@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ type metrics struct {
 	inflight    *prometheus.GaugeVec
 	redisErrors prometheus.Counter
 	rateLimited *prometheus.CounterVec
+	series      sync.Map // requestSeries -> *requestObservers
 }
 
 func newMetrics(s *Server) *metrics {
@@ -56,8 +58,30 @@ func newMetrics(s *Server) *metrics {
 }
 
 func (m *metrics) observeRequest(listener, route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(listener, route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(listener, route).Observe(d.Seconds())
+	key := requestSeries{listener: listener, route: route, status: status}
+	o, ok := m.series.Load(key)
+	if !ok {
+		// Bounded: listeners and route patterns are fixed at start, statuses are HTTP's few.
+		o, _ = m.series.LoadOrStore(key, &requestObservers{
+			count:   m.requests.WithLabelValues(listener, route, strconv.Itoa(status)),
+			latency: m.latency.WithLabelValues(listener, route),
+		})
+	}
+	obs := o.(*requestObservers) //nolint:forcetypeassert // only requestObservers are stored
+	obs.count.Inc()
+	obs.latency.Observe(d.Seconds())
+}
+
+// requestSeries names the request metrics' series of one listener, route and status;
+// requestObservers are those series, looked up once instead of hashing labels on every request.
+type requestSeries struct {
+	listener, route string
+	status          int
+}
+
+type requestObservers struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 func (m *metrics) handler() http.Handler {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,19 +65,76 @@ func saneRequestID(s string) bool {
 	return true
 }
 
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// requestIDs makes the ids of requests that come without a usable X-Request-Id: a random prefix
+// drawn once per server and a counter, so an id costs no system call and ids of different servers
+// behind one load balancer do not collide.
+type requestIDs struct {
+	prefix string
+	seq    atomic.Uint64
 }
 
-// statusWriter remembers the status a handler wrote.
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:])}
+}
+
+// next returns a 24-character id: the 12-hex-digit prefix, then the counter in 12 hex digits.
+func (g *requestIDs) next() string {
+	var buf [24]byte
+	copy(buf[:], g.prefix)
+	n := g.seq.Add(1)
+	for i := len(buf) - 1; i >= len(g.prefix); i-- {
+		buf[i] = "0123456789abcdef"[n&0xf]
+		n >>= 4
+	}
+	return string(buf[:])
+}
+
+// statusWriter remembers the status a handler wrote. While the mux itself answers (no route
+// matched, or a redirect to a cleaned path), it holds the reply back so that wrap can answer in the
+// registry's shape instead: muxStatus is then the status the mux chose.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	req       *http.Request
+	status    int
+	muxStatus int
+	muxHeader http.Header
+}
+
+// muxReply reports whether a reply with status comes from the mux rather than a route's handler:
+// no pattern matched (404 and 405), or a redirect (the mux's answer to an unclean path such as
+// "//v1/..."; no Sluice handler redirects).
+func (w *statusWriter) muxReply(status int) bool {
+	if w.req == nil {
+		return false
+	}
+	return w.req.Pattern == "" || status == http.StatusMovedPermanently || status == http.StatusTemporaryRedirect ||
+		status == http.StatusPermanentRedirect
+}
+
+// holding reports whether the mux's own reply is being held back.
+func (w *statusWriter) holding() bool { return w.req != nil && w.muxStatus != 0 }
+
+func (w *statusWriter) Header() http.Header {
+	if w.req != nil && w.req.Pattern == "" {
+		// The mux sets headers (Allow, Content-Type) before its 404/405: keep them off the reply.
+		if w.muxHeader == nil {
+			w.muxHeader = http.Header{}
+		}
+		return w.muxHeader
+	}
+	return w.ResponseWriter.Header()
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && w.muxStatus == 0 && w.muxReply(code) {
+		w.muxStatus = code
+		return
+	}
+	if w.holding() {
+		return
+	}
 	if w.status == 0 {
 		w.status = code
 	}
@@ -84,6 +142,9 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.holding() {
+		return len(b), nil
+	}
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -93,28 +154,19 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// discardWriter collects the headers of the mux's own 404/405 replies, which are rendered in the
-// registry's shape instead.
-type discardWriter struct {
-	header http.Header
-	status int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.header }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (w *discardWriter) WriteHeader(code int)        { w.status = code }
-
 // openAdminPaths need no admin token: Prometheus and health checkers scrape them.
 var openAdminPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
 // wrap is the middleware of a listener: request id, body limit, panic recovery, admin auth,
-// registry-shaped 404/405, access log and request metrics.
+// registry-shaped 404/405, access log and request metrics. The mux routes each request once; the
+// route's pattern is read back from the request afterwards (ServeMux sets Request.Pattern).
 func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Handler {
+	inflight := s.metrics.inflight.WithLabelValues(listener)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
 		if !saneRequestID(id) {
-			id = newRequestID()
+			id = s.requestIDs.next()
 		}
 		w.Header().Set("X-Request-Id", id)
 		st := &reqState{id: id, log: s.log, srv: s}
@@ -123,33 +175,34 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		}
-		_, pattern := mux.Handler(r)
-		inflight := s.metrics.inflight.WithLabelValues(listener)
 		inflight.Inc()
 		defer inflight.Dec()
-		defer s.finish(sw, r, listener, pattern, start)
+		defer s.finish(sw, r, listener, start)
 		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
+			_, r.Pattern = mux.Handler(r) // for the metrics' route label only
 			writeError(sw, r, &Error{Code: CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
 			return
 		}
-		if pattern == "" {
-			dw := &discardWriter{header: http.Header{}}
-			mux.ServeHTTP(dw, r)
-			if dw.status == http.StatusMethodNotAllowed {
-				sw.Header().Set("Allow", dw.header.Get("Allow"))
-				writeError(sw, r, &Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
-				return
-			}
-			writeError(sw, r, &Error{Code: CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
-			return
-		}
+		sw.req = r
 		mux.ServeHTTP(sw, r)
+		sw.req = nil
+		switch sw.muxStatus {
+		case 0:
+		case http.StatusMethodNotAllowed:
+			sw.Header().Set("Allow", sw.muxHeader.Get("Allow"))
+			writeError(sw, r, &Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
+		default:
+			r.Pattern = ""
+			sw.Header().Del("Location")
+			writeError(sw, r, &Error{Code: CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
+		}
 	})
 }
 
 // finish recovers a panic of the handler (answering 500 internal when nothing was written yet),
 // then records the request's metrics and access log.
-func (s *Server) finish(sw *statusWriter, r *http.Request, listener, pattern string, start time.Time) {
+func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, start time.Time) {
+	sw.req = nil
 	if v := recover(); v != nil {
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)
@@ -160,7 +213,7 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, listener, pattern str
 			writeError(sw, r, &Error{Code: CodeInternal, Message: "internal error"})
 		}
 	}
-	route := pattern
+	route := r.Pattern
 	if route == "" {
 		route = "unmatched"
 	}
@@ -170,8 +223,10 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, listener, pattern str
 	}
 	elapsed := time.Since(start)
 	s.metrics.observeRequest(listener, route, status, elapsed)
-	s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
-		"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", requestID(r.Context()))
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
+			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", requestID(r.Context()))
+	}
 }
 
 // adminAuthorized checks the admin token (Bearer, or the password of Basic auth for lmstfy's

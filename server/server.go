@@ -30,6 +30,7 @@ type Server struct {
 	namespaces *NamespaceStore
 	maintainer *queue.Maintainer
 	metrics    *metrics
+	requestIDs *requestIDs
 	embedded   *embeddedRedis // nil with an external Redis
 
 	public http.Handler
@@ -87,6 +88,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.limits = newLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
+	s.requestIDs = newRequestIDs()
 	s.public = s.wrap("public", s.publicMux(), false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil

@@ -138,6 +138,9 @@ func (r response) ErrorField() string {
 
 // do sends a request with a bearer token ("" for none) and a body: nil, a string or []byte
 // (sent as is), or any other value (sent as JSON).
+// noRedirects is the tests' HTTP client: a redirect is an answer to check, not to follow.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func do(t *testing.T, method, url, token string, body any) response {
 	t.Helper()
 	var rd io.Reader
@@ -164,7 +167,7 @@ func do(t *testing.T, method, url, token string, body any) response {
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}

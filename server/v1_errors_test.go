@@ -195,6 +195,28 @@ func TestBodyLimitAndMethods(t *testing.T) {
 	wantStatus(t, r, http.StatusNotFound, "not_found")
 }
 
+// TestUncleanPaths: a path Go's mux would redirect (to its cleaned form, or to add a slash) is
+// answered 404 in the registry's shape, so a client never follows a redirect into another route.
+func TestUncleanPaths(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/" + qpath + "/jobs"},
+		{http.MethodPost, "/v1/ns/shop//queues/emails/jobs"},
+		{http.MethodGet, "/v1/ns/shop/./queues"},
+		{http.MethodGet, "/v1/ns/shop/queues/emails/../emails"},
+		{http.MethodGet, "/api"},
+	} {
+		r := ts.public(t, c.method, c.path, tok, map[string]any{"payload": 1})
+		wantStatus(t, r, http.StatusNotFound, "not_found")
+		if loc := r.Header.Get("Location"); loc != "" {
+			t.Fatalf("%s %s: Location %q on a 404", c.method, c.path, loc)
+		}
+	}
+	wantStatus(t, ts.public(t, http.MethodGet, "/v1/ns/shop/queues/emails/jobs", tok, nil), http.StatusMethodNotAllowed, "method_not_allowed")
+}
+
 func TestRequestID(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
