@@ -182,11 +182,26 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status(), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
 }
 
-// writeJSON writes v as the JSON body with status.
+// writeJSON writes v as the JSON body with status. The body is encoded into a pooled buffer
+// first, so it goes out in one write with its Content-Length, and a value that cannot be encoded
+// is a clean 500 rather than half a body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, "internal error: response could not be encoded", http.StatusInternalServerError)
+		return
+	}
+	writeBody(w, status, "application/json", buf.Bytes())
+}
+
+// writeBody writes a complete body with its Content-Type and Content-Length.
+func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,24 +9,36 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
 // decodeBody reads a JSON object into v. An empty body decodes as {}. Unknown fields, wrong
 // types and syntax errors come back as invalid_argument naming the field (or "body").
 func decodeBody(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if _, err := buf.ReadFrom(r.Body); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return err
 		}
 		return invalidArg("body", "could not read the request body: %v", err)
 	}
-	if len(strings.TrimSpace(string(data))) == 0 {
+	data := buf.Bytes()
+	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	if fd, ok := v.(fastDecoder); ok && fd.decodeFast(data) {
+		return nil
+	}
+	return decodeJSON(data, v)
+}
+
+// decodeJSON is decodeBody's general path, with encoding/json. The decoder copies what it keeps
+// (strings, RawMessage), so data may be reused afterwards.
+func decodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
@@ -35,6 +48,24 @@ func decodeBody(r *http.Request, v any) error {
 		return invalidArg("body", "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// buffers are the request and response body buffers, reused across requests.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer keeps the buffer of a rare huge body from staying in the pool.
+const maxPooledBuffer = 64 << 10
+
+func getBuffer() *bytes.Buffer {
+	b := buffers.Get().(*bytes.Buffer) //nolint:forcetypeassert // the pool holds only buffers
+	b.Reset()
+	return b
+}
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledBuffer {
+		buffers.Put(b)
+	}
 }
 
 // jsonError names the field of a decoding error.

@@ -91,6 +91,6 @@ func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error 
 	for i, d := range ds {
 		out[i] = toDeliveryJSON(d)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": out})
+	writeDeliveries(w, out)
 	return nil
 }

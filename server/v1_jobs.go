@@ -82,7 +82,7 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, tok Token) erro
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusCreated, publishResult{JobID: res.ID, Duplicate: res.Duplicate})
+		writePublished(w, publishResult{JobID: res.ID, Duplicate: res.Duplicate})
 		return nil
 	}
 	if !req.empty() {

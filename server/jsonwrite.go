@@ -1,0 +1,132 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The answers of the hot job requests (publish, consume) are written here without reflection,
+// byte for byte as writeJSON would write them; jsonwrite_test.go compares the two.
+
+// writePublished answers a single publish: 201 {"job_id","duplicate"}.
+func writePublished(w http.ResponseWriter, res publishResult) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"job_id":`...)
+	b = appendJSONString(b, res.JobID)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, res.Duplicate)
+	b = append(b, "}\n"...)
+	writeBody(w, http.StatusCreated, "application/json", b)
+}
+
+// writeDeliveries answers a consume: 200 {"jobs": [...]}.
+func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
+	for i := range ds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendDelivery(b, &ds[i]); !ok {
+			writeJSON(w, http.StatusOK, map[string]any{"jobs": ds}) // not expected: let encoding/json decide
+			return
+		}
+	}
+	b = append(b, "]}\n"...)
+	writeBody(w, http.StatusOK, "application/json", b)
+}
+
+// appendDelivery appends d as encoding/json encodes deliveryJSON; false when the payload is not
+// valid JSON.
+func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
+	b = append(b, `{"job_id":`...)
+	b = appendJSONString(b, d.JobID)
+	b = append(b, `,"queue":`...)
+	b = appendJSONString(b, d.Queue)
+	if len(d.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		// encoding/json compacts a RawMessage (HTML escaping is off in writeJSON).
+		out := bytes.NewBuffer(b)
+		if err := json.Compact(out, d.Payload); err != nil {
+			return b, false
+		}
+		b = out.Bytes()
+	}
+	if d.PayloadBase64 != nil {
+		b = append(b, `,"payload_base64":`...)
+		b = appendJSONString(b, *d.PayloadBase64)
+	}
+	b = append(b, `,"delivery":`...)
+	b = strconv.AppendInt(b, int64(d.Delivery), 10)
+	b = append(b, `,"remaining_tries":`...)
+	b = strconv.AppendInt(b, int64(d.RemainingTries), 10)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, int64(d.Priority), 10)
+	b = append(b, `,"attributes":`...)
+	b = appendStringMap(b, d.Attributes)
+	b = append(b, `,"published_at":`...)
+	b = appendJSONTime(b, d.PublishedAt)
+	b = append(b, `,"elapsed_ms":`...)
+	b = strconv.AppendInt(b, d.ElapsedMS, 10)
+	b = append(b, `,"lease_until":`...)
+	b = appendJSONTime(b, d.LeaseUntil)
+	if d.ExpiresAt != nil {
+		b = append(b, `,"expires_at":`...)
+		b = appendJSONTime(b, *d.ExpiresAt)
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONString appends s as a JSON string. Plain ASCII is copied; anything that needs
+// escaping or UTF-8 care goes through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s) // a string always encodes
+			return append(b, bytes.TrimSuffix(out.Bytes(), []byte("\n"))...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendStringMap appends m with its keys sorted, as encoding/json does (nil is null).
+func appendStringMap(b []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds).
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
