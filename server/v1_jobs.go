@@ -285,7 +285,10 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toJobJSON(j *queue.Job) jobJSON {
-	pl := encodePayload(j.Payload, j.Attributes)
+	var pl payloadJSON
+	if j.State != queue.StateDone { // a done job keeps its result, not its payload
+		pl = encodePayload(j.Payload, j.Attributes)
+	}
 	out := jobJSON{
 		JobID: j.ID, Namespace: j.Namespace, Queue: j.Queue, State: string(j.State),
 		Priority: j.Priority, Tries: j.Tries, RemainingTries: j.RemainingTries, Deliveries: j.Deliveries,

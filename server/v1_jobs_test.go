@@ -66,9 +66,14 @@ func TestPublishConsumeAck(t *testing.T) {
 	wantStatus(t, r, http.StatusNoContent, "")
 	r = ts.public(t, http.MethodGet, qpath+"/jobs/"+pub.JobID, tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
+	job = jobJSON{}
 	r.JSON(t, &job)
 	if job.State != "done" || string(job.Result) != `{"sent":1}` {
 		t.Fatalf("job after ack = %s", r.Body)
+	}
+	// A done job keeps its result, not its payload: no payload field at all.
+	if job.Payload != nil || job.PayloadBase64 != nil {
+		t.Fatalf("done job shows a payload: %s", r.Body)
 	}
 	r = ts.public(t, http.MethodPost, qpath+"/jobs/"+pub.JobID+"/ack", tok, map[string]any{"delivery": 1})
 	if r.Status != http.StatusConflict && r.Status != http.StatusNotFound {
