@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -109,7 +110,7 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams, keys []queueK
 	for i, k := range keys {
 		for len(out) < p.Count {
 			req := consumeReq{ns: p.Namespace, q: p.Queues[i], k: k, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
-			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+fmt.Sprint(req.ttr), req)
+			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+strconv.FormatInt(req.ttr, 10), req)
 			if err != nil {
 				if len(out) > 0 {
 					// Jobs of earlier queues are leased: they must reach the caller, who would drop

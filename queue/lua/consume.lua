@@ -3,7 +3,8 @@
 -- queue that someone reads never waits for the maintenance loop.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: count; ARGV[8]: ttr_ms (0: each job's own ttr).
--- Returns: {now_ms, next_wake_ms (-1: none), more (1: stopped early, call again), n, job fields...}
+-- Returns: {now_ms, next_wake_ms (-1: none, or count jobs were leased), more (1: stopped early, call
+-- again), n, job fields...}
 -- with 21 fields per job (reply_job). A paused queue leases nothing.
 local now = now_ms()
 local want = tonumber(ARGV[7])
@@ -58,7 +59,8 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
 end
 count('consumed', got)
 flush_notify()
-out[2] = next_wake()
+-- Only a caller left short waits, and only a waiter needs the next wake-up time.
+if got < want then out[2] = next_wake() else out[2] = -1 end
 out[3] = more
 out[4] = got
 return out
