@@ -1,7 +1,17 @@
 package loadgen
 
 import (
+	"context"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/servertest"
+	"github.com/sluicehq/sluice/server"
 )
 
 // BenchmarkHTTP measures each scenario against a real server on loopback over a real Redis,
@@ -9,23 +19,63 @@ import (
 // counts the untimed filling of the consume scenarios' queues. The load generator runs in the
 // server's process here; docs/benchmarks-http.md measures them as separate processes.
 //
+// On a shared machine jobs/s moves with whatever else runs; the CPU each side spends per job moves
+// much less, so compare builds by it: cpu-µs/job is this process (server and load generator),
+// redis-cpu-µs/job is the Redis server's (both include the untimed filling of consume scenarios).
+//
 //	go test -run '^$' -bench HTTP -benchtime 50000x ./internal/loadgen
 func BenchmarkHTTP(b *testing.B) {
 	for _, api := range []API{Native, Lmstfy} {
 		for _, s := range Scenarios {
 			b.Run(string(api)+"/"+string(s), func(b *testing.B) {
-				tg := setup(b)
+				srv := servertest.Start(b, server.Config{})
+				token := createToken(b, srv.AdminURL, "bench")
+				cpu0, redis0 := processCPU(b), redisCPU(b, srv.Env.Client)
 				rep, err := Run(b.Context(), Config{
-					URL: tg.URL, API: api, Token: tg.Token, Namespace: "bench", Jobs: b.N, Scenarios: []Scenario{s},
+					URL: srv.PublicURL, API: api, Token: token, Namespace: "bench", Jobs: b.N, Scenarios: []Scenario{s},
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
+				cpu, rcpu := processCPU(b)-cpu0, redisCPU(b, srv.Env.Client)-redis0
 				r := rep.Results[0]
 				b.ReportMetric(r.JobsPerSecond, "jobs/s")
 				b.ReportMetric(r.P50Millis, "p50-ms")
 				b.ReportMetric(r.P99Millis, "p99-ms")
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/job")
+				b.ReportMetric(float64(rcpu.Microseconds())/float64(b.N), "redis-cpu-µs/job")
 			})
 		}
 	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU is the user and system CPU time the Redis server has used (INFO cpu).
+func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for line := range strings.SplitSeq(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu %s: %v", k, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
