@@ -20,6 +20,9 @@ type Client struct {
 	scripts map[string]*redis.Script
 	ids     idGen
 	notify  *notifier
+	keys    *keyCache
+	// common are the ARGV every script gets after the queue's channel (lib.lua), made once.
+	common []any
 
 	// Concurrent single calls on one queue share script calls (combine.go).
 	publishComb *combiner[publishReq, PublishResult]
@@ -27,7 +30,7 @@ type Client struct {
 	consumeComb *combiner[consumeReq, consumeRes]
 
 	registeredMu sync.Mutex
-	registered   map[string]time.Time // "ns\x00queue" -> when this process last registered it
+	registered   map[queueName]time.Time // when this process last registered a queue
 
 	loadMu sync.Mutex
 	loaded bool
@@ -50,7 +53,10 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		rdb:        rdb,
 		cfg:        cfg,
 		scripts:    loadScripts(),
-		registered: make(map[string]time.Time),
+		registered: make(map[queueName]time.Time),
+		keys:       newKeyCache(cfg.Prefix),
+		common: []any{cfg.Batch, cfg.DeadRetention.Milliseconds(), cfg.MaxDead,
+			cfg.ResultRetention.Milliseconds(), cfg.MaxResults},
 	}
 	c.notify = newNotifier(rdb, cfg.Logger)
 	c.publishComb = newCombiner(c.runPublish)
@@ -73,7 +79,7 @@ func (c *Client) Close() error {
 // Queues find it. It runs before the job is written: a crash in between leaves an empty queue
 // registered, never a job in an unregistered queue.
 func (c *Client) register(ctx context.Context, ns, q string) error {
-	key := ns + "\x00" + q
+	key := queueName{ns, q}
 	c.registeredMu.Lock()
 	last, ok := c.registered[key]
 	c.registeredMu.Unlock()
@@ -94,7 +100,7 @@ func (c *Client) register(ctx context.Context, ns, q string) error {
 
 func (c *Client) forget(ns, q string) {
 	c.registeredMu.Lock()
-	delete(c.registered, ns+"\x00"+q)
+	delete(c.registered, queueName{ns, q})
 	c.registeredMu.Unlock()
 }
 

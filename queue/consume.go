@@ -43,7 +43,7 @@ func (c *Client) Consume(ctx context.Context, p ConsumeParams) ([]Delivery, erro
 	keys := make([]queueKeys, len(p.Queues))
 	channels := make([]string, len(p.Queues))
 	for i, q := range p.Queues {
-		keys[i] = newQueueKeys(c.cfg.Prefix, p.Namespace, q)
+		keys[i] = c.keys.get(p.Namespace, q)
 		channels[i] = keys[i].channel
 	}
 	var out []Delivery

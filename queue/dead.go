@@ -47,7 +47,7 @@ func (c *Client) DeadList(ctx context.Context, p DeadListParams) (DeadListResult
 			return DeadListResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
 		}
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	f, err := c.run(ctx, scriptDeadList, k, offset, limit).Slice()
 	if err != nil {
 		return DeadListResult{}, fmt.Errorf("queue: dead list: %w", err)
@@ -80,7 +80,7 @@ func (c *Client) DeadSize(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	k := c.keys.get(ns, q)
 	n, err := c.rdb.ZCard(ctx, k.all[6]).Result()
 	if err != nil {
 		return 0, fmt.Errorf("queue: dead size: %w", err)
@@ -116,7 +116,7 @@ func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string
 	if err != nil {
 		return nil, err
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	head := []any{p.TTL.Milliseconds(), c.cfg.DefaultUniqueFor.Milliseconds()}
 	ids, err := c.run(ctx, scriptDeadRespawn, k, append(head, args...)...).StringSlice()
 	if err != nil {
@@ -142,7 +142,7 @@ func (c *Client) DeadDelete(ctx context.Context, p DeadDeleteParams) (int, error
 	if err != nil {
 		return 0, err
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	n, err := c.run(ctx, scriptDeadDelete, k, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("queue: dead delete: %w", err)

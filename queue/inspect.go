@@ -20,7 +20,7 @@ func (c *Client) Get(ctx context.Context, ns, q, id string) (*Job, error) {
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	return c.jobReply(c.run(ctx, scriptGet, newQueueKeys(c.cfg.Prefix, ns, q), id), ns, q, "get")
+	return c.jobReply(c.run(ctx, scriptGet, c.keys.get(ns, q), id), ns, q, "get")
 }
 
 // Peek returns the job a consumer would get next, without leasing it, or ErrNotFound when no job
@@ -31,7 +31,7 @@ func (c *Client) Peek(ctx context.Context, ns, q string) (*Job, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return nil, err
 	}
-	return c.jobReply(c.run(ctx, scriptPeek, newQueueKeys(c.cfg.Prefix, ns, q)), ns, q, "peek")
+	return c.jobReply(c.run(ctx, scriptPeek, c.keys.get(ns, q)), ns, q, "peek")
 }
 
 func (c *Client) jobReply(cmd *redis.Cmd, ns, q, op string) (*Job, error) {
@@ -62,7 +62,7 @@ func (c *Client) Delete(ctx context.Context, ns, q string, ids ...string) (int, 
 		}
 		args[i] = id
 	}
-	n, err := c.run(ctx, scriptDelete, newQueueKeys(c.cfg.Prefix, ns, q), args...).Int()
+	n, err := c.run(ctx, scriptDelete, c.keys.get(ns, q), args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("queue: delete: %w", err)
 	}
@@ -97,7 +97,7 @@ func (c *Client) Stats(ctx context.Context, ns, q string) (Stats, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return Stats{}, err
 	}
-	f, err := c.run(ctx, scriptStats, newQueueKeys(c.cfg.Prefix, ns, q)).Slice()
+	f, err := c.run(ctx, scriptStats, c.keys.get(ns, q)).Slice()
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
@@ -117,7 +117,7 @@ func (c *Client) StatsMany(ctx context.Context, ns string, queues []string) ([]S
 	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(queues))
 		for i, q := range queues {
-			cmds[i] = c.runPipelined(ctx, pipe, scriptStats, newQueueKeys(c.cfg.Prefix, ns, q))
+			cmds[i] = c.runPipelined(ctx, pipe, scriptStats, c.keys.get(ns, q))
 		}
 		return cmds
 	})
@@ -201,7 +201,7 @@ func (c *Client) Pause(ctx context.Context, ns, q string) error {
 	if err := c.register(ctx, ns, q); err != nil {
 		return err
 	}
-	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	k := c.keys.get(ns, q)
 	if err := c.rdb.HSet(ctx, k.meta(), "paused", "1").Err(); err != nil {
 		return fmt.Errorf("queue: pause: %w", err)
 	}
@@ -213,7 +213,7 @@ func (c *Client) Resume(ctx context.Context, ns, q string) error {
 	if err := validateQueue(ns, q); err != nil {
 		return err
 	}
-	k := newQueueKeys(c.cfg.Prefix, ns, q)
+	k := c.keys.get(ns, q)
 	if err := c.rdb.HDel(ctx, k.meta(), "paused").Err(); err != nil {
 		return fmt.Errorf("queue: resume: %w", err)
 	}
@@ -230,7 +230,7 @@ func (c *Client) Purge(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	n, err := c.run(ctx, scriptPurge, newQueueKeys(c.cfg.Prefix, ns, q), "0").Int64()
+	n, err := c.run(ctx, scriptPurge, c.keys.get(ns, q), "0").Int64()
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
@@ -242,7 +242,7 @@ func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	n, err := c.run(ctx, scriptPurge, newQueueKeys(c.cfg.Prefix, ns, q), "1").Int64()
+	n, err := c.run(ctx, scriptPurge, c.keys.get(ns, q), "1").Int64()
 	if err != nil {
 		return 0, fmt.Errorf("queue: delete queue: %w", err)
 	}

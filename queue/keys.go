@@ -1,6 +1,9 @@
 package queue
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // queueKeys are the Redis keys of one queue, in the order every script receives them (lib.lua).
 // All share the hash tag {ns:queue}, so every script runs on Redis Cluster.
@@ -31,6 +34,41 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 }
 
 func (k queueKeys) meta() string { return k.all[9] }
+
+// maxCachedKeys bounds keyCache: past it the cache starts over.
+const maxCachedKeys = 4096
+
+// keyCache keeps the keys of the queues a Client used lately: building them is 14 allocations,
+// and every publish, consume and ack names a queue. The keys are only read once built.
+type keyCache struct {
+	prefix string
+	mu     sync.RWMutex
+	m      map[queueName]queueKeys
+}
+
+type queueName struct{ ns, q string }
+
+func newKeyCache(prefix string) *keyCache {
+	return &keyCache{prefix: prefix, m: make(map[queueName]queueKeys)}
+}
+
+func (c *keyCache) get(ns, q string) queueKeys {
+	name := queueName{ns, q}
+	c.mu.RLock()
+	k, ok := c.m[name]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = newQueueKeys(c.prefix, ns, q)
+	c.mu.Lock()
+	if len(c.m) >= maxCachedKeys {
+		clear(c.m)
+	}
+	c.m[name] = k
+	c.mu.Unlock()
+	return k
+}
 
 // namespacesKey is the set of namespaces that have queues.
 func namespacesKey(prefix string) string { return prefix + ":namespaces" }

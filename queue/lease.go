@@ -40,7 +40,7 @@ func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error,
 	for _, p := range ps {
 		args = append(args, ackArgs(p)...)
 	}
-	reply, err := c.run(ctx, scriptAck, newQueueKeys(c.cfg.Prefix, ps[0].Namespace, ps[0].Queue), args...).Slice()
+	reply, err := c.run(ctx, scriptAck, c.keys.get(ps[0].Namespace, ps[0].Queue), args...).Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 		key := p.Namespace + "\x00" + p.Queue
 		g := byQueue[key]
 		if g == nil {
-			g = &group{k: newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)}
+			g = &group{k: c.keys.get(p.Namespace, p.Queue)}
 			byQueue[key] = g
 			groups = append(groups, g)
 		}
@@ -173,7 +173,7 @@ func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
 	if p.NoRetry {
 		noRetry = "1"
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	out, err := c.run(ctx, scriptNack, k, p.ID, p.Delivery, p.Error, retry, noRetry).Text()
 	if err != nil {
 		return "", leaseError("nack", err)
@@ -202,7 +202,7 @@ func (c *Client) Touch(ctx context.Context, p TouchParams) (time.Time, error) {
 	if p.TTR > 0 && p.TTR < time.Millisecond {
 		return time.Time{}, invalid("ttr", "must be at least 1ms")
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	until, err := c.run(ctx, scriptTouch, k, p.ID, p.Delivery, p.TTR.Milliseconds()).Int64()
 	if err != nil {
 		return time.Time{}, leaseError("touch", err)
@@ -225,7 +225,7 @@ func (c *Client) Release(ctx context.Context, p ReleaseParams) error {
 	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
 		return err
 	}
-	k := newQueueKeys(c.cfg.Prefix, p.Namespace, p.Queue)
+	k := c.keys.get(p.Namespace, p.Queue)
 	if err := c.run(ctx, scriptRelease, k, p.ID, p.Delivery).Err(); err != nil {
 		return leaseError("release", err)
 	}

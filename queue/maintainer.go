@@ -79,7 +79,7 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
 			cmds := make([]*redis.Cmd, len(queues))
 			for i, q := range queues {
-				cmds[i] = c.runPipelined(ctx, pipe, scriptMaintain, newQueueKeys(c.cfg.Prefix, ns, q))
+				cmds[i] = c.runPipelined(ctx, pipe, scriptMaintain, c.keys.get(ns, q))
 			}
 			return cmds
 		})

@@ -82,7 +82,7 @@ func (c *Client) runPublish(ctx context.Context, _ string, reqs []publishReq) ([
 	for _, r := range reqs {
 		args = append(args, r.args...)
 	}
-	reply, err := c.run(ctx, scriptPublish, newQueueKeys(c.cfg.Prefix, reqs[0].ns, reqs[0].q), args...).Result()
+	reply, err := c.run(ctx, scriptPublish, c.keys.get(reqs[0].ns, reqs[0].q), args...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	}
 	if len(groups) == 1 {
 		g := groups[0]
-		k := newQueueKeys(c.cfg.Prefix, g.ns, g.q)
+		k := c.keys.get(g.ns, g.q)
 		reply, err := c.run(ctx, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...).Result()
 		if err != nil {
 			return nil, fmt.Errorf("queue: publish: %w", err)
@@ -158,7 +158,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(groups))
 		for i, g := range groups {
-			k := newQueueKeys(c.cfg.Prefix, g.ns, g.q)
+			k := c.keys.get(g.ns, g.q)
 			cmds[i] = c.runPipelined(ctx, pipe, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...)
 		}
 		return cmds

@@ -56,15 +56,9 @@ func mustRead(name string) string {
 
 // commonArgs are the leading ARGV of every script (lib.lua).
 func (c *Client) commonArgs(k queueKeys, extra int) []any {
-	args := make([]any, 0, 6+extra)
-	return append(args,
-		k.channel,
-		c.cfg.Batch,
-		c.cfg.DeadRetention.Milliseconds(),
-		c.cfg.MaxDead,
-		c.cfg.ResultRetention.Milliseconds(),
-		c.cfg.MaxResults,
-	)
+	args := make([]any, 0, 1+len(c.common)+extra)
+	args = append(args, k.channel)
+	return append(args, c.common...)
 }
 
 // run runs a script on one queue's keys with the common ARGV followed by args.

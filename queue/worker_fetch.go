@@ -29,7 +29,7 @@ type fetched struct {
 // cancel, so a reply that carries leases is always read.
 func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback, wait time.Duration) ([]heldJob, error) {
 	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
-	keys := []queueKeys{newQueueKeys(c.cfg.Prefix, ns, q)}
+	keys := []queueKeys{c.keys.get(ns, q)}
 	channels := []string{keys[0].channel}
 	var out []heldJob
 	err := c.waitFor(stop, channels, wait, func() (bool, time.Duration, error) {
@@ -85,7 +85,7 @@ func (c *Client) leaseMany(ctx context.Context, script, op string, ds []*Deliver
 	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
 		cmds := make([]*redis.Cmd, len(ds))
 		for i, d := range ds {
-			k := newQueueKeys(c.cfg.Prefix, d.Namespace, d.Queue)
+			k := c.keys.get(d.Namespace, d.Queue)
 			cmds[i] = c.runPipelined(ctx, pipe, script, k, args(d)...)
 		}
 		return cmds

@@ -74,8 +74,12 @@ func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error 
 	if p.Timeout > s.cfg.MaxConsumeTimeout {
 		return invalidArg("timeout", "%gs is over the server's limit of %gs", p.Timeout.Seconds(), s.cfg.MaxConsumeTimeout.Seconds())
 	}
-	ctx, cancel := s.withDrain(r.Context())
-	defer cancel()
+	ctx := r.Context()
+	if p.Timeout > 0 { // only a blocking consume waits long enough for a shutdown to end it
+		var cancel context.CancelFunc
+		ctx, cancel = s.withDrain(ctx)
+		defer cancel()
+	}
 	ds, err := s.queue.Consume(ctx, p)
 	if err != nil {
 		shuttingDown := s.drainCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
