@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ import (
 type Client struct {
 	rdb     redis.UniversalClient
 	cfg     Config
-	scripts map[string]*redis.Script
+	scripts *queueScripts
 	ids     idGen
 	notify  *notifier
 	keys    *keyCache
@@ -34,6 +35,7 @@ type Client struct {
 
 	loadMu sync.Mutex
 	loaded bool
+	mode   atomic.Int32 // modeUnknown until loadOnce decides: modeFunctions or modeEvals
 }
 
 // registerEvery is how often a process re-adds a queue it publishes to to the registry, so a queue
@@ -104,27 +106,47 @@ func (c *Client) forget(ns, q string) {
 	c.registeredMu.Unlock()
 }
 
-// loadOnce loads the scripts into Redis so they can run inside pipelines.
+// loadOnce decides how scripts run and loads them into every master: the function library where
+// the store has FUNCTION, else the EVALSHA scripts (pipelines need them loaded: go-redis does not
+// fall back to EVAL on NOSCRIPT there).
 func (c *Client) loadOnce(ctx context.Context) error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if c.loaded {
 		return nil
 	}
-	all := make([]*redis.Script, 0, len(c.scripts))
-	for _, s := range c.scripts {
-		all = append(all, s)
+	functions, err := c.loadLibrary(ctx)
+	if err != nil {
+		return fmt.Errorf("queue: load function library: %w", err)
 	}
-	if err := redisx.LoadScripts(ctx, c.rdb, all...); err != nil {
-		return fmt.Errorf("queue: %w", err)
+	if functions {
+		c.mode.Store(modeFunctions)
+	} else {
+		all := make([]*redis.Script, 0, len(c.scripts.evals))
+		for _, s := range c.scripts.evals {
+			all = append(all, s)
+		}
+		if err := redisx.LoadScripts(ctx, c.rdb, all...); err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
+		c.mode.Store(modeEvals)
 	}
 	c.loaded = true
 	return nil
 }
 
-// execPipeline runs a pipeline of EVALSHA calls; when Redis lost its script cache (restart,
-// failover, SCRIPT FLUSH) it reloads the scripts and runs once more the calls that got NOSCRIPT.
-// Every script either ran whole or not at all, and NOSCRIPT means it did not run; the others did
+// reload loads the scripts again after Redis reported one missing (restart without persistence,
+// failover to a node that never had them, SCRIPT or FUNCTION FLUSH).
+func (c *Client) reload(ctx context.Context) error {
+	c.loadMu.Lock()
+	c.loaded = false
+	c.loadMu.Unlock()
+	return c.loadOnce(ctx)
+}
+
+// execPipeline runs a pipeline of script calls; when Redis lost its scripts or library (restart,
+// failover, SCRIPT or FUNCTION FLUSH) it reloads them and runs once more the calls that could not run.
+// Every script either ran whole or not at all, and a missing script did not run; the others did
 // (on a cluster one node can lose its cache alone), so they must not run twice.
 func (c *Client) execPipeline(ctx context.Context, build func(redis.Pipeliner) []*redis.Cmd) ([]*redis.Cmd, error) {
 	if err := c.loadOnce(ctx); err != nil {
@@ -133,18 +155,15 @@ func (c *Client) execPipeline(ctx context.Context, build func(redis.Pipeliner) [
 	pipe := c.rdb.Pipeline()
 	cmds := build(pipe)
 	_, err := pipe.Exec(ctx)
-	if anyNoScript(cmds) {
-		c.loadMu.Lock()
-		c.loaded = false
-		c.loadMu.Unlock()
-		if err := c.loadOnce(ctx); err != nil {
+	if anyMissingScript(cmds) {
+		if err := c.reload(ctx); err != nil {
 			return nil, err
 		}
 		again := c.rdb.Pipeline()
 		fresh := build(again)
 		again.Discard()
 		for i, cmd := range cmds {
-			if redisx.IsNoScript(cmd.Err()) {
+			if isMissingScript(cmd.Err()) {
 				cmds[i] = fresh[i]
 				_ = again.Process(ctx, fresh[i])
 			}
@@ -157,9 +176,9 @@ func (c *Client) execPipeline(ctx context.Context, build func(redis.Pipeliner) [
 	return cmds, nil
 }
 
-func anyNoScript(cmds []*redis.Cmd) bool {
+func anyMissingScript(cmds []*redis.Cmd) bool {
 	for _, c := range cmds {
-		if redisx.IsNoScript(c.Err()) {
+		if isMissingScript(c.Err()) {
 			return true
 		}
 	}

@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -10,8 +12,9 @@ import (
 	"github.com/sluicehq/sluice/queue"
 )
 
-// flushMidPipeline runs the first command of the next pipeline, then empties the script cache
-// before the rest run: what a failover or restart of one node does to a pipeline in flight.
+// flushMidPipeline runs the first command of the next pipeline, then empties the script cache and
+// the function libraries before the rest run: what a failover or restart of one node does to a
+// pipeline in flight.
 type flushMidPipeline struct {
 	armed bool
 	admin *redis.Client
@@ -33,12 +36,15 @@ func (h *flushMidPipeline) ProcessPipelineHook(next redis.ProcessPipelineHook) r
 		if err := h.admin.ScriptFlush(ctx).Err(); err != nil {
 			return err
 		}
+		if err := h.admin.FunctionFlush(ctx).Err(); err != nil {
+			return err
+		}
 		return next(ctx, cmds[1:])
 	}
 }
 
-// When some scripts of a pipeline ran and others hit NOSCRIPT, only the latter may run again: a
-// publish that already ran must not be published twice.
+// When some scripts of a pipeline ran and others found their script or function gone, only the
+// latter may run again: a publish that already ran must not be published twice.
 func TestPipelineNoScriptRerunsOnlyWhatDidNotRun(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -90,5 +96,124 @@ func TestPipelineNoScriptRerunsOnlyWhatDidNotRun(t *testing.T) {
 	}
 	if seen[res[0].ID] != 1 {
 		t.Fatalf("job %s delivered %d times", res[0].ID, seen[res[0].ID])
+	}
+}
+
+// noFunctions answers FUNCTION and FCALL as a Redis before 7 does, and counts the script calls
+// that reach Redis by kind.
+type noFunctions struct {
+	mu            sync.Mutex
+	fcalls, evals int
+}
+
+func (h *noFunctions) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *noFunctions) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.refuse(cmd) {
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *noFunctions) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if h.refuse(cmd) {
+				return cmd.Err()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// replyError is an error reply of Redis (go-redis tells those apart by the RedisError method).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+func (h *noFunctions) refuse(cmd redis.Cmder) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch cmd.Name() {
+	case "function", "fcall", "fcall_ro":
+		h.fcalls++
+		cmd.SetErr(replyError("ERR unknown command `" + cmd.Name() + "`, with args beginning with: "))
+		return true
+	case "evalsha", "eval":
+		h.evals++
+	}
+	return false
+}
+
+// TestScriptsWithoutFunctions: on a store without FUNCTION (Redis before 7, Redis-compatible
+// stores) every call, single or pipelined, runs as an EVALSHA script.
+func TestScriptsWithoutFunctions(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	hook := &noFunctions{}
+	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(env.URL, "redis://")})
+	rdb.AddHook(hook)
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := queue.NewClient(rdb, queue.Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxT(t)
+	if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "a", Payload: []byte("1")}); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	two := []queue.PublishParams{{Namespace: "ns", Queue: "a", Payload: []byte("2")}, {Namespace: "ns", Queue: "b", Payload: []byte("3")}}
+	if _, err := c.PublishMany(ctx, two); err != nil { // a pipeline over two queues
+		t.Fatalf("PublishMany: %v", err)
+	}
+	ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"a", "b"}, Count: 3})
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Consume: %d jobs, %v", len(ds), err)
+	}
+	for _, d := range ds {
+		if err := c.Ack(ctx, queue.AckParams{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: d.Delivery}); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+	}
+	hook.mu.Lock()
+	defer hook.mu.Unlock()
+	if hook.fcalls != 1 || hook.evals == 0 {
+		t.Fatalf("%d FUNCTION/FCALL commands (want the one LOAD that found none), %d scripts", hook.fcalls, hook.evals)
+	}
+}
+
+// TestFunctionLibraryReloaded: a node that lost the library (FUNCTION FLUSH, a restart without
+// persistence) gets it again, and the call that found it missing runs once.
+func TestFunctionLibraryReloaded(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := queue.NewClient(rdb, queue.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := ctxT(t)
+	if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "a", Payload: []byte("1")}); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	libs, err := rdb.FunctionList(ctx, redis.FunctionListQuery{}).Result()
+	if err != nil || len(libs) != 1 || !strings.HasPrefix(libs[0].Name, "sluice_queue_") {
+		t.Fatalf("function libraries after the first call: %+v, %v", libs, err)
+	}
+	if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "a", Payload: []byte("2")}); err != nil {
+		t.Fatalf("Publish after FUNCTION FLUSH: %v", err)
+	}
+	s, err := c.Stats(ctx, "ns", "a")
+	if err != nil || s.Ready != 2 || s.Published != 2 {
+		t.Fatalf("stats after two publishes: %+v, %v", s, err)
 	}
 }

@@ -118,7 +118,7 @@ func (n *notifier) subscribeLocked(ctx context.Context, channels []string) error
 		// The subscription outlives any one consumer: it is not tied to the caller's context.
 		n.ps = n.rdb.Subscribe(context.WithoutCancel(ctx), channels...)
 		n.done = make(chan struct{})
-		go n.receive(n.ps, n.done)
+		go n.receive(n.ps, n.done) //nolint:contextcheck // the notifier's own loop, which close ends
 		return nil
 	}
 	if err := n.ps.Subscribe(ctx, channels...); err != nil {

@@ -1,4 +1,7 @@
--- lib.lua: helpers prepended to every queue script (scripts.go joins them). Not a script itself.
+-- lib.lua: helpers shared by every queue script. Not a script itself: scripts.go builds a Redis
+-- function library from it and the scripts (Redis 7+: the helpers are created once, at load), and,
+-- for stores without FUNCTION, EVAL scripts that start with it. Either way a script's first step is
+-- bind(KEYS, ARGV, codec), which points the helpers at the keys and arguments of the call.
 --
 -- Every queue script receives the same KEYS, all of one queue and all sharing its hash tag:
 --   KEYS[1]  jobs      hash   id -> job record (cmsgpack array, see R_* below)
@@ -23,13 +26,29 @@
 --   ARGV[5] result retention (ms)    ARGV[6] result count bound
 -- Script-specific arguments start at ARGV[7].
 
-local K_JOBS, K_READY, K_PRIOS, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_LEASED, K_EXPIRY, K_DEAD, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_STATS, K_META, K_UNIQUE, K_LEASE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
-local CHANNEL = ARGV[1]
-local BATCH = tonumber(ARGV[2])
-local DEAD_RETENTION, DEAD_MAX = tonumber(ARGV[3]), tonumber(ARGV[4])
-local RESULT_RETENTION, RESULT_MAX = tonumber(ARGV[5]), tonumber(ARGV[6])
+-- The keys and common arguments of the current call, set by bind.
+local K_JOBS, K_READY, K_PRIOS, K_DELAYED, K_LEASED, K_EXPIRY
+local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
+local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
+-- notify_ready: the call made jobs ready (flush_notify PUBLISHes once at its end).
+local notify_ready
+-- Records are cmsgpack arrays. Redis-compatible stores without cmsgpack (the in-process store the
+-- server falls back to) get a plain length-prefixed codec: each field is 'n<number>;' or
+-- 's<length>:<bytes>'. One store only ever holds records of one codec. bind sets msgpack to the
+-- cmsgpack module, or nil for the plain codec.
+local msgpack
+
+local function bind(keys, args, codec)
+  K_JOBS, K_READY, K_PRIOS, K_DELAYED = keys[1], keys[2], keys[3], keys[4]
+  K_LEASED, K_EXPIRY, K_DEAD, K_DONE = keys[5], keys[6], keys[7], keys[8]
+  K_STATS, K_META, K_UNIQUE, K_LEASE = keys[9], keys[10], keys[11], keys[12]
+  CHANNEL = args[1]
+  BATCH = tonumber(args[2])
+  DEAD_RETENTION, DEAD_MAX = tonumber(args[3]), tonumber(args[4])
+  RESULT_RETENTION, RESULT_MAX = tonumber(args[5]), tonumber(args[6])
+  notify_ready = false
+  msgpack = codec
+end
 
 -- Job record fields (positions in the cmsgpack array).
 local R_STATE, R_PRI, R_TRIES, R_LEFT, R_DELIVERY = 1, 2, 3, 4, 5
@@ -40,17 +59,10 @@ local R_PAYLOAD, R_ERROR, R_RESULT, R_FINISHED = 16, 17, 18, 19
 -- States.
 local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
 
-local notify_ready = false
-
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-
--- Records are cmsgpack arrays. Redis-compatible stores without cmsgpack (the in-process store the
--- server falls back to) get a plain length-prefixed codec: each field is 'n<number>;' or
--- 's<length>:<bytes>'. One store only ever holds records of one codec.
-local msgpack = rawget(_G, 'cmsgpack')
 
 local function pack_plain(rec)
   local parts = {}
