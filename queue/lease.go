@@ -33,6 +33,25 @@ func (c *Client) Ack(ctx context.Context, p AckParams) error {
 	return outcome
 }
 
+// Finish ends a job whatever its state, as lmstfy's ack does (it names no delivery): a job under
+// a running lease is acked as that delivery (it counts as done), any other job is deleted. It
+// returns ErrNotFound when there is no such job. Concurrent Finish and Ack calls on one queue
+// share one script call.
+func (c *Client) Finish(ctx context.Context, ns, q, id string) error {
+	if err := validateLease(ns, q, id, 1); err != nil {
+		return err
+	}
+	outcome, err := c.ackComb.do(ctx, ns+"\x00"+q, AckParams{Namespace: ns, Queue: q, ID: id, Delivery: finishDelivery})
+	if err != nil {
+		return fmt.Errorf("queue: finish: %w", err)
+	}
+	return outcome
+}
+
+// finishDelivery in an ack asks ack.lua to finish the job whatever its delivery (Finish); Ack
+// refuses it from callers.
+const finishDelivery = 0
+
 // runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
 func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error, error) {
 	args := make([]any, 0, 1+4*len(ps))

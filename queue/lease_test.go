@@ -309,6 +309,55 @@ func TestDeleteInEveryState(t *testing.T) {
 	})
 }
 
+// TestFinishInEveryState: Finish (lmstfy's ack) acks a job under a running lease and deletes a
+// job in any other state, frees its unique key, and reports ErrNotFound for an unknown job.
+func TestFinishInEveryState(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		leased := f.publish(t, queue.PublishParams{Queue: "l", UniqueKey: "ul"})
+		f.consumeOne(t, "l")
+		ready := f.publish(t, queue.PublishParams{Queue: "r", UniqueKey: "ur"})
+		delayed := f.publish(t, queue.PublishParams{Queue: "d", Delay: time.Hour})
+		dead := f.killJobs(t, "x", 1)[0]
+		ended := f.publish(t, queue.PublishParams{Queue: "e", TTR: 20 * time.Millisecond})
+		f.consumeOne(t, "e")
+		eventually(t, 5*time.Second, "the lease to end", func() bool {
+			j, err := f.client.Get(ctx, f.ns, "e", ended)
+			return err == nil && time.Now().After(j.LeaseUntil)
+		})
+		for _, c := range []struct{ q, id, counter string }{
+			{"l", leased, "acked"}, {"r", ready, "deleted"}, {"d", delayed, "deleted"}, {"x", dead, "deleted"}, {"e", ended, "deleted"},
+		} {
+			if err := f.client.Finish(ctx, f.ns, c.q, c.id); err != nil {
+				t.Fatalf("Finish(%s in %s) = %v", c.id, c.q, err)
+			}
+			if _, err := f.client.Get(ctx, f.ns, c.q, c.id); !errors.Is(err, queue.ErrNotFound) {
+				t.Fatalf("finished job %s of %s still there", c.id, c.q)
+			}
+			s := f.stats(t, c.q)
+			if got := map[string]int64{"acked": s.Acked, "deleted": s.Deleted}[c.counter]; got != 1 {
+				t.Fatalf("queue %s: %s = %d after Finish, want 1 (%+v)", c.q, c.counter, got, s)
+			}
+			if s.Ready+s.Delayed+s.Leased+s.Dead != 0 {
+				t.Fatalf("queue %s still has jobs: %+v", c.q, s)
+			}
+			if err := f.client.Finish(ctx, f.ns, c.q, c.id); !errors.Is(err, queue.ErrNotFound) {
+				t.Fatalf("second Finish = %v, want ErrNotFound", err)
+			}
+		}
+		for q, u := range map[string]string{"l": "ul", "r": "ur"} {
+			if r, err := f.client.Publish(ctx, queue.PublishParams{Namespace: f.ns, Queue: q, UniqueKey: u}); err != nil || r.Duplicate {
+				t.Fatalf("publish of %s after Finish = %+v, %v", u, r, err)
+			}
+		}
+		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "l", ID: leased, Delivery: 0}); !errors.Is(err, queue.ErrInvalidArgument) {
+			t.Fatalf("Ack with delivery 0 = %v, want ErrInvalidArgument", err)
+		}
+	})
+}
+
 func TestLeaseCallsValidate(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})

@@ -25,6 +25,17 @@ func writePublished(w http.ResponseWriter, res publishResult) {
 	writeBody(w, http.StatusCreated, "application/json", b)
 }
 
+// writeLmstfyPublished answers an lmstfy publish: 201 {"job_id","msg":"published"} (writeJSON's
+// bytes for the map it used to write: keys sorted).
+func writeLmstfyPublished(w http.ResponseWriter, id string) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"job_id":`...)
+	b = appendJSONString(b, id)
+	b = append(b, `,"msg":"published"}`+"\n"...)
+	writeBody(w, http.StatusCreated, "application/json", b)
+}
+
 // writeDeliveries answers a consume: 200 {"jobs": [...]}.
 func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
 	buf := getBuffer()

@@ -37,6 +37,16 @@ func TestWritePublishedMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+func TestWriteLmstfyPublishedMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	writeLmstfyPublished(rec, "01JAX3")
+	want := encodingJSON(t, map[string]string{"msg": "published", "job_id": "01JAX3"})
+	if rec.Code != http.StatusCreated || rec.Body.String() != want {
+		t.Fatalf("got %d %s, want 201 %s", rec.Code, rec.Body, want)
+	}
+}
+
 // TestWriteDeliveriesMatchesEncodingJSON compares the hand-written consume answer with
 // encoding/json's on random deliveries: payloads with spaces to compact, base64 payloads,
 // attributes needing escapes, non-ASCII, times with and without fractions, optional fields.

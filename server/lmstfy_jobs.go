@@ -215,7 +215,7 @@ func (s *Server) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmst
 			return
 		}
 	}
-	writeJSON(w, http.StatusCreated, map[string]string{"msg": "published", "job_id": res.ID})
+	writeLmstfyPublished(w, res.ID)
 }
 
 // lmstfyPublishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
@@ -338,31 +338,17 @@ func (s *Server) lmstfyDeleteJob(w http.ResponseWriter, r *http.Request, c lmstf
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// lmstfyFinish ends a job for lmstfy's ack, which names no delivery: a leased job is acked (its
-// current delivery, so it counts as done), any other job is deleted. When the lease changes hands
-// between the two calls, the job is deleted all the same: lmstfy's ack means "never again".
+// lmstfyFinish ends a job for lmstfy's ack, which names no delivery: a job under a running lease
+// is acked (its current delivery, so it counts as done), any other job is deleted, in one script
+// call. An unknown job is no error: lmstfy's ack means "never again".
 func (s *Server) lmstfyFinish(ctx context.Context, ns, q, id string) error {
 	if id == "" || len(id) > 255 {
 		return nil // no such job
 	}
-	job, err := s.queue.Get(ctx, ns, q, id)
-	if errors.Is(err, queue.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	if err := s.queue.Finish(ctx, ns, q, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
 		return err
 	}
-	if job.State == queue.StateLeased {
-		err := s.queue.Ack(ctx, queue.AckParams{Namespace: ns, Queue: q, ID: id, Delivery: job.Deliveries})
-		if err == nil || errors.Is(err, queue.ErrNotFound) {
-			return nil
-		}
-		if !errors.Is(err, queue.ErrLeaseLost) {
-			return err
-		}
-	}
-	_, err = s.queue.Delete(ctx, ns, q, id)
-	return err
+	return nil
 }
 
 // lmstfyPeekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.

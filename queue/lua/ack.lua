@@ -3,7 +3,10 @@
 -- those and for jobs with a unique key (to free it).
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: number of acks n; then 4 fields per ack: id, delivery, has_result (0|1), result.
--- Returns: n codes: 1 acked, 0 no such job, -1 lease lost (expired, or another delivery holds it).
+-- A delivery of 0 finishes the job whatever its state (lmstfy's ack, which names no delivery): a
+-- job under a running lease is acked as that delivery, any other job is deleted.
+-- Returns: n codes: 1 acked (or finished), 0 no such job, -1 lease lost (expired, or another
+-- delivery holds it).
 local now = now_ms()
 local n = tonumber(ARGV[7])
 local ids = {}
@@ -28,7 +31,10 @@ for i = 1, n do
   local d = held[i] and tonumber(held[i])
   local unique = d and d < 0
   if unique then d = -d end
-  if d and not seen[id] and d == tonumber(ARGV[a + 1]) and ends[i] and tonumber(ends[i]) > now then
+  local want = tonumber(ARGV[a + 1])
+  local live = d and ends[i] and tonumber(ends[i]) > now
+  if want == 0 and live then want = d end
+  if d and not seen[id] and d == want and live then
     seen[id] = true
     acked[#acked + 1] = id
     out[i] = 1
@@ -46,6 +52,17 @@ for i = 1, n do
     else
       if unique then release_unique(id, load(id)) end
       removed[#removed + 1] = id
+    end
+  elseif want == 0 and not seen[id] then
+    -- Finish a job that is not under a running lease: delete it.
+    seen[id] = true
+    local rec = load(id)
+    if rec then
+      forget(id, rec) -- unlink also drops a lease that ended and was not reaped yet
+      count('deleted', 1)
+      out[i] = 1
+    else
+      out[i] = 0
     end
   elseif redis.call('HEXISTS', K_JOBS, id) == 0 then
     out[i] = 0
