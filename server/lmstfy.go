@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,8 @@ type lmstfyCall struct {
 	// q is the queue; for consume, the comma-separated list as sent.
 	q   string
 	tok Token
+	// query is the request's query string, parsed once (URL.Query parses it again on every call).
+	query url.Values
 }
 
 type lmstfyHandler func(w http.ResponseWriter, r *http.Request, c lmstfyCall)
@@ -122,9 +125,10 @@ func (s *Server) lmstfyAPI(multi bool, perms []Permission, h lmstfyHandler) http
 			lmstfyError(w, r, http.StatusBadRequest, msg)
 			return
 		}
+		query := r.URL.Query()
 		raw := r.Header.Get("X-Token")
 		if raw == "" {
-			raw = r.URL.Query().Get("token")
+			raw = query.Get("token")
 		}
 		pool, secret := lmstfySplitToken(raw)
 		if pool != lmstfyPool {
@@ -152,7 +156,7 @@ func (s *Server) lmstfyAPI(multi bool, perms []Permission, h lmstfyHandler) http
 			lmstfyError(w, r, http.StatusForbidden, "the token lacks the "+strings.Join(names, " or ")+" permission")
 			return
 		}
-		h(w, r, lmstfyCall{ns: ns, q: q, tok: tok})
+		h(w, r, lmstfyCall{ns: ns, q: q, tok: tok, query: query})
 	}
 }
 
@@ -237,8 +241,8 @@ func lmstfyFail(w http.ResponseWriter, r *http.Request, err error) {
 
 // lmstfyParam parses an unsigned whole-number query parameter of at most bits bits, with lmstfy's
 // default when it is absent. ok is false when it is present but not such a number.
-func lmstfyParam(r *http.Request, name string, def uint64, bits int) (v uint64, ok bool) {
-	vals, present := r.URL.Query()[name]
+func lmstfyParam(query url.Values, name string, def uint64, bits int) (v uint64, ok bool) {
+	vals, present := query[name]
 	if !present {
 		return def, true
 	}

@@ -82,12 +82,12 @@ type lmstfyPublishOpts struct {
 // lmstfyPublishParams reads delay, ttl, tries and priority with lmstfy's defaults, messages and
 // order of checks. It answers the request itself when a parameter is bad.
 func lmstfyPublishParams(w http.ResponseWriter, r *http.Request, c lmstfyCall) (lmstfyPublishOpts, bool) {
-	delay, ok := lmstfyParam(r, "delay", lmstfyDefaultDelay, 32)
+	delay, ok := lmstfyParam(c.query, "delay", lmstfyDefaultDelay, 32)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid delay")
 		return lmstfyPublishOpts{}, false
 	}
-	ttl, ok := lmstfyParam(r, "ttl", lmstfyDefaultTTL, 32)
+	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 32)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
 		return lmstfyPublishOpts{}, false
@@ -102,7 +102,7 @@ func lmstfyPublishParams(w http.ResponseWriter, r *http.Request, c lmstfyCall) (
 		lmstfyError(w, r, http.StatusBadRequest, "ttl must be longer than delay")
 		return lmstfyPublishOpts{}, false
 	}
-	tries, ok := lmstfyParam(r, "tries", lmstfyDefaultTries, 16)
+	tries, ok := lmstfyParam(c.query, "tries", lmstfyDefaultTries, 16)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid tries")
 		return lmstfyPublishOpts{}, false
@@ -112,7 +112,7 @@ func lmstfyPublishParams(w http.ResponseWriter, r *http.Request, c lmstfyCall) (
 		return lmstfyPublishOpts{}, false
 	}
 	// Some lmstfy versions take a priority (0..255, higher first); so does Sluice.
-	priority, ok := lmstfyParam(r, "priority", 0, 8)
+	priority, ok := lmstfyParam(c.query, "priority", 0, 8)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid priority")
 		return lmstfyPublishOpts{}, false
@@ -265,23 +265,23 @@ func (s *Server) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lms
 // lmstfyConsume is GET /api/{ns}/{q1}[,{q2}...]: lease up to count jobs, earlier queues first,
 // waiting up to timeout seconds for one. One job answers as an object, count > 1 as an array.
 func (s *Server) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	ttr, ok := lmstfyParam(r, "ttr", lmstfyDefaultTTR, 32)
+	ttr, ok := lmstfyParam(c.query, "ttr", lmstfyDefaultTTR, 32)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid ttr")
 		return
 	}
-	timeout, ok := lmstfyParam(r, "timeout", lmstfyDefaultTimeout, 32)
+	timeout, ok := lmstfyParam(c.query, "timeout", lmstfyDefaultTimeout, 32)
 	if !ok {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid timeout")
 		return
 	}
-	count, ok := lmstfyParam(r, "count", 1, 32)
+	count, ok := lmstfyParam(c.query, "count", 1, 32)
 	if !ok || count == 0 || count > lmstfyMaxConsumeCount {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid count")
 		return
 	}
 	// freeze_tries is accepted for lmstfy's clients (they always send it); every delivery counts.
-	if raw, present := r.URL.Query()["freeze_tries"]; present {
+	if raw, present := c.query["freeze_tries"]; present {
 		if _, err := strconv.ParseBool(raw[0]); err != nil {
 			lmstfyError(w, r, http.StatusBadRequest, "invalid freeze_tries value")
 			return
@@ -298,8 +298,12 @@ func (s *Server) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyC
 		return
 	}
 	// A graceful shutdown releases blocked consumes.
-	ctx, cancel := s.withDrain(r.Context())
-	defer cancel()
+	ctx := r.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = s.withDrain(ctx)
+		defer cancel()
+	}
 	ds, err := s.queue.Consume(ctx, queue.ConsumeParams{
 		Namespace: c.ns,
 		Queues:    queues,
@@ -419,7 +423,7 @@ func (s *Server) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c 
 // lmstfyDeadLimit reads the limit of the dead letter routes (default 1, at least 1), capped at the
 // dead letter's size.
 func (s *Server) lmstfyDeadLimit(w http.ResponseWriter, r *http.Request, c lmstfyCall) (int64, bool) {
-	limit, ok := lmstfyParam(r, "limit", 1, 63)
+	limit, ok := lmstfyParam(c.query, "limit", 1, 63)
 	if !ok || limit == 0 {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
 		return 0, false
@@ -435,11 +439,11 @@ func (s *Server) lmstfyDeadLimit(w http.ResponseWriter, r *http.Request, c lmstf
 // lmstfyRespawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
 // oldest dead jobs back to ready, with all their tries and a ttl of ttl seconds from now.
 func (s *Server) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	if limit, ok := lmstfyParam(r, "limit", 1, 63); !ok || limit == 0 {
+	if limit, ok := lmstfyParam(c.query, "limit", 1, 63); !ok || limit == 0 {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
 		return
 	}
-	ttl, ok := lmstfyParam(r, "ttl", lmstfyDefaultTTL, 63)
+	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 63)
 	if !ok || ttl > uint64(time.Duration(1<<63-1)/time.Second) {
 		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
 		return

@@ -258,6 +258,9 @@ func (a *lmstfyAPI) consume(ctx context.Context, c *httpConn, q string, n int, l
 	default:
 		return leases, &StatusError{Method: http.MethodGet, Path: path, Status: status, Body: c.body.String()}
 	}
+	if out, ok := lmstfyLeasesOf(c.body.Bytes(), q, n == 1, leases); ok {
+		return out, nil
+	}
 	var jobs []lmstfyJob
 	if n == 1 {
 		var j lmstfyJob
@@ -273,6 +276,46 @@ func (a *lmstfyAPI) consume(ctx context.Context, c *httpConn, q string, n int, l
 		leases = append(leases, lease{queue: cmpOr(j.Queue, q), id: j.JobID})
 	}
 	return leases, nil
+}
+
+// lmstfyLeasesOf appends the leases of an lmstfy consume answer (one job object, or an array when
+// more than one was asked for), read without reflection; false, with leases as they were, when the
+// answer is not plain.
+func lmstfyLeasesOf(body []byte, q string, one bool, leases []lease) ([]lease, bool) {
+	n := len(leases)
+	job := func(obj []byte) bool {
+		l := lease{queue: q}
+		ok := jsonscan.Members(obj, func(name string, v []byte) bool {
+			var ok bool
+			switch name {
+			case "job_id":
+				l.id, ok = jsonscan.String(v)
+			case "queue":
+				var queue string
+				if queue, ok = jsonscan.String(v); ok && queue != "" {
+					l.queue = queue
+				}
+			default:
+				return true
+			}
+			return ok
+		})
+		if !ok || l.id == "" {
+			return false
+		}
+		leases = append(leases, l)
+		return true
+	}
+	var ok bool
+	if one {
+		ok = job(body)
+	} else {
+		ok = jsonscan.Elements(body, job)
+	}
+	if !ok {
+		return leases[:n], false
+	}
+	return leases, true
 }
 
 func (a *lmstfyAPI) ack(ctx context.Context, c *httpConn, l lease) error {

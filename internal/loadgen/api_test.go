@@ -51,3 +51,20 @@ func TestLeasesOf(t *testing.T) {
 		}
 	}
 }
+
+func TestLmstfyLeasesOf(t *testing.T) {
+	t.Parallel()
+	one := `{"msg":"new job","namespace":"ns","queue":"q2","job_id":"01A","data":"eA==","ttl":600,"elapsed_ms":1,` +
+		`"remain_tries":0,"attributes":null}`
+	got, ok := lmstfyLeasesOf([]byte(one), "q", true, nil)
+	if !ok || !reflect.DeepEqual(got, []lease{{queue: "q2", id: "01A"}}) {
+		t.Fatalf("one job: %v %+v", ok, got)
+	}
+	got, ok = lmstfyLeasesOf([]byte("["+one+`,{"job_id":"01B","queue":""}]`), "q", false, nil)
+	if !ok || !reflect.DeepEqual(got, []lease{{queue: "q2", id: "01A"}, {queue: "q", id: "01B"}}) {
+		t.Fatalf("two jobs: %v %+v", ok, got)
+	}
+	if got, ok := lmstfyLeasesOf([]byte(`{"job_id":"\u0041"}`), "q", true, []lease{{id: "x"}}); ok || len(got) != 1 {
+		t.Fatalf("escaped id took the fast path: %v %+v", ok, got)
+	}
+}
