@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,13 +111,27 @@ func (c *Client) forget(ns, q string) {
 // the store has FUNCTION, else the EVALSHA scripts (pipelines need them loaded: go-redis does not
 // fall back to EVAL on NOSCRIPT there).
 func (c *Client) loadOnce(ctx context.Context) error {
+	return c.load(ctx, false)
+}
+
+// load is loadOnce; replace loads the library even over one of the same name (after Redis said a
+// function of it was missing, the library there is not this one).
+func (c *Client) load(ctx context.Context, replace bool) error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	if c.loaded {
 		return nil
 	}
-	functions, err := c.loadLibrary(ctx)
-	if err != nil {
+	functions, err := c.loadLibrary(ctx, replace)
+	var reply redis.Error
+	switch {
+	case err != nil && errors.As(err, &reply):
+		// Redis refused the library (out of memory, a replica, loading, ...): run the scripts with
+		// EVALSHA, which works in every state the calls themselves can run in, for this Client's
+		// life rather than failing every pipeline and retrying the load on every call.
+		c.cfg.Logger.Warn("queue: Redis refused the function library; scripts run with EVALSHA", slog.Any("error", err))
+		functions = false
+	case err != nil:
 		return fmt.Errorf("queue: load function library: %w", err)
 	}
 	if functions {
@@ -141,7 +156,7 @@ func (c *Client) reload(ctx context.Context) error {
 	c.loadMu.Lock()
 	c.loaded = false
 	c.loadMu.Unlock()
-	return c.loadOnce(ctx)
+	return c.load(ctx, true)
 }
 
 // execPipeline runs a pipeline of script calls; when Redis lost its scripts or library (restart,

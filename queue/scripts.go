@@ -51,36 +51,53 @@ type queueScripts struct {
 	functions map[string]string        // script name -> function name in the library
 }
 
-// loadScripts builds both forms. Library and function names carry a hash of the sources, so
-// servers of different Sluice versions can share a Redis: each version loads its own library.
-// The scripts are fixed at build time, so a failure here is a broken build, not a runtime
-// condition.
+// functionFlags are the Redis function flags of each script. Without flags Redis refuses a
+// function outright when memory is over maxmemory (or writes are refused), where an EVAL script
+// only fails at its first write that needs memory. So: the scripts that only read say no-writes
+// (they run whatever the memory), and the ones that free memory or hardly add any (leases, acks,
+// deletes, retries) say allow-oom, so a full Redis can still be drained. Publish has no flag: a
+// full Redis refuses new jobs.
+var functionFlags = map[string]string{
+	scriptGet: "no-writes", scriptPeek: "no-writes", scriptStats: "no-writes", scriptDeadList: "no-writes",
+	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptNack: "allow-oom", scriptTouch: "allow-oom",
+	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
+	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
+}
+
+// libraryVersion stands for the version in the library source until the source is complete; the
+// version is then a hash of everything the library holds (helpers, scripts, names and flags), so a
+// Redis holding a library of that name holds exactly this one.
+const libraryVersion = "@VERSION@"
+
+// loadScripts builds both forms. Library and function names carry the version, so servers of
+// different Sluice versions can share a Redis: each version loads its own library. The scripts
+// are fixed at build time, so a failure here is a broken build, not a runtime condition.
 func loadScripts() *queueScripts {
 	lib := mustRead("lib.lua")
-	bodies := make(map[string]string, len(scriptNames))
-	sum := sha256.New()
-	sum.Write([]byte(lib))
-	for _, name := range scriptNames {
-		bodies[name] = mustRead(name + ".lua")
-		sum.Write([]byte(bodies[name]))
-	}
-	version := hex.EncodeToString(sum.Sum(nil))[:12]
 	qs := &queueScripts{
 		evals:     make(map[string]*redis.Script, len(scriptNames)),
 		functions: make(map[string]string, len(scriptNames)),
 	}
 	var library strings.Builder
-	library.WriteString("#!lua name=sluice_queue_" + version + "\n" + lib + "\n")
+	library.WriteString("#!lua name=sluice_queue_" + libraryVersion + "\n" + lib + "\n")
 	for _, name := range scriptNames {
+		body := mustRead(name + ".lua")
 		// rawget: reading a global Redis does not define (cmsgpack on a store without it) is an
 		// error in Redis's script sandbox. Functions only load on Redis 7+, which has cmsgpack.
-		qs.evals[name] = redis.NewScript(lib + "\nbind(KEYS, ARGV, rawget(_G, 'cmsgpack'))\n" + bodies[name])
-		fn := "sluice_" + version + "_" + name
-		qs.functions[name] = fn
-		library.WriteString("redis.register_function('" + fn + "', function(KEYS, ARGV)\n" +
-			"bind(KEYS, ARGV, cmsgpack)\n" + bodies[name] + "\nend)\n")
+		qs.evals[name] = redis.NewScript(lib + "\nbind(KEYS, ARGV, rawget(_G, 'cmsgpack'))\n" + body)
+		flags := ""
+		if f := functionFlags[name]; f != "" {
+			flags = ", flags = {'" + f + "'}"
+		}
+		library.WriteString("redis.register_function{function_name = 'sluice_" + libraryVersion + "_" + name +
+			"'" + flags + ", callback = function(KEYS, ARGV)\nbind(KEYS, ARGV, cmsgpack)\n" + body + "\nend}\n")
 	}
-	qs.library = library.String()
+	sum := sha256.Sum256([]byte(library.String()))
+	version := hex.EncodeToString(sum[:])[:12]
+	qs.library = strings.ReplaceAll(library.String(), libraryVersion, version)
+	for _, name := range scriptNames {
+		qs.functions[name] = "sluice_" + version + "_" + name
+	}
 	return qs
 }
 
@@ -144,11 +161,14 @@ func (c *Client) useFunctions(ctx context.Context) bool {
 	return c.loadOnce(ctx) == nil && c.mode.Load() == modeFunctions
 }
 
-// loadLibrary loads the function library on every master. It reports false, with no error, when
-// the store has no FUNCTION command (Redis before 7, Redis-compatible stores) or the user may not
-// run it.
-func (c *Client) loadLibrary(ctx context.Context) (bool, error) {
+// loadLibrary loads the function library on every master (replace: even over a library of the
+// same name). It reports false, with no error, when the store has no FUNCTION command (Redis
+// before 7, Redis-compatible stores) or the user may not run it.
+func (c *Client) loadLibrary(ctx context.Context, replace bool) (bool, error) {
 	load := func(ctx context.Context, rdb redis.Cmdable) error {
+		if replace {
+			return rdb.FunctionLoadReplace(ctx, c.scripts.library).Err()
+		}
 		err := rdb.FunctionLoad(ctx, c.scripts.library).Err()
 		if err != nil && redis.HasErrorPrefix(err, "Library") && strings.Contains(err.Error(), "already exists") {
 			return nil // loaded by another client or process of this version

@@ -4,7 +4,8 @@
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: number of acks n; then 4 fields per ack: id, delivery, has_result (0|1), result.
 -- A delivery of 0 finishes the job whatever its state (lmstfy's ack, which names no delivery): a
--- job under a running lease is acked as that delivery, any other job is deleted.
+-- job under a running lease is acked as that delivery, any other job is deleted, except a waiting
+-- job past its ttl (it expires) and a done job (its result stays): those are not found.
 -- Returns: n codes: 1 acked (or finished), 0 no such job, -1 lease lost (expired, or another
 -- delivery holds it).
 local now = now_ms()
@@ -53,11 +54,20 @@ for i = 1, n do
       if unique then release_unique(id, load(id)) end
       removed[#removed + 1] = id
     end
-  elseif want == 0 and not seen[id] then
-    -- Finish a job that is not under a running lease: delete it.
+  elseif seen[id] then
+    -- Finished earlier in this call (a combined batch naming the job twice): gone, as it would
+    -- be for a call that came after.
+    out[i] = 0
+  elseif want == 0 then
+    -- Finish a job that is not under a running lease: delete it. A waiting job past its ttl is
+    -- already gone to users (Get says so), and a done job keeps its result: both are not found.
     seen[id] = true
     local rec = load(id)
-    if rec then
+    local waiting = rec and (rec[R_STATE] == S_READY or rec[R_STATE] == S_DELAYED) and not d
+    if rec and waiting and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
+      expire(id, rec)
+      out[i] = 0
+    elseif rec and rec[R_STATE] ~= S_DONE then
       forget(id, rec) -- unlink also drops a lease that ended and was not reaped yet
       count('deleted', 1)
       out[i] = 1

@@ -1,0 +1,63 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// TestFinishTwiceInOneBatch: when one combined ack call names a job twice (Finish and Finish, or
+// Ack and Finish), the second entry finds the job gone (ErrNotFound), as a later call would.
+func TestFinishTwiceInOneBatch(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	lease := func(q string) Delivery {
+		t.Helper()
+		if _, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{q}})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("Consume: %d jobs, %v", len(ds), err)
+		}
+		return ds[0]
+	}
+	finish := func(d Delivery) AckParams {
+		return AckParams{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: finishDelivery}
+	}
+	ack := func(d Delivery) AckParams {
+		return AckParams{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: d.Delivery}
+	}
+
+	for _, tc := range []struct {
+		name  string
+		batch func(d Delivery) []AckParams
+	}{
+		{"finish+finish", func(d Delivery) []AckParams { return []AckParams{finish(d), finish(d)} }},
+		{"ack+finish", func(d Delivery) []AckParams { return []AckParams{ack(d), finish(d)} }},
+	} {
+		d := lease(tc.name[:3] + "q")
+		out, err := c.runAck(ctx, "", tc.batch(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[0] != nil {
+			t.Fatalf("%s: first = %v", tc.name, out[0])
+		}
+		// Sequentially the second call finds the job gone: ErrNotFound, which lmstfy ignores.
+		if out[1] != nil && !errors.Is(out[1], ErrNotFound) {
+			t.Errorf("%s in one batch: Finish = %v, want nil or ErrNotFound (as when the calls run one after the other)", tc.name, out[1])
+		}
+	}
+}
