@@ -55,9 +55,12 @@ func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
 	writeBody(w, http.StatusOK, "application/json", b)
 }
 
-// appendDelivery appends d as encoding/json encodes deliveryJSON; false when the payload is not
-// valid JSON.
+// appendDelivery appends d as encoding/json encodes deliveryJSON; false when encoding/json would
+// refuse it (a payload that is not valid JSON, a time outside the years 0..9999).
 func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
+	if !jsonTime(d.PublishedAt) || !jsonTime(d.LeaseUntil) || d.ExpiresAt != nil && !jsonTime(*d.ExpiresAt) {
+		return b, false
+	}
 	b = append(b, `{"job_id":`...)
 	b = appendJSONString(b, d.JobID)
 	b = append(b, `,"queue":`...)
@@ -135,7 +138,14 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds).
+// jsonTime reports whether time.Time's MarshalJSON can encode t (RFC 3339 has four-digit years).
+func jsonTime(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds); the caller
+// checks jsonTime first.
 func appendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)

@@ -91,3 +91,24 @@ func TestWriteDeliveriesMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDeliveriesTimeOutsideRFC3339: time.Time's MarshalJSON refuses a year outside
+// 0..9999, so writeJSON answers 500 for such a delivery; the hand-written answer must not differ.
+func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
+	t.Parallel()
+	for _, tm := range []time.Time{
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.UnixMilli(1<<53 - 1).UTC(), // a Lua-safe integer of milliseconds from Redis: year 287396
+	} {
+		ds := []deliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
+			PublishedAt: time.Unix(1_790_000_000, 0).UTC(), LeaseUntil: tm}}
+		want := httptest.NewRecorder()
+		writeJSON(want, 200, map[string]any{"jobs": ds})
+		got := httptest.NewRecorder()
+		writeDeliveries(got, ds)
+		if got.Code != want.Code || got.Body.String() != want.Body.String() {
+			t.Errorf("lease_until %v: writeDeliveries %d %q, writeJSON %d %q", tm, got.Code, got.Body, want.Code, want.Body)
+		}
+	}
+}

@@ -655,3 +655,21 @@ func TestLmstfyHeadDoesNotConsume(t *testing.T) {
 		t.Fatalf("consume after HEAD: %q", j.Data)
 	}
 }
+
+// TestUncleanLmstfyPathAnswersInLmstfyShape: anything under /api that no route serves, paths the
+// mux would clean (and redirect) included, answers as lmstfy's router does.
+func TestUncleanLmstfyPathAnswersInLmstfyShape(t *testing.T) {
+	t.Parallel()
+	e := newLmstfyEnv(t)
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPut, "/api/lmns/./q"},
+		{http.MethodGet, "/api//lmns/q"},
+		{http.MethodGet, "/api/lmns/q/../q"},
+		{http.MethodGet, "/api"},
+	} {
+		r := lmstfyDo(t, c.method, e.ts.PublicURL+c.path, []byte("x"), "X-Token", e.token)
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			wantLmstfy(t, r, http.StatusNotFound, lmstfyErr("api not found"))
+		})
+	}
+}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -58,5 +59,33 @@ func TestMetricsBoundQueues(t *testing.T) {
 	body := string(do(t, http.MethodGet, ts.AdminURL+"/metrics", "", nil).Body)
 	if !strings.Contains(body, `sluice_metrics_queues_truncated 1`) || !strings.Contains(body, `queue="a"`) || strings.Contains(body, `queue="b"`) {
 		t.Fatalf("metrics with one queue allowed:\n%s", body)
+	}
+}
+
+// requestCount returns the sluice_http_requests_total sample with the labels ("" when absent).
+func requestCount(ts *testServer, listener, route, code string) string {
+	rec := httptest.NewRecorder()
+	ts.srv.metrics.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	prefix := `sluice_http_requests_total{code="` + code + `",listener="` + listener + `",route="` + route + `"} `
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestUnauthenticatedUncleanAdminPathIsUnmatched: a 401 on a path no route serves (one the mux
+// would clean) is counted under route "unmatched", not under the route of the cleaned path.
+func TestUnauthenticatedUncleanAdminPathIsUnmatched(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	wantStatus(t, ts.adminDo(t, http.MethodGet, "//v1/namespaces", nil), http.StatusNotFound, "not_found")
+	wantStatus(t, do(t, http.MethodGet, ts.AdminURL+"//v1/namespaces", "", nil), http.StatusUnauthorized, "unauthenticated")
+	if n := requestCount(ts, "admin", "GET /v1/namespaces", "401"); n != "" {
+		t.Errorf(`route "GET /v1/namespaces" counted %s 401s for //v1/namespaces, a path no route serves`, n)
+	}
+	if n := requestCount(ts, "admin", "unmatched", "401"); n != "1" {
+		t.Errorf(`route "unmatched" counted %q 401s, want 1`, n)
 	}
 }

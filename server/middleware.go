@@ -154,6 +154,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// uncleanPath reports whether the mux would redirect path to a cleaned form ("//", "/./", "/../").
+func uncleanPath(p string) bool {
+	return strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") ||
+		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
+}
+
 // openAdminPaths need no admin token: Prometheus and health checkers scrape them.
 var openAdminPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
@@ -179,7 +185,9 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		defer inflight.Dec()
 		defer s.finish(sw, r, listener, start)
 		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
-			_, r.Pattern = mux.Handler(r) // for the metrics' route label only
+			if !uncleanPath(r.URL.Path) {
+				_, r.Pattern = mux.Handler(r) // for the metrics' route label only
+			}
 			writeError(sw, r, &Error{Code: CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
 			return
 		}
@@ -194,6 +202,10 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		default:
 			r.Pattern = ""
 			sw.Header().Del("Location")
+			if !admin && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) {
+				lmstfyError(sw, r, http.StatusNotFound, "api not found") // lmstfy clients read its shape
+				return
+			}
 			writeError(sw, r, &Error{Code: CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 		}
 	})

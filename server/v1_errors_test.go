@@ -196,7 +196,8 @@ func TestBodyLimitAndMethods(t *testing.T) {
 }
 
 // TestUncleanPaths: a path Go's mux would redirect (to its cleaned form, or to add a slash) is
-// answered 404 in the registry's shape, so a client never follows a redirect into another route.
+// answered 404 in the registry's shape (lmstfy's under /api), so a client never follows a
+// redirect into another route.
 func TestUncleanPaths(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -206,7 +207,6 @@ func TestUncleanPaths(t *testing.T) {
 		{http.MethodPost, "/v1/ns/shop//queues/emails/jobs"},
 		{http.MethodGet, "/v1/ns/shop/./queues"},
 		{http.MethodGet, "/v1/ns/shop/queues/emails/../emails"},
-		{http.MethodGet, "/api"},
 	} {
 		r := ts.public(t, c.method, c.path, tok, map[string]any{"payload": 1})
 		wantStatus(t, r, http.StatusNotFound, "not_found")

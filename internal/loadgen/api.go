@@ -145,33 +145,39 @@ func (a *nativeAPI) consume(ctx context.Context, c *httpConn, q string, n int, l
 
 // leasesOf appends the leases of a native consume answer, read without reflection (the load
 // generator shares the machine with the server it measures, so its own cost counts). It reports
-// false, with leases as they were, when the answer is not plain; encoding/json reads it then.
+// false, with leases as they were, when the answer is not exactly what the server writes (valid
+// JSON, the member names it uses, each once); encoding/json reads it then.
 func leasesOf(body []byte, leases []lease) ([]lease, bool) {
+	if !json.Valid(body) {
+		return leases, false
+	}
 	n := len(leases)
+	var top seenNames
 	ok := jsonscan.Members(body, func(name string, v []byte) bool {
-		if name != "jobs" {
-			return true
+		if name != "jobs" || !top.first(name) {
+			return false
 		}
 		return jsonscan.Elements(v, func(job []byte) bool {
 			var l lease
-			var haveID, haveDelivery bool
+			var seen seenNames
 			ok := jsonscan.Members(job, func(name string, v []byte) bool {
+				if !nativeJobMembers[name] || !seen.first(name) {
+					return false
+				}
 				var ok bool
 				switch name {
 				case "job_id":
 					l.id, ok = jsonscan.String(v)
-					haveID = ok
 				case "queue":
 					l.queue, ok = jsonscan.String(v)
 				case "delivery":
 					l.delivery, ok = jsonscan.Int(v)
-					haveDelivery = ok
 				default:
 					return true
 				}
 				return ok
 			})
-			if !ok || !haveID || !haveDelivery || l.queue == "" {
+			if !ok || l.id == "" || l.queue == "" || l.delivery == 0 {
 				return false
 			}
 			leases = append(leases, l)
@@ -182,6 +188,33 @@ func leasesOf(body []byte, leases []lease) ([]lease, bool) {
 		return leases[:n], false
 	}
 	return leases, true
+}
+
+// nativeJobMembers are the member names of a job in a native consume answer.
+var nativeJobMembers = map[string]bool{
+	"job_id": true, "queue": true, "payload": true, "payload_base64": true, "delivery": true,
+	"remaining_tries": true, "priority": true, "attributes": true, "published_at": true,
+	"elapsed_ms": true, "lease_until": true, "expires_at": true,
+}
+
+// lmstfyJobMembers are the member names of a job in an lmstfy consume answer.
+var lmstfyJobMembers = map[string]bool{
+	"msg": true, "namespace": true, "queue": true, "job_id": true, "data": true, "ttl": true,
+	"elapsed_ms": true, "remain_tries": true, "attributes": true,
+}
+
+// seenNames refuses a member name met twice (encoding/json would keep the last one).
+type seenNames map[string]bool
+
+func (s *seenNames) first(name string) bool {
+	if *s == nil {
+		*s = seenNames{}
+	}
+	if (*s)[name] {
+		return false
+	}
+	(*s)[name] = true
+	return true
 }
 
 func (a *nativeAPI) ack(ctx context.Context, c *httpConn, l lease) error {
@@ -280,12 +313,19 @@ func (a *lmstfyAPI) consume(ctx context.Context, c *httpConn, q string, n int, l
 
 // lmstfyLeasesOf appends the leases of an lmstfy consume answer (one job object, or an array when
 // more than one was asked for), read without reflection; false, with leases as they were, when the
-// answer is not plain.
+// answer is not exactly what the server writes (see leasesOf).
 func lmstfyLeasesOf(body []byte, q string, one bool, leases []lease) ([]lease, bool) {
+	if !json.Valid(body) {
+		return leases, false
+	}
 	n := len(leases)
 	job := func(obj []byte) bool {
 		l := lease{queue: q}
+		var seen seenNames
 		ok := jsonscan.Members(obj, func(name string, v []byte) bool {
+			if !lmstfyJobMembers[name] || !seen.first(name) {
+				return false
+			}
 			var ok bool
 			switch name {
 			case "job_id":

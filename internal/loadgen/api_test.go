@@ -68,3 +68,104 @@ func TestLmstfyLeasesOf(t *testing.T) {
 		t.Fatalf("escaped id took the fast path: %v %+v", ok, got)
 	}
 }
+
+// nativeLeasesSlow is what nativeAPI.consume reads with encoding/json (its fallback).
+func nativeLeasesSlow(body []byte) ([]lease, error) {
+	var resp struct {
+		Jobs []struct {
+			JobID    string `json:"job_id"`
+			Queue    string `json:"queue"`
+			Delivery int    `json:"delivery"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, err
+	}
+	var out []lease
+	for _, j := range resp.Jobs {
+		out = append(out, lease{queue: j.Queue, id: j.JobID, delivery: j.Delivery})
+	}
+	return out, nil
+}
+
+// lmstfyLeasesSlow is what lmstfyAPI.consume reads with encoding/json (its fallback).
+func lmstfyLeasesSlow(body []byte, q string, one bool) ([]lease, error) {
+	var jobs []lmstfyJob
+	var err error
+	if one {
+		var j lmstfyJob
+		err = json.Unmarshal(body, &j)
+		jobs = append(jobs, j)
+	} else {
+		err = json.Unmarshal(body, &jobs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []lease
+	for _, j := range jobs {
+		out = append(out, lease{queue: cmpOr(j.Queue, q), id: j.JobID})
+	}
+	return out, nil
+}
+
+// TestLeasesOfAgreesWithEncodingJSON: whatever leasesOf accepts must read as encoding/json
+// reads it (member names match case-insensitively there, a repeated member replaces the earlier
+// one, and every value must be valid JSON).
+func TestLeasesOfAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"JOBS":[{"job_id":"a","queue":"q","delivery":1}]}`,
+		"{\"job\u017f\":[{\"job_id\":\"a\",\"queue\":\"q\",\"delivery\":1}]}", // ſ folds to s in encoding/json
+		`{"jobs":[{"job_id":"a","JOB_ID":"b","queue":"q","delivery":1}]}`,
+		`{"jobs":[{"job_id":"a","queue":"q","delivery":1,"Delivery":2}]}`,
+		`{"jobs":[{"job_id":"a","queue":"q","delivery":1}],"jobs":[{"job_id":"b","queue":"q","delivery":1}]}`,
+		`{"next":nope,"jobs":[{"job_id":"a","queue":"q","delivery":1}]}`,
+		`{"jobs":[{"job_id":"a","queue":"q","delivery":1,"payload":[1:2]}]}`,
+	} {
+		t.Run(body, func(t *testing.T) {
+			t.Parallel()
+			got, ok := leasesOf([]byte(body), nil)
+			if !ok {
+				return // encoding/json reads it
+			}
+			want, err := nativeLeasesSlow([]byte(body))
+			if err != nil {
+				t.Fatalf("fast path accepted %s (%+v); encoding/json refuses it: %v", body, got, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: fast path %+v, encoding/json %+v", body, got, want)
+			}
+		})
+	}
+}
+
+// TestLmstfyLeasesOfAgreesWithEncodingJSON: the same for lmstfy consume answers.
+func TestLmstfyLeasesOfAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		body string
+		one  bool
+	}{
+		{`{"job_id":"a","queue":"q2","queue":""}`, true},
+		{`{"job_id":"a","JOB_ID":"b"}`, true},
+		{`{"job_id":"a","Queue":"q2"}`, true},
+		{`{"job_id":"a","data":nope}`, true},
+		{`[{"job_id":"a","queue":"q2","queue":""}]`, false},
+	} {
+		t.Run(c.body, func(t *testing.T) {
+			t.Parallel()
+			got, ok := lmstfyLeasesOf([]byte(c.body), "q", c.one, nil)
+			if !ok {
+				return
+			}
+			want, err := lmstfyLeasesSlow([]byte(c.body), "q", c.one)
+			if err != nil {
+				t.Fatalf("fast path accepted %s (%+v); encoding/json refuses it: %v", c.body, got, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: fast path %+v, encoding/json %+v", c.body, got, want)
+			}
+		})
+	}
+}
