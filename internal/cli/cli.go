@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
 )
@@ -24,6 +25,10 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv reads configuration such as SLUICE_URL and SLUICE_TOKEN.
 	Getenv func(string) string
+	// SetProcs sets how many processors run the process's Go code and returns the previous
+	// number (runtime.GOMAXPROCS); `sluice bench --procs` uses it. nil leaves the process alone, as
+	// in tests, where commands run inside the test binary.
+	SetProcs func(n int) int
 }
 
 // commands maps a name ("dead list" for two-word commands) to its command. Files of this package
@@ -37,7 +42,7 @@ func commandTable() map[string]command {
 
 // Main runs the command named by args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return MainEnv(ctx, args, &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: osGetenv})
+	return MainEnv(ctx, args, &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: osGetenv, SetProcs: runtime.GOMAXPROCS})
 }
 
 // MainEnv is Main with an explicit environment.

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +112,33 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// TestBenchProcs: the load generator runs on --procs processors (1 unless asked) and gives the
+// process its own number back when done.
+func TestBenchProcs(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	for _, c := range []struct {
+		args []string
+		want []int
+	}{
+		{nil, []int{1, 8}},
+		{[]string{"--procs", "3"}, []int{3, 8}},
+		{[]string{"--procs", "0"}, nil},
+	} {
+		var calls []int
+		var out, errOut bytes.Buffer
+		env := f.env()
+		args := append([]string{"bench", "-n", "5", "-c", "1", "--scenarios", "publish"}, c.args...)
+		code := MainEnv(t.Context(), args, &Env{
+			Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] },
+			SetProcs: func(n int) int { calls = append(calls, n); return 8 },
+		})
+		if code != 0 || !slices.Equal(calls, c.want) {
+			t.Fatalf("bench %v: exit %d (%s), SetProcs calls %v, want %v", c.args, code, errOut.String(), calls, c.want)
+		}
+	}
+}
+
 func TestBench(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -145,6 +174,7 @@ func TestBench(t *testing.T) {
 	}
 
 	wantFail(t, f.run(t, "bench", "--scenarios", "publish,nap"), exitUsage, `unknown scenario "nap"`)
+	wantFail(t, f.run(t, "bench", "--procs", "-1"), exitUsage, "--procs")
 	wantFail(t, f.run(t, "bench", "--api", "soap"), exitUsage, "--api")
 	r := runWith(t, f.env("SLUICE_TOKEN", "sk_wrong"), "", "bench", "-n", "5")
 	wantFail(t, r, exitError, "publish: ", "HTTP 401")
