@@ -18,36 +18,45 @@ import (
 // when data is not an object it can walk simply or when member returns false. Values are
 // delimited, not validated: each member's decoder checks its own value.
 func Members(data []byte, member func(name string, value []byte) bool) bool {
+	return walk(data, '{', '}', func(i int) (int, bool) {
+		name, next, ok := PlainString(data, i)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(data, next)
+		if i >= len(data) || data[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(data, i+1)
+		end, ok := SkipValue(data, i, 0)
+		return end, ok && member(name, data[i:end])
+	})
+}
+
+// walk reads the container that is the whole of data (surrounding whitespace allowed), opened by
+// open and closed by end, calling item at the start of each item; item returns the index after it.
+func walk(data []byte, open, end byte, item func(i int) (int, bool)) bool {
 	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
+	if i >= len(data) || data[i] != open {
 		return false
 	}
 	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
+	if i < len(data) && data[i] == end {
 		return skipSpace(data, i+1) == len(data)
 	}
 	for {
-		name, next, ok := PlainString(data, i)
+		next, ok := item(i)
 		if !ok {
 			return false
 		}
 		i = skipSpace(data, next)
-		if i >= len(data) || data[i] != ':' {
-			return false
-		}
-		i = skipSpace(data, i+1)
-		end, ok := SkipValue(data, i, 0)
-		if !ok || !member(name, data[i:end]) {
-			return false
-		}
-		i = skipSpace(data, end)
 		if i >= len(data) {
 			return false
 		}
 		switch data[i] {
 		case ',':
 			i = skipSpace(data, i+1)
-		case '}':
+		case end:
 			return skipSpace(data, i+1) == len(data)
 		default:
 			return false
@@ -230,33 +239,16 @@ func String(v []byte) (string, bool) {
 
 // Strings reads an array of plain strings.
 func Strings(v []byte) ([]string, bool) {
-	if len(v) < 2 || v[0] != '[' {
+	out := []string{}
+	ok := Elements(v, func(e []byte) bool {
+		s, ok := String(e)
+		out = append(out, s)
+		return ok
+	})
+	if !ok {
 		return nil, false
 	}
-	out := []string{}
-	i := skipSpace(v, 1)
-	if i < len(v) && v[i] == ']' {
-		return out, i+1 == len(v)
-	}
-	for {
-		s, next, ok := PlainString(v, i)
-		if !ok {
-			return nil, false
-		}
-		out = append(out, s)
-		i = skipSpace(v, next)
-		if i >= len(v) {
-			return nil, false
-		}
-		switch v[i] {
-		case ',':
-			i = skipSpace(v, i+1)
-		case ']':
-			return out, i+1 == len(v)
-		default:
-			return nil, false
-		}
-	}
+	return out, true
 }
 
 // StringMap reads an object of plain strings (each name once).
@@ -285,30 +277,8 @@ func Raw(v []byte) (json.RawMessage, bool) {
 // Elements calls element for each element of the JSON array data (the whole input, surrounding
 // whitespace allowed). Like Members, it delimits values without validating them.
 func Elements(data []byte, element func(value []byte) bool) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return false
-	}
-	i = skipSpace(data, i+1)
-	if i < len(data) && data[i] == ']' {
-		return skipSpace(data, i+1) == len(data)
-	}
-	for {
+	return walk(data, '[', ']', func(i int) (int, bool) {
 		end, ok := SkipValue(data, i, 0)
-		if !ok || !element(data[i:end]) {
-			return false
-		}
-		i = skipSpace(data, end)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return skipSpace(data, i+1) == len(data)
-		default:
-			return false
-		}
-	}
+		return end, ok && element(data[i:end])
+	})
 }
