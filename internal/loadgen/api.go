@@ -159,25 +159,7 @@ func leasesOf(body []byte, leases []lease) ([]lease, bool) {
 		}
 		return jsonscan.Elements(v, func(job []byte) bool {
 			var l lease
-			var seen seenNames
-			ok := jsonscan.Members(job, func(name string, v []byte) bool {
-				if !nativeJobMembers[name] || !seen.first(name) {
-					return false
-				}
-				var ok bool
-				switch name {
-				case "job_id":
-					l.id, ok = jsonscan.String(v)
-				case "queue":
-					l.queue, ok = jsonscan.String(v)
-				case "delivery":
-					l.delivery, ok = jsonscan.Int(v)
-				default:
-					return true
-				}
-				return ok
-			})
-			if !ok || l.id == "" || l.queue == "" || l.delivery == 0 {
+			if !readLease(job, nativeJobMembers, &l) || l.queue == "" || l.delivery == 0 {
 				return false
 			}
 			leases = append(leases, l)
@@ -188,6 +170,33 @@ func leasesOf(body []byte, leases []lease) ([]lease, bool) {
 		return leases[:n], false
 	}
 	return leases, true
+}
+
+// readLease reads the job id, queue (a non-empty one replaces l's) and delivery of one job object
+// whose member names are all in names, each once; false when it is not such an object or has no id.
+func readLease(obj []byte, names map[string]bool, l *lease) bool {
+	var seen seenNames
+	ok := jsonscan.Members(obj, func(name string, v []byte) bool {
+		if !names[name] || !seen.first(name) {
+			return false
+		}
+		var ok bool
+		switch name {
+		case "job_id":
+			l.id, ok = jsonscan.String(v)
+		case "queue":
+			var queue string
+			if queue, ok = jsonscan.String(v); ok && queue != "" {
+				l.queue = queue
+			}
+		case "delivery":
+			l.delivery, ok = jsonscan.Int(v)
+		default:
+			return true
+		}
+		return ok
+	})
+	return ok && l.id != ""
 }
 
 // nativeJobMembers are the member names of a job in a native consume answer.
@@ -321,26 +330,7 @@ func lmstfyLeasesOf(body []byte, q string, one bool, leases []lease) ([]lease, b
 	n := len(leases)
 	job := func(obj []byte) bool {
 		l := lease{queue: q}
-		var seen seenNames
-		ok := jsonscan.Members(obj, func(name string, v []byte) bool {
-			if !lmstfyJobMembers[name] || !seen.first(name) {
-				return false
-			}
-			var ok bool
-			switch name {
-			case "job_id":
-				l.id, ok = jsonscan.String(v)
-			case "queue":
-				var queue string
-				if queue, ok = jsonscan.String(v); ok && queue != "" {
-					l.queue = queue
-				}
-			default:
-				return true
-			}
-			return ok
-		})
-		if !ok || l.id == "" {
+		if !readLease(obj, lmstfyJobMembers, &l) {
 			return false
 		}
 		leases = append(leases, l)
