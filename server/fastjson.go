@@ -36,9 +36,7 @@ func (p *publishRequest) decodeFast(data []byte) bool {
 			j.Payload, ok = jsonscan.Raw(v)
 			return ok && seen.first(0)
 		case "payload_base64":
-			var s string
-			s, ok = jsonscan.String(v)
-			j.PayloadBase64 = &s
+			j.PayloadBase64, ok = stringPtr(v)
 			return ok && seen.first(1)
 		case "priority":
 			j.Priority, ok = intPtr(v)
@@ -47,9 +45,7 @@ func (p *publishRequest) decodeFast(data []byte) bool {
 			j.Delay, ok = floatPtr(v)
 			return ok && seen.first(3)
 		case "run_at":
-			var s string
-			s, ok = jsonscan.String(v)
-			j.RunAt = &s
+			j.RunAt, ok = stringPtr(v)
 			return ok && seen.first(4)
 		case "tries":
 			j.Tries, ok = intPtr(v)
@@ -61,9 +57,7 @@ func (p *publishRequest) decodeFast(data []byte) bool {
 			j.TTR, ok = floatPtr(v)
 			return ok && seen.first(7)
 		case "unique_key":
-			var s string
-			s, ok = jsonscan.String(v)
-			j.UniqueKey = &s
+			j.UniqueKey, ok = stringPtr(v)
 			return ok && seen.first(8)
 		case "unique_for":
 			j.UniqueFor, ok = floatPtr(v)
@@ -129,6 +123,11 @@ func (a *ackRequest) decodeFast(data []byte) bool {
 		*a = out
 	}
 	return ok
+}
+
+func stringPtr(v []byte) (*string, bool) {
+	str, ok := jsonscan.String(v)
+	return &str, ok
 }
 
 func intPtr(v []byte) (*int, bool) {
