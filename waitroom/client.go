@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,7 @@ type Client struct {
 	scripts *scripts
 	signer  signer
 	polls   *ratelimit.Limiter
+	page    *template.Template // the built-in waiting page
 
 	mu    sync.Mutex
 	rooms map[string]*Room
@@ -57,6 +59,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		scripts: newScripts(),
 		signer:  signer{keys: slices.Clone(cfg.PassKeys)},
 		polls:   polls,
+		page:    builtinPage(),
 		rooms:   make(map[string]*Room),
 	}, nil
 }

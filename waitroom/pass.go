@@ -13,10 +13,11 @@ import (
 // signer signs and checks the two cookies a visitor carries:
 //
 //	visitor id  "v1.<id>.<mac>"                 mac = HMAC(key, "sluice-visitor\x00" id)
-//	pass        "v1.<visitor>.<expiry>.<mac>"   mac = HMAC(key, "sluice-pass\x00" room \x00 visitor \x00 expiry)
+//	pass        "v1.<b64 visitor>.<expiry>.<mac>"   mac = HMAC(key, "sluice-pass\x00" room \x00 visitor \x00 expiry)
 //
-// ids are 22 characters of base64url (16 random bytes), expiry is Unix milliseconds and mac is
-// base64url of HMAC-SHA256. The first key signs; every key verifies (rotation), and macs are
+// cookie ids are 22 characters of base64url (16 random bytes); a pass names any visitor id (a
+// library caller's own), in base64url. expiry is Unix milliseconds and mac is base64url of
+// HMAC-SHA256. The first key signs; every key verifies (rotation), and macs are
 // compared in constant time. The room is in the pass's mac, not its text: a pass of one room is
 // worthless in another.
 type signer struct{ keys [][]byte }
@@ -91,22 +92,26 @@ type Pass struct {
 
 func (s signer) signPass(room, visitor string, expires time.Time) string {
 	exp := strconv.FormatInt(expires.UnixMilli(), 10)
-	return "v1." + visitor + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-pass", room, visitor, exp))
+	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-pass", room, visitor, exp))
 }
 
 // checkPass returns the pass in v when it is a pass of room signed with one of the keys and not
 // expired at now.
 func (s signer) checkPass(room, v string, now time.Time) (Pass, bool) {
 	parts := strings.Split(v, ".")
-	if len(parts) != 4 || parts[0] != "v1" || !validID(parts[1]) {
+	if len(parts) != 4 || parts[0] != "v1" {
+		return Pass{}, false
+	}
+	visitor, err := b64.DecodeString(parts[1])
+	if err != nil || !validVisitor(string(visitor)) {
 		return Pass{}, false
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil || exp <= now.UnixMilli() {
 		return Pass{}, false
 	}
-	if !s.verify(parts[3], "sluice-pass", room, parts[1], parts[2]) {
+	if !s.verify(parts[3], "sluice-pass", room, string(visitor), parts[2]) {
 		return Pass{}, false
 	}
-	return Pass{Room: room, Visitor: parts[1], Expires: time.UnixMilli(exp)}, true
+	return Pass{Room: room, Visitor: string(visitor), Expires: time.UnixMilli(exp)}, true
 }

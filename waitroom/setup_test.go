@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/url"
 	"testing"
 	"time"
 
@@ -86,3 +87,7 @@ func eventually(t *testing.T, within time.Duration, cond func() error) {
 func visitorName(i int) string { return fmt.Sprintf("visitor-%05d", i) }
 
 var errNotYet = errors.New("not yet")
+
+type urlT = url.URL
+
+func parseURL(s string) (*url.URL, error) { return url.Parse(s) }
