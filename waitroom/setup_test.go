@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -89,5 +90,7 @@ func visitorName(i int) string { return fmt.Sprintf("visitor-%05d", i) }
 var errNotYet = errors.New("not yet")
 
 type urlT = url.URL
+
+type httpClient = http.Client
 
 func parseURL(s string) (*url.URL, error) { return url.Parse(s) }
