@@ -316,3 +316,51 @@ func TestRoomConfigValidation(t *testing.T) {
 		t.Errorf("GetRoom of a missing room: %v", err)
 	}
 }
+
+func TestInflowLimitAndETA(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		var mu sync.Mutex
+		var hooked int
+		c := newClient(t, env, waitroom.Config{Hooks: waitroom.Hooks{Admitted: func(room string, waited time.Duration) {
+			mu.Lock()
+			hooked++
+			mu.Unlock()
+		}}})
+		// 60 a minute: one a second, bursts of 5.
+		r := newRoom(t, c, waitroom.RoomConfig{MaxActive: 100, NewUsersPerMinute: 60})
+		admitted := 0
+		for i := range 10 {
+			if arrive(t, r, visitorName(i)).State == waitroom.Admitted {
+				admitted++
+			}
+		}
+		if admitted != 5 {
+			t.Fatalf("%d of 10 admitted at once with a burst of 5", admitted)
+		}
+		// Now the line moves about one a second: the ETA becomes known once the rate is measured
+		// over more than a second, and it is position / rate.
+		eventually(t, 20*time.Second, func() error {
+			st := arrive(t, r, visitorName(9))
+			if st.State == waitroom.Admitted {
+				t.Fatalf("visitor 9 came in ahead of the 4 before it: %+v", st)
+			}
+			if !st.ETAKnown || st.ETA <= 0 {
+				return fmt.Errorf("visitor 9: %+v", st)
+			}
+			return nil
+		})
+		// The next admission the limit allows goes to the head.
+		eventually(t, 10*time.Second, func() error {
+			if st := arrive(t, r, visitorName(5)); st.State != waitroom.Admitted {
+				return fmt.Errorf("head: %+v", st)
+			}
+			return nil
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if hooked == 0 {
+			t.Fatal("the Admitted hook was not called for visitors who waited")
+		}
+	})
+}

@@ -51,12 +51,15 @@ if rank < free then
   local allowed = true
   if cfg.per_minute > 0 then
     -- GCRA: one admission every 60000/per_minute ms, bursts of up to per_minute/12 (5 seconds'
-    -- worth, at least 1) after a quiet spell.
+    -- worth, at least 1) after a quiet spell. Like the slots, the admissions the limit allows now
+    -- go to the head of the line: the caller comes in only when there are more of them than
+    -- visitors ahead of it, so a visitor further back who polls first cannot take the head's.
     local interval = 60000 / cfg.per_minute
     local burst = math.max(1, math.floor(cfg.per_minute / 12))
-    local tat = math.max(tonumber(redis.call('HGET', K_STATS, 'tat') or '0'), now) + interval
-    if tat - now <= interval * burst then
-      redis.call('HSET', K_STATS, 'tat', tat)
+    local tat = math.max(tonumber(redis.call('HGET', K_STATS, 'tat') or '0'), now)
+    local available = math.floor((interval * burst - (tat - now)) / interval)
+    if rank < available then
+      redis.call('HSET', K_STATS, 'tat', tat + interval)
     else
       allowed = false
     end
