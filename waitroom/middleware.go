@@ -190,7 +190,16 @@ func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
 		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeNoUpstream, Message: "room upstream: " + err.Error()}
 	}
 	logger := p.room.c.cfg.Logger
+	// Keep-alive connections to the upstream, as many as the proxy has requests in flight (the
+	// default transport keeps only 2 idle per host, so a busy proxy would dial at most requests).
+	if p.rp != nil {
+		p.rp.Transport.(*http.Transport).CloseIdleConnections() // the previous upstream's
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024
 	p.rp = &httputil.ReverseProxy{
+		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.SetXForwarded()
