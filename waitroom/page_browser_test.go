@@ -67,3 +67,31 @@ func TestWaitingPageInChromium(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWaitingPageWithoutJavaScript: with scripts off, the page's meta refresh alone takes the
+// visitor in once a slot frees.
+func TestWaitingPageWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+	holder := browser(t)
+	do(t, holder, "GET", site.URL+"/", nil)
+
+	b := browsertest.New(t)
+	b.DisableScripts()
+	b.Navigate(site.URL + "/plain")
+	if got := b.Text("#position"); got != "1" {
+		t.Fatalf("position shows %q", got)
+	}
+	do(t, holder, "GET", site.URL+"/bye?release=1", nil)
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /plain") {
+			return fmt.Errorf("page %s shows %q", b.Location(), got)
+		}
+		return nil
+	})
+}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -83,6 +85,16 @@ func (b *Browser) Run(actions ...chromedp.Action[chromedp.Void]) {
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		b.t.Fatalf("browsertest: %v", err)
 	}
+}
+
+// DisableScripts turns the page's JavaScript off (for pages that must work without it); the
+// helpers below still read the page.
+func (b *Browser) DisableScripts() {
+	b.t.Helper()
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
 }
 
 // Navigate opens url in the tab and waits for its load event.
