@@ -49,7 +49,7 @@ func runHTTP(b *testing.B, url string, cookies []string, want int) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		cookie := cookies[int(next.Add(1))%len(cookies)]
-		req, _ := http.NewRequestWithContext(context.Background(), "GET", url, nil)
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 		req.Header.Set("Cookie", cookie)
 		req.Header.Set("Accept", "application/json")
 		for pb.Next() {
@@ -150,7 +150,7 @@ func BenchmarkAdmittedMiddlewareInProcess(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		req := httptest.NewRequest("GET", "/", nil)
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.Header.Set("Cookie", cookies[int(next.Add(1))%len(cookies)])
 		for pb.Next() {
 			w := httptest.NewRecorder()

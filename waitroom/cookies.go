@@ -26,7 +26,7 @@ func (c *Client) visitorID(w http.ResponseWriter, r *http.Request) string {
 		}
 	}
 	id := newVisitorID()
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
 		Name: visitorCookie, Value: c.signer.signVisitor(id), Path: "/", MaxAge: int(visitorTTL / time.Second),
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
 	})
@@ -52,7 +52,7 @@ func (room *Room) requestPass(r *http.Request) (Pass, bool) {
 }
 
 func (c *Client) setPass(w http.ResponseWriter, r *http.Request, room, value string, expires time.Time) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
 		Name: passCookie(room), Value: value, Path: "/", Expires: expires,
 		MaxAge:   max(1, int(time.Until(expires)/time.Second)),
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
@@ -60,7 +60,7 @@ func (c *Client) setPass(w http.ResponseWriter, r *http.Request, room, value str
 }
 
 func (c *Client) clearPass(w http.ResponseWriter, r *http.Request, room string) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
 		Name: passCookie(room), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
 	})

@@ -428,7 +428,7 @@ func TestExactnessThroughHTTP(t *testing.T) {
 		for range parallel {
 			wg.Go(func() {
 				for i := range next {
-					req, _ := http.NewRequestWithContext(context.Background(), "GET", sites[i%2].URL+"/", nil)
+					req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, sites[i%2].URL+"/", nil)
 					resp, err := client.Do(req)
 					if err != nil {
 						errMu.Lock()
@@ -439,9 +439,9 @@ func TestExactnessThroughHTTP(t *testing.T) {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					switch resp.StatusCode {
-					case 200:
+					case http.StatusOK:
 						admitted.Add(1)
-					case 503:
+					case http.StatusServiceUnavailable:
 						queued.Add(1)
 					}
 				}
