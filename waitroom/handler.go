@@ -21,7 +21,8 @@ type HandlerConfig struct {
 //	GET  /v1/rooms/{room}/status    the visitor's status as JSON (joins the line, heartbeat)
 //	GET  /v1/rooms/{room}/check     nginx auth_request: 200 with the pass refreshed, else 401
 //	POST /v1/rooms/{room}/release   the visitor leaves: its slot is freed at once
-//	GET  /v1/rooms/{room}/wait      the waiting page; ?next=/path is where it leads once admitted
+//	GET  /v1/rooms/{room}/wait      the waiting page; ?next=/path (or the Sluice-Room-Next
+//	                                header) is where it leads once admitted
 type Handler struct {
 	c          *Client
 	writeError func(http.ResponseWriter, *http.Request, error)
@@ -62,6 +63,11 @@ func (h *Handler) handle(fn func(http.ResponseWriter, *http.Request, *Room) erro
 		}
 	})
 }
+
+// NextHeader names, on a request for the waiting page, the URL the visitor asked for (what nginx
+// sets when it serves the page in place of a page the visitor may not see yet); it takes the
+// place of the next query parameter.
+const NextHeader = "Sluice-Room-Next"
 
 // StatusURL is the path of a room's status route.
 func StatusURL(room string) string { return "/v1/rooms/" + url.PathEscape(room) + "/status" }
@@ -187,7 +193,11 @@ func (h *Handler) release(w http.ResponseWriter, r *http.Request, room *Room) er
 
 func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error {
 	c := h.c
-	next := safeNext(r.URL.Query().Get("next"))
+	next := r.URL.Query().Get("next")
+	if h := r.Header.Get(NextHeader); h != "" {
+		next = h
+	}
+	next = safeNext(next)
 	if _, ok := room.requestPass(r); ok {
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next went through safeNext (a path on this site only)
 		return nil
