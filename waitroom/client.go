@@ -74,10 +74,27 @@ func (c *Client) Room(name string) (*Room, error) {
 	defer c.mu.Unlock()
 	r, ok := c.rooms[name]
 	if !ok {
+		if len(c.rooms) >= maxRoomHandles {
+			c.evictHandlesLocked()
+		}
 		r = newRoom(c, name)
 		c.rooms[name] = r
 	}
 	return r, nil
+}
+
+// maxRoomHandles bounds the handles a Client keeps: the public routes make one for any room name
+// a request names, and most such names may not exist.
+const maxRoomHandles = 10_000
+
+// evictHandlesLocked drops the handles of rooms never found in Redis (or deleted). A handle still
+// held by a caller keeps working; the Client just forgets it.
+func (c *Client) evictHandlesLocked() {
+	for name, r := range c.rooms {
+		if r.state.Load() == nil {
+			delete(c.rooms, name)
+		}
+	}
 }
 
 // handles returns the rooms this process has handles for.
