@@ -114,13 +114,11 @@ func (c *Client) StatsMany(ctx context.Context, ns string, queues []string) ([]S
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(queues))
-		for i, q := range queues {
-			cmds[i] = c.runPipelined(ctx, pipe, scriptStats, c.keys.get(ns, q))
-		}
-		return cmds
-	})
+	calls := make([]scriptCall, len(queues))
+	for i, q := range queues {
+		calls[i] = scriptCall{script: scriptStats, keys: c.keys.get(ns, q)}
+	}
+	cmds, err := c.runMany(ctx, calls)
 	if err != nil {
 		return nil, fmt.Errorf("queue: stats: %w", err)
 	}
