@@ -27,26 +27,27 @@ type scriptName string
 // The queue's scripts.
 const (
 	scriptPublish     scriptName = "publish"
-	scriptConsume                = "consume"
-	scriptAck                    = "ack"
-	scriptNack                   = "nack"
-	scriptTouch                  = "touch"
-	scriptRelease                = "release"
-	scriptDelete                 = "delete"
-	scriptGet                    = "get"
-	scriptPeek                   = "peek"
-	scriptStats                  = "stats"
-	scriptPurge                  = "purge"
-	scriptDeadList               = "dead_list"
-	scriptDeadRespawn            = "dead_respawn"
-	scriptDeadDelete             = "dead_delete"
-	scriptMaintain               = "maintain"
+	scriptConsume     scriptName = "consume"
+	scriptAck         scriptName = "ack"
+	scriptNack        scriptName = "nack"
+	scriptTouch       scriptName = "touch"
+	scriptRelease     scriptName = "release"
+	scriptDelete      scriptName = "delete"
+	scriptGet         scriptName = "get"
+	scriptPeek        scriptName = "peek"
+	scriptStats       scriptName = "stats"
+	scriptPurge       scriptName = "purge"
+	scriptDeadList    scriptName = "dead_list"
+	scriptDeadRespawn scriptName = "dead_respawn"
+	scriptDeadDelete  scriptName = "dead_delete"
+	scriptMaintain    scriptName = "maintain"
+	scriptPending     scriptName = "pending"
 )
 
 var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
-	scriptDeadDelete, scriptMaintain,
+	scriptDeadDelete, scriptMaintain, scriptPending,
 }
 
 // queueScripts are the queue's scripts in the two forms Redis runs them. On Redis 7 and later
@@ -68,6 +69,7 @@ type queueScripts struct {
 // full Redis refuses new jobs.
 var functionFlags = map[scriptName]string{
 	scriptGet: "no-writes", scriptPeek: "no-writes", scriptStats: "no-writes", scriptDeadList: "no-writes",
+	scriptPending: "no-writes",
 	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptNack: "allow-oom", scriptTouch: "allow-oom",
 	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
 	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
