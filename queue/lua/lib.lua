@@ -390,7 +390,7 @@ local function flush_notify()
   if notify_ready then redis.call('PUBLISH', CHANNEL, 'r') end
 end
 
--- reply_job flattens a job for the Go side (parseJob in scripts.go reads the same order).
+-- reply_job flattens a job for the Go side (parseJob in job.go reads the same order).
 local function reply_job(out, id, rec, position)
   local n = #out
   out[n + 1] = id
