@@ -110,3 +110,26 @@ func FuzzUnderPrefix(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckPrefix(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"https://a.com/api", "http://a.com:8080", "https://[::1]:443/x/"} {
+		if err := outbound.CheckPrefix(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{
+		"ftp://a.com":          "scheme",
+		"https://u:p@a.com/":   "userinfo",
+		"https:///x":           "host",
+		"/api":                 "absolute",
+		"https://a.com:99999/": "port",
+		"https://a.com:/":      "port",
+		"https://a.com/x\\y":   "backslash",
+		"http://a.com/%zz":     "invalid URL escape",
+	} {
+		if err := outbound.CheckPrefix(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: err = %v, want one about %s", bad, err, why)
+		}
+	}
+}
