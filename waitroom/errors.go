@@ -1,7 +1,6 @@
 package waitroom
 
 import (
-	"context"
 	"errors"
 	"net/http"
 )
@@ -15,15 +14,13 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string { return e.Message }
 
-// The stable codes the handlers answer with (the server registers them in its error registry).
+// The stable codes the handlers answer with: those of the server's error registry, so a room's
+// routes answer like every other route (the server renders them with its own writer).
 const (
-	CodeRoomNotFound     = "room_not_found"
-	CodeTooManyPolls     = "too_many_requests"
-	CodeRedisUnavailable = "waitroom_unavailable"
-	CodeNoUpstream       = "room_upstream_not_configured"
-	CodeUpstreamFailed   = "upstream_unreachable"
-	CodeInvalidRoomName  = "invalid_room_name"
-	CodeInternal         = "internal_error"
+	CodeNotFound            = "not_found"
+	CodeRateLimited         = "rate_limited"
+	CodeUnavailable         = "unavailable"
+	CodeUpstreamUnavailable = "upstream_unavailable"
 )
 
 // ErrorCode maps an error of this package to its HTTP status and stable code.
@@ -33,11 +30,10 @@ func ErrorCode(err error) (status int, code string) {
 	case errors.As(err, &he):
 		return he.Status, he.Code
 	case errors.Is(err, ErrRoomNotFound):
-		return http.StatusNotFound, CodeRoomNotFound
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, CodeRedisUnavailable
+		return http.StatusNotFound, CodeNotFound
 	}
-	return http.StatusServiceUnavailable, CodeRedisUnavailable
+	// Everything else the handlers return is a Redis call that failed (or the request ended).
+	return http.StatusServiceUnavailable, CodeUnavailable
 }
 
 // WriteError renders err as {"error":{"code":...,"message":...}} with its status: the default

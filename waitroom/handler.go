@@ -55,7 +55,7 @@ func (h *Handler) handle(fn func(http.ResponseWriter, *http.Request, *Room) erro
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room, err := h.c.Room(r.PathValue("room"))
 		if err != nil {
-			h.writeError(w, r, &HTTPError{Status: http.StatusNotFound, Code: CodeRoomNotFound, Message: err.Error()})
+			h.writeError(w, r, &HTTPError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()})
 			return
 		}
 		if err := fn(w, r, room); err != nil {
@@ -90,7 +90,7 @@ func (c *Client) pollLimited(ctx context.Context, room *Room, visitor string) (b
 
 func tooManyPolls(w http.ResponseWriter, retry time.Duration) error {
 	retryAfter(w, retry)
-	return &HTTPError{Status: http.StatusTooManyRequests, Code: CodeTooManyPolls,
+	return &HTTPError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
 		Message: "too many status polls from this visitor; poll at most as often as poll_after_ms says"}
 }
 

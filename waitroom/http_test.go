@@ -311,7 +311,7 @@ func TestHandlerStatusCheckReleaseAndPage(t *testing.T) {
 		// Errors: unknown room, bad name.
 		for _, path := range []string{"/v1/rooms/none/status", "/v1/rooms/bad%20name/status"} {
 			r := do(t, b, "GET", srv.URL+path, nil)
-			if r.code != 404 || !strings.Contains(r.body, `"code":"room_not_found"`) {
+			if r.code != 404 || !strings.Contains(r.body, `"code":"not_found"`) {
 				t.Fatalf("%s: %d %q", path, r.code, r.body)
 			}
 		}
@@ -334,7 +334,7 @@ func TestStatusPollsAreRateLimited(t *testing.T) {
 		r := do(t, v, "GET", srv.URL+"/v1/rooms/r/status", nil)
 		if r.code == http.StatusTooManyRequests {
 			limited++
-			if r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"too_many_requests"`) {
+			if r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"rate_limited"`) {
 				t.Fatalf("limited poll: %v %q", r.header, r.body)
 			}
 		}

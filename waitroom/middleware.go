@@ -182,12 +182,12 @@ func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
 		return p.rp, nil
 	}
 	if upstream == "" {
-		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeNoUpstream,
+		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable,
 			Message: "room " + p.room.name + " has no upstream to proxy to"}
 	}
 	u, err := url.Parse(upstream)
 	if err != nil {
-		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeNoUpstream, Message: "room upstream: " + err.Error()}
+		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "room upstream: " + err.Error()}
 	}
 	logger := p.room.c.cfg.Logger
 	// Keep-alive connections to the upstream, as many as the proxy has requests in flight (the
@@ -206,7 +206,7 @@ func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			logger.WarnContext(r.Context(), "waitroom: upstream failed", "room", p.room.name, "error", err)
-			WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamFailed, Message: "the upstream could not be reached"})
+			WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "the upstream could not be reached"})
 		},
 	}
 	p.current = upstream
