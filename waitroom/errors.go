@@ -3,6 +3,7 @@ package waitroom
 import (
 	"errors"
 	"net/http"
+	"time"
 )
 
 // HTTPError is an error the handlers answer with its own HTTP status and stable code.
@@ -10,6 +11,8 @@ type HTTPError struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter, when above 0, is when to ask again (the handlers also set Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *HTTPError) Error() string { return e.Message }

@@ -36,32 +36,46 @@ func (c *Client) Handler(cfg HandlerConfig) *Handler {
 	return &Handler{c: c, writeError: cfg.WriteError}
 }
 
-// Register mounts the routes on mux.
+// Register mounts the routes on mux, their errors rendered by HandlerConfig.WriteError.
 func (h *Handler) Register(mux *http.ServeMux) {
-	mux.Handle("GET /v1/rooms/{room}/status", h.handle(h.status))
-	mux.Handle("GET /v1/rooms/{room}/check", h.handle(h.check))
-	mux.Handle("POST /v1/rooms/{room}/release", h.handle(h.release))
-	mux.Handle("GET /v1/rooms/{room}/wait", h.handle(h.wait))
+	mux.Handle("GET /v1/rooms/{room}/status", h.adapt(h.Status))
+	mux.Handle("GET /v1/rooms/{room}/check", h.adapt(h.Check))
+	mux.Handle("POST /v1/rooms/{room}/release", h.adapt(h.Release))
+	mux.Handle("GET /v1/rooms/{room}/wait", h.adapt(h.Wait))
 }
 
-// Status, Check, Release and Wait are the routes one by one, for a router of one's own; each reads
-// the room name from the path value "room".
-func (h *Handler) Status() http.Handler  { return h.handle(h.status) }
-func (h *Handler) Check() http.Handler   { return h.handle(h.check) }
-func (h *Handler) Release() http.Handler { return h.handle(h.release) }
-func (h *Handler) Wait() http.Handler    { return h.handle(h.wait) }
-
-func (h *Handler) handle(fn func(http.ResponseWriter, *http.Request, *Room) error) http.Handler {
+func (h *Handler) adapt(fn func(http.ResponseWriter, *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		room, err := h.c.Room(r.PathValue("room"))
-		if err != nil {
-			h.writeError(w, r, &HTTPError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()})
-			return
-		}
-		if err := fn(w, r, room); err != nil {
+		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)
 		}
 	})
+}
+
+// Status, Check, Release and Wait serve the routes one by one, for a router of one's own: each
+// reads the room name from the path value "room" and returns its error for the caller to render
+// (ErrorCode says the status and code).
+func (h *Handler) Status(w http.ResponseWriter, r *http.Request) error {
+	return h.serve(w, r, h.status)
+}
+
+// Check is GET /v1/rooms/{room}/check; see Status.
+func (h *Handler) Check(w http.ResponseWriter, r *http.Request) error { return h.serve(w, r, h.check) }
+
+// Release is POST /v1/rooms/{room}/release; see Status.
+func (h *Handler) Release(w http.ResponseWriter, r *http.Request) error {
+	return h.serve(w, r, h.release)
+}
+
+// Wait is GET /v1/rooms/{room}/wait; see Status.
+func (h *Handler) Wait(w http.ResponseWriter, r *http.Request) error { return h.serve(w, r, h.wait) }
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn func(http.ResponseWriter, *http.Request, *Room) error) error {
+	room, err := h.c.Room(r.PathValue("room"))
+	if err != nil {
+		return &HTTPError{Status: http.StatusNotFound, Code: CodeNotFound, Message: err.Error()}
+	}
+	return fn(w, r, room)
 }
 
 // NextHeader names, on a request for the waiting page, the URL the visitor asked for (what nginx
@@ -90,7 +104,7 @@ func (c *Client) pollLimited(ctx context.Context, room *Room, visitor string) (b
 
 func tooManyPolls(w http.ResponseWriter, retry time.Duration) error {
 	retryAfter(w, retry)
-	return &HTTPError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+	return &HTTPError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: retry,
 		Message: "too many status polls from this visitor; poll at most as often as poll_after_ms says"}
 }
 
