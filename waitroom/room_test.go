@@ -364,3 +364,44 @@ func TestInflowLimitAndETA(t *testing.T) {
 		}
 	})
 }
+
+func TestTouchKeepsOrLosesTheSlot(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := newClient(t, env, waitroom.Config{TouchInterval: time.Millisecond})
+		r := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, SessionTimeout: time.Second})
+		arrive(t, r, "a")
+		// touch asks Redis once the touch interval since the last one has passed (an empty pass:
+		// deduplicated, the old pass stands).
+		touch := func(wantHeld bool) {
+			t.Helper()
+			eventually(t, 5*time.Second, func() error {
+				held, pass, exp, err := r.Touch(ctx, "a")
+				switch {
+				case err != nil:
+					return err
+				case held && pass == "":
+					return errNotYet
+				case held != wantHeld:
+					return fmt.Errorf("held %v, want %v", held, wantHeld)
+				case held && time.Until(exp) <= 0:
+					return fmt.Errorf("renewed pass expires at %v", exp)
+				}
+				return nil
+			})
+		}
+		touch(true)
+		// Idle past session_timeout: b gets the slot, and a's next touch says a lost it.
+		eventually(t, 10*time.Second, func() error {
+			if st := arrive(t, r, "b"); st.State != waitroom.Admitted {
+				return fmt.Errorf("b: %+v", st)
+			}
+			return nil
+		})
+		touch(false)
+		// Once b leaves and nobody waits, a's touch takes a slot again.
+		release(t, r, "b")
+		touch(true)
+	})
+}
