@@ -380,10 +380,11 @@ func (r *Room) Stats(ctx context.Context) (RoomStats, error) {
 		Admitted: vals[3], Abandoned: vals[4], Released: vals[5], Expired: vals[6],
 		MedianWait: time.Duration(median(vals[11:])) * time.Millisecond,
 	}
-	if window := vals[9]; window > 0 {
-		s.AdmittedPerMinute = float64(vals[7]) * 60000 / float64(window)
-		s.AbandonedPerMinute = float64(vals[8]) * 60000 / float64(window)
-	}
+	// Over at least a minute: a young room's first admissions (filling its free slots at once)
+	// would otherwise read as thousands a minute.
+	window := max(vals[9], 60_000)
+	s.AdmittedPerMinute = float64(vals[7]) * 60000 / float64(window)
+	s.AbandonedPerMinute = float64(vals[8]) * 60000 / float64(window)
 	return s, nil
 }
 

@@ -10,7 +10,8 @@
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
 --          recent_admitted, recent_window_ms}
 --   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room
---   position is 1-based (0 unless waiting); length the number in line.
+--   position is 1-based (0 unless waiting); length the number in line; recent_* the admissions
+--   from the line of the last minutes and the stretch they cover (lib.lua: recent), for the ETA.
 local cfg = read_config()
 if not cfg then return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
 local now = now_ms()
@@ -18,7 +19,7 @@ local v = ARGV[1]
 free_idle(cfg, now, tonumber(ARGV[3]))
 
 local function reply(state, position, opens_in, waited)
-  local admitted, window = recent('a', now)
+  local admitted, window = recent('w', now)
   return {state, position, redis.call('ZCARD', K_LINE), redis.call('ZCARD', K_ACTIVE), cfg.max_active,
     cfg.version, opens_in, waited, admitted, window}
 end
@@ -29,7 +30,8 @@ if redis.call('ZSCORE', K_ACTIVE, v) then
 end
 
 local early = cfg.open_at > now
-if not redis.call('ZSCORE', K_LINE, v) then
+local waited_before = redis.call('ZSCORE', K_LINE, v)
+if not waited_before then
   local ticket
   if early then
     ticket = tonumber(ARGV[2])
@@ -70,8 +72,13 @@ if rank < free then
     redis.call('HDEL', K_SINCE, v)
     redis.call('ZADD', K_ACTIVE, now, v)
     redis.call('HINCRBY', K_STATS, 'admitted', 1)
-    redis.call('HSETNX', K_STATS, 'first', now)
-    redis.call('HINCRBY', K_MINUTES, 'a' .. math.floor(now / 60000), 1)
+    local minute = math.floor(now / 60000)
+    redis.call('HSETNX', K_STATS, 'firsta', now)
+    redis.call('HINCRBY', K_MINUTES, 'a' .. minute, 1)
+    if waited_before then
+      redis.call('HSETNX', K_STATS, 'firstw', now)
+      redis.call('HINCRBY', K_MINUTES, 'w' .. minute, 1)
+    end
     trim_minutes(now)
     redis.call('LPUSH', K_WAITS, now - since)
     redis.call('LTRIM', K_WAITS, 0, 100)

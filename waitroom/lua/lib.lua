@@ -12,9 +12,12 @@
 --   KEYS[4]  seen     zset   visitor -> last heartbeat (ms), for the waiting visitors
 --   KEYS[5]  since    hash   visitor -> arrival time (ms), for the waiting visitors
 --   KEYS[6]  stats    hash   seq (tickets handed out), tat (the inflow limit's GCRA state, ms),
---                            first (first admission, ms), admitted, abandoned, released, expired
---   KEYS[7]  minutes  hash   a<minute> admissions and x<minute> abandonments per Unix minute,
---                            the last few minutes only
+--                            firsta and firstw (first admission, first admission from the line,
+--                            ms), admitted, abandoned, released, expired
+--   KEYS[7]  minutes  hash   per Unix minute m, the last few minutes only: a<m> admissions, w<m>
+--                            admissions of visitors who had waited in line (the line's pace, which
+--                            the ETA uses: a room filling its free slots is not a line moving),
+--                            x<m> abandonments
 --   KEYS[8]  waits    list   the waits (ms) of the latest admissions, newest first, at most 101
 -- Script-specific arguments are in ARGV.
 
@@ -57,9 +60,9 @@ local function free_idle(cfg, now, batch)
 end
 
 -- trim_minutes drops the per-minute counters older than KEEP_MINUTES once there are enough of
--- them to bother (HLEN is O(1); the hash never holds more than about 2 * KEEP_MINUTES fields).
+-- them to bother (HLEN is O(1); the hash never holds more than about 3 * KEEP_MINUTES fields: three kinds).
 local function trim_minutes(now)
-  if redis.call('HLEN', K_MINUTES) <= 2 * KEEP_MINUTES then return end
+  if redis.call('HLEN', K_MINUTES) <= 3 * KEEP_MINUTES then return end
   local oldest = math.floor(now / 60000) - KEEP_MINUTES
   local fields = redis.call('HKEYS', K_MINUTES)
   local old = {}
@@ -69,9 +72,10 @@ local function trim_minutes(now)
   if #old > 0 then redis.call('HDEL', K_MINUTES, unpack(old)) end
 end
 
--- recent returns the events of kind ('a' admitted, 'x' abandoned) in the last RATE_MINUTES
--- minutes and the length (ms) of the stretch they were counted over: from the start of the
--- oldest minute counted, or from the first admission when that is later.
+-- recent returns the events of kind ('a' admitted, 'w' admitted from the line, 'x' abandoned) in
+-- the last RATE_MINUTES minutes and the length (ms) of the stretch they were counted over: from
+-- the start of the oldest minute counted, or from the first admission of that kind ('x' uses the
+-- first admission) when that is later.
 local function recent(kind, now)
   local minute = math.floor(now / 60000)
   local fields = {}
@@ -80,7 +84,7 @@ local function recent(kind, now)
   local sum = 0
   for _, c in ipairs(counts) do sum = sum + (tonumber(c) or 0) end
   local start = (minute - RATE_MINUTES) * 60000
-  local first = tonumber(redis.call('HGET', K_STATS, 'first') or '0')
+  local first = tonumber(redis.call('HGET', K_STATS, kind == 'w' and 'firstw' or 'firsta') or '0')
   if first > start then start = first end
   return sum, now - start
 end
