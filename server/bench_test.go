@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"io"
 	"log/slog"
 	"net"
@@ -33,7 +34,7 @@ func benchServer(b *testing.B) (base, token string) {
 		}
 		_ = srv.Close()
 	})
-	secret, _, err := srv.tokens.Create(ctx, CreateTokenParams{Namespace: "bench"})
+	secret, _, err := srv.tokens.Create(ctx, tenant.CreateTokenParams{Namespace: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -34,16 +35,6 @@ func TestWritePublishedMatchesEncodingJSON(t *testing.T) {
 		if got, want := rec.Body.String(), encodingJSON(t, res); got != want {
 			t.Fatalf("got %s want %s", got, want)
 		}
-	}
-}
-
-func TestWriteLmstfyPublishedMatchesEncodingJSON(t *testing.T) {
-	t.Parallel()
-	rec := httptest.NewRecorder()
-	writeLmstfyPublished(rec, "01JAX3")
-	want := encodingJSON(t, map[string]string{"msg": "published", "job_id": "01JAX3"})
-	if rec.Code != http.StatusCreated || rec.Body.String() != want {
-		t.Fatalf("got %d %s, want 201 %s", rec.Code, rec.Body, want)
 	}
 }
 
@@ -104,7 +95,7 @@ func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 		ds := []deliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
 			PublishedAt: time.Unix(1_790_000_000, 0).UTC(), LeaseUntil: tm}}
 		want := httptest.NewRecorder()
-		writeJSON(want, 200, map[string]any{"jobs": ds})
+		httpapi.WriteJSON(want, 200, map[string]any{"jobs": ds})
 		got := httptest.NewRecorder()
 		writeDeliveries(got, ds)
 		if got.Code != want.Code || got.Body.String() != want.Body.String() {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strconv"
 	"strings"
@@ -129,8 +130,8 @@ func TestTokenLimitNativeAdmin(t *testing.T) {
 
 	r := ts.adminDo(t, http.MethodPut, path, map[string]int{"write": 1, "interval": 60})
 	wantStatus(t, r, http.StatusOK, "")
-	want := tokenLimit{Read: 0, Write: 1, Interval: 60}
-	var got tokenLimit
+	want := tenant.Limit{Read: 0, Write: 1, Interval: 60}
+	var got tenant.Limit
 	r.JSON(t, &got)
 	if got != want {
 		t.Fatalf("PUT answered %+v, want %+v", got, want)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"io"
 	"net/http"
 	"net/url"
@@ -327,12 +328,12 @@ func TestLmstfyAuth(t *testing.T) {
 		}
 	}
 	// Sluice tokens carry permissions; lmstfy's admin route makes tokens with all of them.
-	pubOnly := e.ts.token(t, e.ns, PermPublish)
+	pubOnly := e.ts.token(t, e.ns, tenant.PermPublish)
 	r := lmstfyDo(t, "GET", base, nil, "X-Token", pubOnly)
 	if r.Status != 403 || !strings.Contains(lmstfyErrMsg(r), "consume") {
 		t.Fatalf("consume with a publish-only token: %d %s", r.Status, r.Body)
 	}
-	consOnly := e.ts.token(t, e.ns, PermConsume)
+	consOnly := e.ts.token(t, e.ns, tenant.PermConsume)
 	if r := lmstfyDo(t, "DELETE", base, nil, "X-Token", consOnly); r.Status != 403 {
 		t.Fatalf("destroy with a consume-only token: %d %s", r.Status, r.Body)
 	}

@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/lmstfy"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,9 +28,11 @@ type Server struct {
 	log        *slog.Logger
 	rdb        redis.UniversalClient
 	queue      *queue.Client
-	tokens     *TokenStore
-	limits     *limitStore
-	namespaces *NamespaceStore
+	tokens     *tenant.TokenStore
+	limits     *tenant.LimitStore
+	limiter    *httpapi.Limiter
+	lmstfy     *lmstfy.API
+	namespaces *tenant.NamespaceStore
 	maintainer *queue.Maintainer
 	metrics    *metrics
 	requestIDs *requestIDs
@@ -83,12 +88,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.queue = q
-	s.namespaces = NewNamespaceStore(s.rdb, cfg.Prefix)
-	s.tokens = NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
-	s.limits = newLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
+	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
+	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
+	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
+	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
+		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
+	}}
 	s.requestIDs = newRequestIDs()
+	s.lmstfy = lmstfy.New(lmstfy.Config{
+		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
+		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
+	})
 	s.public = s.wrap("public", s.publicMux(), false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
@@ -103,61 +115,44 @@ func (s *Server) AdminHandler() http.Handler { return s.admin }
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// route is one pattern of a listener and its handler.
-type route struct {
-	pattern string
-	handler http.HandlerFunc
-}
-
 func (s *Server) publicMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, rt := range s.publicRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handler)
-	}
-	s.mountLmstfyPublic(mux)
+	s.mount(mux, s.publicRoutes())
+	s.lmstfy.MountPublic(mux)
 	return mux
 }
 
 func (s *Server) adminMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, rt := range s.adminRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handler)
-	}
+	s.mount(mux, s.adminRoutes())
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.mountLmstfyAdmin(mux)
+	s.lmstfy.MountAdmin(mux)
 	return mux
 }
 
 // healthRoutes are on both listeners.
-func (s *Server) healthRoutes() []route {
-	return []route{
-		{"GET /healthz", s.healthz},
-		{"GET /readyz", s.readyz},
+func (s *Server) healthRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /healthz", Handler: s.healthz},
+		{Pattern: "GET /readyz", Handler: s.readyz},
 	}
 }
 
 // healthz answers while the process serves requests.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // readyz answers 200 while Redis answers a PING within a second, else 503 unavailable.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		writeError(w, r, &Error{Code: CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, cause: err})
-		return
+		return &httpapi.Error{Code: httpapi.CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, Cause: err}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// withDrain returns a context that also ends when a graceful shutdown starts, for requests that
-// block (consumes): they return at once instead of holding the shutdown up.
-func (s *Server) withDrain(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.drainCtx, cancel) //nolint:contextcheck // the server's lifetime, not a request's
-	return ctx, func() { stop(); cancel() }
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // Run listens on PublicAddr and AdminAddr and serves until ctx ends, then shuts down gracefully

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strings"
 	"testing"
@@ -153,8 +154,8 @@ func TestBadLeaseAndConsumeRequests(t *testing.T) {
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
-	publisher := ts.token(t, "shop", PermPublish)
-	consumer := ts.token(t, "shop", PermConsume)
+	publisher := ts.token(t, "shop", tenant.PermPublish)
+	consumer := ts.token(t, "shop", tenant.PermConsume)
 	other := ts.token(t, "other")
 	body := map[string]any{"payload": 1}
 	wantStatus(t, ts.public(t, http.MethodPost, qpath+"/jobs", "", body), http.StatusUnauthorized, "unauthenticated")

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strings"
 	"testing"
@@ -128,7 +129,7 @@ func TestPriorityCap(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	prio := 2
-	secret, _, err := ts.Tokens.Create(ctxT(t), CreateTokenParams{Namespace: "shop", MaxPriority: &prio})
+	secret, _, err := ts.Tokens.Create(ctxT(t), tenant.CreateTokenParams{Namespace: "shop", MaxPriority: &prio})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,7 +44,7 @@ func toQueueJSON(name string, st queue.Stats) queueJSON {
 
 // listQueues is GET /v1/ns/{ns}/queues: every queue of the namespace with its stats (one
 // pipelined round trip, O(priorities) per queue inside Redis).
-func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
 	names, err := s.queue.Queues(r.Context(), ns)
 	if err != nil {
@@ -56,28 +58,28 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, _ Token) err
 	for i, q := range names {
 		out[i] = toQueueJSON(q, stats[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"queues": out})
 	return nil
 }
 
 // queueExists reports whether a queue is registered in its namespace.
 func (s *Server) queueExists(r *http.Request) error {
 	ns, q := r.PathValue("ns"), r.PathValue("q")
-	if !validName(q) {
-		return invalidArg("queue", "%q %s", q, nameRule)
+	if !tenant.ValidName(q) {
+		return httpapi.InvalidArg("queue", "%q %s", q, tenant.NameRule)
 	}
 	ok, err := s.queue.QueueExists(r.Context(), ns, q)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &Error{Code: CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
+		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
 	}
 	return nil
 }
 
 // getQueue is GET /v1/ns/{ns}/queues/{q}.
-func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.queueExists(r); err != nil {
 		return err
 	}
@@ -85,12 +87,12 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, _ Token) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toQueueJSON(r.PathValue("q"), st))
+	httpapi.WriteJSON(w, http.StatusOK, toQueueJSON(r.PathValue("q"), st))
 	return nil
 }
 
 // deleteQueue is DELETE /v1/ns/{ns}/queues/{q}: every job of the queue is removed.
-func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.queueExists(r); err != nil {
 		return err
 	}
@@ -98,12 +100,12 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, _ Token) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"deleted_jobs": n})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]int64{"deleted_jobs": n})
 	return nil
 }
 
 // pauseQueue is POST /v1/ns/{ns}/queues/{q}/pause: consumers get nothing until resume.
-func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
@@ -112,7 +114,7 @@ func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, _ Token) err
 }
 
 // resumeQueue is POST /v1/ns/{ns}/queues/{q}/resume.
-func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) error {
 	if err := s.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
@@ -121,12 +123,12 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, _ Token) er
 }
 
 // listDead is GET /v1/ns/{ns}/queues/{q}/dead?limit=&cursor=.
-func (s *Server) listDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) listDead(w http.ResponseWriter, r *http.Request) error {
 	p := queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor")}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > queue.MaxDeadPage {
-			return invalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
+			return httpapi.InvalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
 		}
 		p.Limit = n
 	}
@@ -138,7 +140,7 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request, _ Token) error
 	for i := range res.Jobs {
 		jobs[i] = toJobJSON(&res.Jobs[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
 	return nil
 }
 
@@ -151,39 +153,39 @@ type deadRequest struct {
 func (d *deadRequest) selection() (int, []string, error) {
 	switch {
 	case d.Limit != nil && d.IDs != nil:
-		return 0, nil, invalidArg("ids", "give limit or ids, not both")
+		return 0, nil, httpapi.InvalidArg("ids", "give limit or ids, not both")
 	case d.IDs != nil:
 		if len(d.IDs) == 0 || len(d.IDs) > queue.MaxDeadPage {
-			return 0, nil, invalidArg("ids", "%d ids; give 1..%d", len(d.IDs), queue.MaxDeadPage)
+			return 0, nil, httpapi.InvalidArg("ids", "%d ids; give 1..%d", len(d.IDs), queue.MaxDeadPage)
 		}
 		return 0, d.IDs, nil
 	case d.Limit != nil:
 		if *d.Limit < 1 || *d.Limit > queue.MaxDeadPage {
-			return 0, nil, invalidArg("limit", "%d is outside 1..%d", *d.Limit, queue.MaxDeadPage)
+			return 0, nil, httpapi.InvalidArg("limit", "%d is outside 1..%d", *d.Limit, queue.MaxDeadPage)
 		}
 		return *d.Limit, nil, nil
 	default:
-		return 0, nil, invalidArg("limit", "give limit (the oldest jobs) or ids")
+		return 0, nil, httpapi.InvalidArg("limit", "give limit (the oldest jobs) or ids")
 	}
 }
 
 // respawnDead is POST /v1/ns/{ns}/queues/{q}/dead/respawn: dead jobs go back to ready with
 // fresh tries.
-func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	limit, ids, err := req.selection()
 	if err != nil {
 		return err
 	}
-	ttl, err := seconds("ttl", req.TTL)
+	ttl, err := httpapi.Seconds("ttl", req.TTL)
 	if err != nil {
 		return err
 	}
 	if req.TTL != nil && ttl < time.Millisecond {
-		return invalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
+		return httpapi.InvalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
 	}
 	out, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit, TTL: ttl,
@@ -194,18 +196,18 @@ func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request, _ Token) er
 	if out == nil {
 		out = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_ids": out, "respawned": len(out)})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"job_ids": out, "respawned": len(out)})
 	return nil
 }
 
 // deleteDead is DELETE /v1/ns/{ns}/queues/{q}/dead.
-func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	if req.TTL != nil {
-		return invalidArg("ttl", "only respawn takes a ttl")
+		return httpapi.InvalidArg("ttl", "only respawn takes a ttl")
 	}
 	limit, ids, err := req.selection()
 	if err != nil {
@@ -217,6 +219,6 @@ func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, _ Token) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]int{"deleted": n})
 	return nil
 }

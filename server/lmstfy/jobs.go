@@ -1,9 +1,10 @@
-package server
+package lmstfy
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"io"
 	"net/http"
 	"slices"
@@ -47,7 +48,7 @@ func lmstfyData(b []byte) []byte {
 // lmstfyAttrs are a job's attributes as these routes show them: without the server's reserved
 // ones, and null when none is left (as lmstfy shows a job without attributes).
 func lmstfyAttrs(a map[string]string) map[string]string {
-	out := publicAttributes(a)
+	out := httpapi.PublicAttributes(a)
 	if len(out) == 0 {
 		return nil
 	}
@@ -81,71 +82,62 @@ type lmstfyPublishOpts struct {
 
 // lmstfyPublishParams reads delay, ttl, tries and priority with lmstfy's defaults, messages and
 // order of checks. It answers the request itself when a parameter is bad.
-func lmstfyPublishParams(w http.ResponseWriter, r *http.Request, c lmstfyCall) (lmstfyPublishOpts, bool) {
+func lmstfyPublishParams(c lmstfyCall) (lmstfyPublishOpts, error) {
 	delay, ok := lmstfyParam(c.query, "delay", lmstfyDefaultDelay, 32)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid delay")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid delay")
 	}
 	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 32)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid ttl")
 	}
 	// ttl 0 means forever. lmstfy lets ttl equal delay, which loses the job the moment it is due;
 	// Sluice asks for a ttl longer than the delay.
 	if ttl > 0 && ttl < delay {
-		lmstfyError(w, r, http.StatusBadRequest, "ttl is shorter than delay")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "ttl is shorter than delay")
 	}
 	if ttl > 0 && ttl == delay {
-		lmstfyError(w, r, http.StatusBadRequest, "ttl must be longer than delay")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "ttl must be longer than delay")
 	}
 	tries, ok := lmstfyParam(c.query, "tries", lmstfyDefaultTries, 16)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid tries")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid tries")
 	}
 	if tries == 0 {
-		lmstfyError(w, r, http.StatusBadRequest, "tries shouldn't be zero")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "tries shouldn't be zero")
 	}
 	// Some lmstfy versions take a priority (0..255, higher first); so does Sluice.
 	priority, ok := lmstfyParam(c.query, "priority", 0, 8)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid priority")
-		return lmstfyPublishOpts{}, false
+		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid priority")
 	}
 	if c.tok.MaxPriority >= 0 && int(priority) > c.tok.MaxPriority {
 		priority = uint64(c.tok.MaxPriority) // the token's cap, as on the native API
 	}
 	return lmstfyPublishOpts{
 		delay: lmstfySeconds(delay), ttl: lmstfySeconds(ttl), tries: int(tries), priority: int(priority),
-	}, true
+	}, nil
 }
 
 // lmstfyBody reads the request body; a body over the server's limit answers 413 "body too large".
-func lmstfyBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func lmstfyBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		lmstfyError(w, r, http.StatusRequestEntityTooLarge, "body too large")
-		return nil, false
+		return nil, errorf(http.StatusRequestEntityTooLarge, "body too large")
 	case err != nil:
-		lmstfyError(w, r, http.StatusBadRequest, "failed to read body")
-		return nil, false
+		return nil, errorf(http.StatusBadRequest, "failed to read body")
 	}
-	return body, true
+	return body, nil
 }
 
 // lmstfyAttributes collects job attributes from Job-Attr-* headers when the request carries
 // "Enable-Job-Version: yes", as lmstfy does: values past 256 bytes are cut, keys past 256 bytes
 // (lmstfy) or past the engine's 128 (Sluice), at most 16.
-func lmstfyAttributes(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+func lmstfyAttributes(r *http.Request) (map[string]string, error) {
 	if !strings.EqualFold(r.Header.Get("Enable-Job-Version"), "yes") {
-		return nil, true
+		return nil, nil
 	}
 	attrs := map[string]string{}
 	for k, v := range r.Header {
@@ -163,13 +155,12 @@ func lmstfyAttributes(w http.ResponseWriter, r *http.Request) (map[string]string
 		attrs[k] = val
 	}
 	if len(attrs) > lmstfyMaxAttributes {
-		lmstfyError(w, r, http.StatusBadRequest, "too many attributes, cannot exceed 16")
-		return nil, false
+		return nil, errorf(http.StatusBadRequest, "too many attributes, cannot exceed 16")
 	}
 	if len(attrs) == 0 {
-		return nil, true
+		return nil, nil
 	}
-	return attrs, true
+	return attrs, nil
 }
 
 func (o lmstfyPublishOpts) job(c lmstfyCall, payload []byte, attrs map[string]string) queue.PublishParams {
@@ -180,111 +171,103 @@ func (o lmstfyPublishOpts) job(c lmstfyCall, payload []byte, attrs map[string]st
 }
 
 // lmstfyPublish is PUT /api/{ns}/{q}: publish one job, the body is its data.
-func (s *Server) lmstfyPublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	s.lmstfyPublishOne(w, r, c, "")
+func (a *API) lmstfyPublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	return a.lmstfyPublishOne(w, r, c, "")
 }
 
 // lmstfyRepublish is PUT /api/{ns}/{q}/job/{id}: finish the job (ack it) and publish the body as
 // a new job. The new job is published first, so a failure in between duplicates rather than
 // loses work.
-func (s *Server) lmstfyRepublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	s.lmstfyPublishOne(w, r, c, r.PathValue("id"))
+func (a *API) lmstfyRepublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	return a.lmstfyPublishOne(w, r, c, r.PathValue("id"))
 }
 
-func (s *Server) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyCall, oldID string) {
-	opts, ok := lmstfyPublishParams(w, r, c)
-	if !ok {
-		return
-	}
-	body, ok := lmstfyBody(w, r)
-	if !ok {
-		return
-	}
-	attrs, ok := lmstfyAttributes(w, r)
-	if !ok {
-		return
-	}
-	res, err := s.queue.Publish(r.Context(), opts.job(c, body, attrs))
+func (a *API) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyCall, oldID string) error {
+	opts, err := lmstfyPublishParams(c)
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return
+		return err
+	}
+	body, err := lmstfyBody(r)
+	if err != nil {
+		return err
+	}
+	attrs, err := lmstfyAttributes(r)
+	if err != nil {
+		return err
+	}
+	res, err := a.queue.Publish(r.Context(), opts.job(c, body, attrs))
+	if err != nil {
+		return err
 	}
 	if oldID != "" {
-		if err := s.lmstfyFinish(r.Context(), c.ns, c.q, oldID); err != nil {
-			lmstfyFail(w, r, err)
-			return
+		if err := a.lmstfyFinish(r.Context(), c.ns, c.q, oldID); err != nil {
+			return err
 		}
 	}
-	writeLmstfyPublished(w, res.ID)
+	writePublished(w, res.ID)
+	return nil
 }
 
 // lmstfyPublishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
 // text) is the data of one job. All are published or none.
-func (s *Server) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	opts, ok := lmstfyPublishParams(w, r, c)
-	if !ok {
-		return
+func (a *API) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	opts, err := lmstfyPublishParams(c)
+	if err != nil {
+		return err
 	}
-	body, ok := lmstfyBody(w, r)
-	if !ok {
-		return
+	body, err := lmstfyBody(r)
+	if err != nil {
+		return err
 	}
 	var jobs []json.RawMessage
 	if err := json.Unmarshal(body, &jobs); err != nil {
-		lmstfyError(w, r, http.StatusBadRequest, "request body should be an array of objects")
-		return
+		return errorf(http.StatusBadRequest, "request body should be an array of objects")
 	}
 	switch {
 	case len(jobs) == 0:
-		lmstfyError(w, r, http.StatusBadRequest, "no jobs")
-		return
+		return errorf(http.StatusBadRequest, "no jobs")
 	case len(jobs) > lmstfyMaxBulkJobs:
-		lmstfyError(w, r, http.StatusBadRequest, "too many jobs")
-		return
+		return errorf(http.StatusBadRequest, "too many jobs")
 	}
-	attrs, ok := lmstfyAttributes(w, r)
-	if !ok {
-		return
+	attrs, err := lmstfyAttributes(r)
+	if err != nil {
+		return err
 	}
 	ps := make([]queue.PublishParams, len(jobs))
 	for i, j := range jobs {
 		ps[i] = opts.job(c, j, attrs)
 	}
-	res, err := s.queue.PublishMany(r.Context(), ps)
+	res, err := a.queue.PublishMany(r.Context(), ps)
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return
+		return err
 	}
 	ids := make([]string, len(res))
 	for i, pr := range res {
 		ids[i] = pr.ID
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"msg": "published", "job_ids": ids})
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"msg": "published", "job_ids": ids})
+	return nil
 }
 
 // lmstfyConsume is GET /api/{ns}/{q1}[,{q2}...]: lease up to count jobs, earlier queues first,
 // waiting up to timeout seconds for one. One job answers as an object, count > 1 as an array.
-func (s *Server) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+func (a *API) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
 	ttr, ok := lmstfyParam(c.query, "ttr", lmstfyDefaultTTR, 32)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid ttr")
-		return
+		return errorf(http.StatusBadRequest, "invalid ttr")
 	}
 	timeout, ok := lmstfyParam(c.query, "timeout", lmstfyDefaultTimeout, 32)
 	if !ok {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid timeout")
-		return
+		return errorf(http.StatusBadRequest, "invalid timeout")
 	}
 	count, ok := lmstfyParam(c.query, "count", 1, 32)
 	if !ok || count == 0 || count > lmstfyMaxConsumeCount {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid count")
-		return
+		return errorf(http.StatusBadRequest, "invalid count")
 	}
 	// freeze_tries is accepted for lmstfy's clients (they always send it); every delivery counts.
 	if raw, present := c.query["freeze_tries"]; present {
 		if _, err := strconv.ParseBool(raw[0]); err != nil {
-			lmstfyError(w, r, http.StatusBadRequest, "invalid freeze_tries value")
-			return
+			return errorf(http.StatusBadRequest, "invalid freeze_tries value")
 		}
 	}
 	var queues []string
@@ -294,196 +277,189 @@ func (s *Server) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyC
 		}
 	}
 	if len(queues) == 0 {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid queue name(s)")
-		return
+		return errorf(http.StatusBadRequest, "invalid queue name(s)")
 	}
 	// A graceful shutdown releases blocked consumes.
 	ctx := r.Context()
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = s.withDrain(ctx)
+		ctx, cancel = httpapi.WithDrain(ctx, a.cfg.Drain)
 		defer cancel()
 	}
-	ds, err := s.queue.Consume(ctx, queue.ConsumeParams{
+	ds, err := a.queue.Consume(ctx, queue.ConsumeParams{
 		Namespace: c.ns,
 		Queues:    queues,
 		Count:     int(count),
 		TTR:       lmstfySeconds(ttr), // 0: the job's own (lmstfy's default for jobs published here)
-		Timeout:   min(lmstfySeconds(timeout), s.cfg.MaxConsumeTimeout),
+		Timeout:   min(lmstfySeconds(timeout), a.cfg.MaxConsumeTimeout),
 	})
-	shuttingDown := s.drainCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
+	shuttingDown := a.cfg.Drain.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
 	if err != nil && !shuttingDown {
-		lmstfyFail(w, r, err)
-		return
+		return err
 	}
 	// A consume cut short by a graceful shutdown answers as one that found nothing.
 	if len(ds) == 0 {
-		writeJSON(w, http.StatusNotFound, map[string]string{"msg": "no job available"})
-		return
+		httpapi.WriteJSON(w, http.StatusNotFound, map[string]string{"msg": "no job available"})
+		return nil
 	}
 	if count == 1 {
-		writeJSON(w, http.StatusOK, lmstfyDelivery(ds[0]))
-		return
+		httpapi.WriteJSON(w, http.StatusOK, lmstfyDelivery(ds[0]))
+		return nil
 	}
 	out := make([]lmstfyJob, len(ds))
 	for i, d := range ds {
 		out[i] = lmstfyDelivery(d)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // lmstfyDeleteJob is DELETE /api/{ns}/{q}/job/{id}, lmstfy's ack: the job is gone afterwards,
 // whatever its state. It answers 204 for unknown jobs too, as lmstfy does.
-func (s *Server) lmstfyDeleteJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	if err := s.lmstfyFinish(r.Context(), c.ns, c.q, r.PathValue("id")); err != nil {
-		lmstfyFail(w, r, err)
-		return
+func (a *API) lmstfyDeleteJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	if err := a.lmstfyFinish(r.Context(), c.ns, c.q, r.PathValue("id")); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // lmstfyFinish ends a job for lmstfy's ack, which names no delivery: a job under a running lease
 // is acked (its current delivery, so it counts as done), any other job is deleted, in one script
 // call. An unknown job is no error: lmstfy's ack means "never again".
-func (s *Server) lmstfyFinish(ctx context.Context, ns, q, id string) error {
+func (a *API) lmstfyFinish(ctx context.Context, ns, q, id string) error {
 	if id == "" || len(id) > 255 {
 		return nil // no such job
 	}
-	if err := s.queue.Finish(ctx, ns, q, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
+	if err := a.queue.Finish(ctx, ns, q, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
 // lmstfyPeekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.
-func (s *Server) lmstfyPeekQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	job, err := s.queue.Peek(r.Context(), c.ns, c.q)
-	writePeeked(w, r, job, err, "the queue is empty")
+func (a *API) lmstfyPeekQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	job, err := a.queue.Peek(r.Context(), c.ns, c.q)
+	return writePeeked(w, job, err, "the queue is empty")
 }
 
-// writePeeked answers a peek: the job, lmstfy's 404 with notFound, or the error.
-func writePeeked(w http.ResponseWriter, r *http.Request, job *queue.Job, err error, notFound string) {
+// writePeeked answers a peek: the job, or lmstfy's 404 with notFound, or the error.
+func writePeeked(w http.ResponseWriter, job *queue.Job, err error, notFound string) error {
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
-		lmstfyError(w, r, http.StatusNotFound, notFound)
+		return errorf(http.StatusNotFound, notFound)
 	case err != nil:
-		lmstfyFail(w, r, err)
-	default:
-		writeJSON(w, http.StatusOK, lmstfyPeeked(job))
+		return err
 	}
+	httpapi.WriteJSON(w, http.StatusOK, lmstfyPeeked(job))
+	return nil
 }
 
 // lmstfyPeekJob is GET /api/{ns}/{q}/job/{id}: a job in any state.
-func (s *Server) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+func (a *API) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
 	id := r.PathValue("id")
 	if id == "" || len(id) > 255 {
-		lmstfyError(w, r, http.StatusNotFound, "job not found")
-		return
+		return errorf(http.StatusNotFound, "job not found")
 	}
-	job, err := s.queue.Get(r.Context(), c.ns, c.q, id)
-	writePeeked(w, r, job, err, "job not found")
+	job, err := a.queue.Get(r.Context(), c.ns, c.q, id)
+	return writePeeked(w, job, err, "job not found")
 }
 
 // lmstfySize is GET /api/{ns}/{q}/size: the number of ready jobs.
-func (s *Server) lmstfySize(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	st, err := s.queue.Stats(r.Context(), c.ns, c.q)
+func (a *API) lmstfySize(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	st, err := a.queue.Stats(r.Context(), c.ns, c.q)
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": st.Ready})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": st.Ready})
+	return nil
 }
 
 // lmstfyDestroyQueue is DELETE /api/{ns}/{q}: remove the queue's jobs. lmstfy drops the ready
 // ones only; Sluice drops them in every state (Purge), the queue itself stays usable.
-func (s *Server) lmstfyDestroyQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	if _, err := s.queue.Purge(r.Context(), c.ns, c.q); err != nil {
-		lmstfyFail(w, r, err)
-		return
+func (a *API) lmstfyDestroyQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	if _, err := a.queue.Purge(r.Context(), c.ns, c.q); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // lmstfyPeekDeadLetter is GET /api/{ns}/{q}/deadletter: the dead letter's size and oldest job.
-func (s *Server) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	res, err := s.queue.DeadList(r.Context(), queue.DeadListParams{Namespace: c.ns, Queue: c.q, Limit: 1})
+func (a *API) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	res, err := a.queue.DeadList(r.Context(), queue.DeadListParams{Namespace: c.ns, Queue: c.q, Limit: 1})
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return
+		return err
 	}
 	head := ""
 	if len(res.Jobs) > 0 {
 		head = res.Jobs[0].ID
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{
 		"namespace": c.ns, "queue": c.q, "deadletter_size": res.Total, "deadletter_head": head,
 	})
+	return nil
 }
 
 // lmstfyDeadLimit reads the limit of the dead letter routes (default 1, at least 1), capped at the
 // dead letter's size.
-func (s *Server) lmstfyDeadLimit(w http.ResponseWriter, r *http.Request, c lmstfyCall) (int64, bool) {
+func (a *API) lmstfyDeadLimit(r *http.Request, c lmstfyCall) (int64, error) {
 	limit, ok := lmstfyParam(c.query, "limit", 1, 63)
 	if !ok || limit == 0 {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
-		return 0, false
+		return 0, errorf(http.StatusBadRequest, "invalid limit")
 	}
-	size, err := s.queue.DeadSize(r.Context(), c.ns, c.q)
+	size, err := a.queue.DeadSize(r.Context(), c.ns, c.q)
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return 0, false
+		return 0, err
 	}
-	return min(int64(limit), size), true
+	return min(int64(limit), size), nil
 }
 
 // lmstfyRespawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
 // oldest dead jobs back to ready, with all their tries and a ttl of ttl seconds from now.
-func (s *Server) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
+func (a *API) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
 	if limit, ok := lmstfyParam(c.query, "limit", 1, 63); !ok || limit == 0 {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid limit")
-		return
+		return errorf(http.StatusBadRequest, "invalid limit")
 	}
 	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 63)
 	if !ok || ttl > uint64(time.Duration(1<<63-1)/time.Second) {
-		lmstfyError(w, r, http.StatusBadRequest, "invalid ttl")
-		return
+		return errorf(http.StatusBadRequest, "invalid ttl")
 	}
-	limit, ok := s.lmstfyDeadLimit(w, r, c)
-	if !ok {
-		return
+	limit, err := a.lmstfyDeadLimit(r, c)
+	if err != nil {
+		return err
 	}
 	var count int64
 	for count < limit {
 		n := int(min(limit-count, queue.MaxDeadPage))
-		ids, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
+		ids, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 			Namespace: c.ns, Queue: c.q, Limit: n, TTL: lmstfySeconds(ttl),
 		})
 		if err != nil {
-			lmstfyFail(w, r, err)
-			return
+			return err
 		}
 		count += int64(len(ids))
 		if len(ids) < n {
 			break
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"msg": "respawned", "count": count})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"msg": "respawned", "count": count})
+	return nil
 }
 
 // lmstfyDeleteDeadLetter is DELETE /api/{ns}/{q}/deadletter?limit=: drop up to limit of the
 // oldest dead jobs.
-func (s *Server) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	limit, ok := s.lmstfyDeadLimit(w, r, c)
-	if !ok {
-		return
+func (a *API) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	limit, err := a.lmstfyDeadLimit(r, c)
+	if err != nil {
+		return err
 	}
 	var count int64
 	for count < limit {
 		n := int(min(limit-count, queue.MaxDeadPage))
-		got, err := s.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: c.ns, Queue: c.q, Limit: n})
+		got, err := a.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: c.ns, Queue: c.q, Limit: n})
 		if err != nil {
-			lmstfyFail(w, r, err)
-			return
+			return err
 		}
 		count += int64(got)
 		if got < n {
@@ -491,14 +467,26 @@ func (s *Server) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, 
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // lmstfyDeadLetterSize is GET /api/{ns}/{q}/deadletter/size.
-func (s *Server) lmstfyDeadLetterSize(w http.ResponseWriter, r *http.Request, c lmstfyCall) {
-	n, err := s.queue.DeadSize(r.Context(), c.ns, c.q)
+func (a *API) lmstfyDeadLetterSize(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+	n, err := a.queue.DeadSize(r.Context(), c.ns, c.q)
 	if err != nil {
-		lmstfyFail(w, r, err)
-		return
+		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": n})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"namespace": c.ns, "queue": c.q, "size": n})
+	return nil
+}
+
+// writePublished answers an lmstfy publish without reflection: 201 {"job_id","msg":"published"}
+// (httpapi.WriteJSON's bytes for the map it used to write: keys sorted).
+func writePublished(w http.ResponseWriter, id string) {
+	buf := httpapi.GetBuffer()
+	defer httpapi.PutBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"job_id":`...)
+	b = httpapi.AppendJSONString(b, id)
+	b = append(b, `,"msg":"published"}`+"\n"...)
+	httpapi.WriteBody(w, http.StatusCreated, "application/json", b)
 }

@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+)
+
+// RequestState is what the server's middleware knows about one request; handlers and error
+// writers reach it through the context.
+type RequestState struct {
+	// ID is the request id (X-Request-Id).
+	ID string
+	// Log is the server's logger.
+	Log *slog.Logger
+	// OnUnavailable, when set, is called for each answer that says the store is unavailable
+	// (the server counts them).
+	OnUnavailable func()
+	// Code is the registry code of the error the request answered with ("" for success).
+	Code Code
+}
+
+type stateKey struct{}
+
+// WithState returns ctx carrying st.
+func WithState(ctx context.Context, st *RequestState) context.Context {
+	return context.WithValue(ctx, stateKey{}, st)
+}
+
+// StateOf returns the request state of ctx (nil outside a request the server serves).
+func StateOf(ctx context.Context) *RequestState {
+	st, _ := ctx.Value(stateKey{}).(*RequestState)
+	return st
+}
+
+// RequestID returns the request id of a request's context ("" outside a request).
+func RequestID(ctx context.Context) string {
+	if st := StateOf(ctx); st != nil {
+		return st.ID
+	}
+	return ""
+}
+
+// NoteError records the error a request answers with and logs the ones operators must see.
+// Writers of other shapes (lmstfy's) call it too, so metrics and logs see every API alike.
+func (st *RequestState) NoteError(ctx context.Context, e *Error, err error) {
+	st.Code = e.Code
+	switch e.Code {
+	case CodeInternal:
+		st.Log.ErrorContext(ctx, "request failed", "error", err, "request_id", st.ID)
+	case CodeUnavailable:
+		if st.OnUnavailable != nil {
+			st.OnUnavailable()
+		}
+		st.Log.WarnContext(ctx, "store unavailable", "error", err, "request_id", st.ID)
+	}
+}
