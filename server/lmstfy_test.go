@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"net/http"
 	"net/url"
@@ -603,7 +604,7 @@ func TestLmstfyHidesReservedAttributes(t *testing.T) {
 	r := e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{
 		"payload_base64": "MTIz", "attributes": map[string]string{"lang": "en"}})
 	wantStatus(t, r, http.StatusCreated, "")
-	var pub publishResult
+	var pub jobs.PublishResult
 	r.JSON(t, &pub)
 	r = e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{"payload_base64": "MTIz"})
 	wantStatus(t, r, http.StatusCreated, "")

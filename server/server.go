@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
 	"log/slog"
 	"net"
@@ -31,6 +32,7 @@ type Server struct {
 	tokens     *tenant.TokenStore
 	limits     *tenant.LimitStore
 	limiter    *httpapi.Limiter
+	jobs       *jobs.API
 	lmstfy     *lmstfy.API
 	namespaces *tenant.NamespaceStore
 	maintainer *queue.Maintainer
@@ -97,6 +99,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
 	}}
 	s.requestIDs = newRequestIDs()
+	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx})
 	s.lmstfy = lmstfy.New(lmstfy.Config{
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,

@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"github.com/sluicehq/sluice/internal/httpapi"
@@ -10,8 +10,8 @@ import (
 	"github.com/sluicehq/sluice/queue"
 )
 
-// queueJSON is a queue's depths and event counters.
-type queueJSON struct {
+// QueueJSON is a queue's depths and event counters.
+type QueueJSON struct {
 	Name         string `json:"name"`
 	Ready        int64  `json:"ready"`
 	Delayed      int64  `json:"delayed"`
@@ -33,8 +33,8 @@ type queueJSON struct {
 	Purged       int64  `json:"purged"`
 }
 
-func toQueueJSON(name string, st queue.Stats) queueJSON {
-	return queueJSON{
+func toQueueJSON(name string, st queue.Stats) QueueJSON {
+	return QueueJSON{
 		Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Dead: st.Dead, Done: st.Done,
 		Paused: st.Paused, Published: st.Published, Consumed: st.Consumed, Acked: st.Acked, Nacked: st.Nacked,
 		Retried: st.Retried, DeadLettered: st.DeadLettered, Expired: st.Expired, Deleted: st.Deleted,
@@ -44,17 +44,17 @@ func toQueueJSON(name string, st queue.Stats) queueJSON {
 
 // listQueues is GET /v1/ns/{ns}/queues: every queue of the namespace with its stats (one
 // pipelined round trip, O(priorities) per queue inside Redis).
-func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listQueues(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	names, err := s.queue.Queues(r.Context(), ns)
+	names, err := a.queue.Queues(r.Context(), ns)
 	if err != nil {
 		return err
 	}
-	stats, err := s.queue.StatsMany(r.Context(), ns, names)
+	stats, err := a.queue.StatsMany(r.Context(), ns, names)
 	if err != nil {
 		return err
 	}
-	out := make([]queueJSON, len(names))
+	out := make([]QueueJSON, len(names))
 	for i, q := range names {
 		out[i] = toQueueJSON(q, stats[i])
 	}
@@ -63,12 +63,12 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 }
 
 // queueExists reports whether a queue is registered in its namespace.
-func (s *Server) queueExists(r *http.Request) error {
+func (a *API) queueExists(r *http.Request) error {
 	ns, q := r.PathValue("ns"), r.PathValue("q")
 	if !tenant.ValidName(q) {
 		return httpapi.InvalidArg("queue", "%q %s", q, tenant.NameRule)
 	}
-	ok, err := s.queue.QueueExists(r.Context(), ns, q)
+	ok, err := a.queue.QueueExists(r.Context(), ns, q)
 	if err != nil {
 		return err
 	}
@@ -79,11 +79,11 @@ func (s *Server) queueExists(r *http.Request) error {
 }
 
 // getQueue is GET /v1/ns/{ns}/queues/{q}.
-func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
-	if err := s.queueExists(r); err != nil {
+func (a *API) getQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queueExists(r); err != nil {
 		return err
 	}
-	st, err := s.queue.Stats(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	st, err := a.queue.Stats(r.Context(), r.PathValue("ns"), r.PathValue("q"))
 	if err != nil {
 		return err
 	}
@@ -92,11 +92,11 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteQueue is DELETE /v1/ns/{ns}/queues/{q}: every job of the queue is removed.
-func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
-	if err := s.queueExists(r); err != nil {
+func (a *API) deleteQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queueExists(r); err != nil {
 		return err
 	}
-	n, err := s.queue.DeleteQueue(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	n, err := a.queue.DeleteQueue(r.Context(), r.PathValue("ns"), r.PathValue("q"))
 	if err != nil {
 		return err
 	}
@@ -105,8 +105,8 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 // pauseQueue is POST /v1/ns/{ns}/queues/{q}/pause: consumers get nothing until resume.
-func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request) error {
-	if err := s.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+func (a *API) pauseQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -114,8 +114,8 @@ func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 // resumeQueue is POST /v1/ns/{ns}/queues/{q}/resume.
-func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) error {
-	if err := s.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+func (a *API) resumeQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -123,7 +123,7 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listDead is GET /v1/ns/{ns}/queues/{q}/dead?limit=&cursor=.
-func (s *Server) listDead(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listDead(w http.ResponseWriter, r *http.Request) error {
 	p := queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor")}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -132,11 +132,11 @@ func (s *Server) listDead(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.Limit = n
 	}
-	res, err := s.queue.DeadList(r.Context(), p)
+	res, err := a.queue.DeadList(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	jobs := make([]jobJSON, len(res.Jobs))
+	jobs := make([]JobJSON, len(res.Jobs))
 	for i := range res.Jobs {
 		jobs[i] = toJobJSON(&res.Jobs[i])
 	}
@@ -171,7 +171,7 @@ func (d *deadRequest) selection() (int, []string, error) {
 
 // respawnDead is POST /v1/ns/{ns}/queues/{q}/dead/respawn: dead jobs go back to ready with
 // fresh tries.
-func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request) error {
+func (a *API) respawnDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
@@ -187,7 +187,7 @@ func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request) error {
 	if req.TTL != nil && ttl < time.Millisecond {
 		return httpapi.InvalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
 	}
-	out, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
+	out, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit, TTL: ttl,
 	})
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteDead is DELETE /v1/ns/{ns}/queues/{q}/dead.
-func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
@@ -213,7 +213,7 @@ func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := s.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{
+	n, err := a.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit,
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,7 +81,7 @@ func TestBadLeaseAndConsumeRequests(t *testing.T) {
 	ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": 1})
 	r := ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "ttr": 60})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 1 {

@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // byte for byte as writeJSON would write them; jsonwrite_test.go compares the two.
 
 // writePublished answers a single publish: 201 {"job_id","duplicate"}.
-func writePublished(w http.ResponseWriter, res publishResult) {
+func writePublished(w http.ResponseWriter, res PublishResult) {
 	buf := httpapi.GetBuffer()
 	defer httpapi.PutBuffer(buf)
 	b := append(buf.AvailableBuffer(), `{"job_id":`...)
@@ -26,7 +26,7 @@ func writePublished(w http.ResponseWriter, res publishResult) {
 }
 
 // writeDeliveries answers a consume: 200 {"jobs": [...]}.
-func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
+func writeDeliveries(w http.ResponseWriter, ds []DeliveryJSON) {
 	buf := httpapi.GetBuffer()
 	defer httpapi.PutBuffer(buf)
 	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
@@ -44,9 +44,9 @@ func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
 	httpapi.WriteBody(w, http.StatusOK, "application/json", b)
 }
 
-// appendDelivery appends d as encoding/json encodes deliveryJSON; false when encoding/json would
+// appendDelivery appends d as encoding/json encodes DeliveryJSON; false when encoding/json would
 // refuse it (a payload that is not valid JSON, a time outside the years 0..9999).
-func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
+func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
 	if !jsonTime(d.PublishedAt) || !jsonTime(d.LeaseUntil) || d.ExpiresAt != nil && !jsonTime(*d.ExpiresAt) {
 		return b, false
 	}

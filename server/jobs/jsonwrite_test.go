@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func encodingJSON(t *testing.T, v any) string {
 
 func TestWritePublishedMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
-	for _, res := range []publishResult{{JobID: "01JAX3", Duplicate: false}, {JobID: "j-1_x", Duplicate: true}} {
+	for _, res := range []PublishResult{{JobID: "01JAX3", Duplicate: false}, {JobID: "j-1_x", Duplicate: true}} {
 		rec := httptest.NewRecorder()
 		writePublished(rec, res)
 		if rec.Code != http.StatusCreated || rec.Header().Get("Content-Type") != "application/json" {
@@ -50,9 +50,9 @@ func TestWriteDeliveriesMatchesEncodingJSON(t *testing.T) {
 		`{"s":"\u00e9\n"}`, `12.5e3`}
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	for range 2000 {
-		ds := make([]deliveryJSON, rng.IntN(4))
+		ds := make([]DeliveryJSON, rng.IntN(4))
 		for i := range ds {
-			d := deliveryJSON{
+			d := DeliveryJSON{
 				JobID: pick(texts), Queue: pick(texts), Delivery: rng.IntN(5) + 1, RemainingTries: rng.IntN(5) - 1,
 				Priority:    rng.IntN(10),
 				Attributes:  map[string]string{},
@@ -92,7 +92,7 @@ func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.UnixMilli(1<<53 - 1).UTC(), // a Lua-safe integer of milliseconds from Redis: year 287396
 	} {
-		ds := []deliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
+		ds := []DeliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
 			PublishedAt: time.Unix(1_790_000_000, 0).UTC(), LeaseUntil: tm}}
 		want := httptest.NewRecorder()
 		httpapi.WriteJSON(want, 200, map[string]any{"jobs": ds})

@@ -1,4 +1,4 @@
-package server
+package jobs
 
 import (
 	"encoding/base64"
@@ -59,13 +59,14 @@ func (j *publishJob) empty() bool {
 		j.UniqueFor == nil && j.Attributes == nil
 }
 
-type publishResult struct {
+// PublishResult is the answer to a publish: one, or one per job of a batch under "jobs".
+type PublishResult struct {
 	JobID     string `json:"job_id"`
 	Duplicate bool   `json:"duplicate"`
 }
 
 // publish is POST /v1/ns/{ns}/queues/{q}/jobs.
-func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
+func (a *API) publish(w http.ResponseWriter, r *http.Request) error {
 	tok, _ := tenant.FromContext(r.Context())
 	var req publishRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
@@ -77,11 +78,11 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		res, err := s.queue.Publish(r.Context(), p)
+		res, err := a.queue.Publish(r.Context(), p)
 		if err != nil {
 			return err
 		}
-		writePublished(w, publishResult{JobID: res.ID, Duplicate: res.Duplicate})
+		writePublished(w, PublishResult{JobID: res.ID, Duplicate: res.Duplicate})
 		return nil
 	}
 	if !req.empty() {
@@ -98,13 +99,13 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) error {
 		}
 		ps[i] = p
 	}
-	res, err := s.queue.PublishMany(r.Context(), ps)
+	res, err := a.queue.PublishMany(r.Context(), ps)
 	if err != nil {
 		return err
 	}
-	out := make([]publishResult, len(res))
+	out := make([]PublishResult, len(res))
 	for i, x := range res {
-		out[i] = publishResult{JobID: x.ID, Duplicate: x.Duplicate}
+		out[i] = PublishResult{JobID: x.ID, Duplicate: x.Duplicate}
 	}
 	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"jobs": out})
 	return nil
@@ -231,8 +232,9 @@ func isJSONText(b []byte) bool {
 	return len(b) > 0 && json.Valid(b) && utf8.Valid(b)
 }
 
-// jobJSON is a job as GET and the dead letter list show it.
-type jobJSON struct {
+// JobJSON is a job as GET and the dead letter list show it. The exported answer types are the
+// wire shapes, for Go clients and tests.
+type JobJSON struct {
 	JobID          string            `json:"job_id"`
 	Namespace      string            `json:"namespace"`
 	Queue          string            `json:"queue"`
@@ -248,7 +250,7 @@ type jobJSON struct {
 	UniqueKey      string            `json:"unique_key,omitempty"`
 	TTL            float64           `json:"ttl,omitempty"`
 	TTR            float64           `json:"ttr"`
-	Backoff        *backoffOut       `json:"backoff,omitempty"`
+	Backoff        *BackoffJSON      `json:"backoff,omitempty"`
 	LastError      string            `json:"last_error,omitempty"`
 	Result         json.RawMessage   `json:"result,omitempty"`
 	ResultBase64   *string           `json:"result_base64,omitempty"`
@@ -259,7 +261,8 @@ type jobJSON struct {
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
 }
 
-type backoffOut struct {
+// BackoffJSON is a job's backoff policy in seconds.
+type BackoffJSON struct {
 	Base float64 `json:"base"`
 	Max  float64 `json:"max"`
 }
@@ -272,12 +275,12 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func toJobJSON(j *queue.Job) jobJSON {
+func toJobJSON(j *queue.Job) JobJSON {
 	var pl payloadJSON
 	if j.State != queue.StateDone { // a done job keeps its result, not its payload
 		pl = encodePayload(j.Payload, j.Attributes)
 	}
-	out := jobJSON{
+	out := JobJSON{
 		JobID: j.ID, Namespace: j.Namespace, Queue: j.Queue, State: string(j.State),
 		Priority: j.Priority, Tries: j.Tries, RemainingTries: j.RemainingTries, Deliveries: j.Deliveries,
 		Payload: pl.JSON, PayloadBase64: pl.Base64, Attributes: httpapi.PublicAttributes(j.Attributes),
@@ -290,7 +293,7 @@ func toJobJSON(j *queue.Job) jobJSON {
 		out.Position = &pos
 	}
 	if j.Backoff != (queue.Backoff{}) {
-		out.Backoff = &backoffOut{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
+		out.Backoff = &BackoffJSON{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
 	}
 	if j.Result != nil {
 		if isJSONText(j.Result) {
@@ -304,8 +307,8 @@ func toJobJSON(j *queue.Job) jobJSON {
 }
 
 // getJob is GET /v1/ns/{ns}/queues/{q}/jobs/{id}.
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
-	j, err := s.queue.Get(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.queue.Get(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -314,8 +317,8 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteJob is DELETE /v1/ns/{ns}/queues/{q}/jobs/{id}: cancel a job in any state.
-func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) error {
-	n, err := s.queue.Delete(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
+func (a *API) deleteJob(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.queue.Delete(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -340,7 +343,7 @@ func deliveryOf(d *int) (int, error) {
 }
 
 // ack is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/ack.
-func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
+func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	var req ackRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
@@ -363,7 +366,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
 			p.Result = []byte{}
 		}
 	}
-	if err := s.queue.Ack(r.Context(), p); err != nil {
+	if err := a.queue.Ack(r.Context(), p); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -378,7 +381,7 @@ type nackRequest struct {
 }
 
 // nack is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/nack.
-func (s *Server) nack(w http.ResponseWriter, r *http.Request) error {
+func (a *API) nack(w http.ResponseWriter, r *http.Request) error {
 	var req nackRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
@@ -399,7 +402,7 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.RetryAfter = &ra
 	}
-	out, err := s.queue.Nack(r.Context(), p)
+	out, err := a.queue.Nack(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -413,7 +416,7 @@ type touchRequest struct {
 }
 
 // touch is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/touch.
-func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
+func (a *API) touch(w http.ResponseWriter, r *http.Request) error {
 	var req touchRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
@@ -429,7 +432,7 @@ func (s *Server) touch(w http.ResponseWriter, r *http.Request) error {
 	if req.TTR != nil && ttr < time.Millisecond {
 		return httpapi.InvalidArg("ttr", "must be at least 0.001 seconds (leave it out for the job's own ttr)")
 	}
-	until, err := s.queue.Touch(r.Context(), queue.TouchParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"),
+	until, err := a.queue.Touch(r.Context(), queue.TouchParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"),
 		ID: r.PathValue("id"), Delivery: d, TTR: ttr})
 	if err != nil {
 		return err
