@@ -1,6 +1,18 @@
-// Package server is Sluice's HTTP server: the native /v1 API and the lmstfy-compatible routes on
-// the public listener, namespaces, tokens and /metrics on the admin listener, and the embedded
-// Redis that lets `sluice server` run with no configuration at all. docs/server.md is the guide.
+// Package server is Sluice's HTTP server and the composition root of its HTTP surface: it owns
+// the listeners (public and admin), the middleware (request ids, body limits, panic recovery,
+// access log, metrics), authentication (namespace tokens, the admin token), the rendering of
+// errors, and the embedded Redis that lets `sluice server` run with no configuration at all.
+//
+// Each system's routes live in a package of their own, which the server mounts:
+//
+//   - server/jobs: the native job API, /v1/ns/{ns}/... (declared as httpapi.Route values, wrapped
+//     here with token authentication, per-token limits and the native error writer);
+//   - server/lmstfy: the lmstfy-compatible API, /api/... and its admin routes (its own shapes);
+//   - admin.go here: namespaces, tokens and their limits on the admin listener.
+//
+// Tenancy (namespaces, tokens, limits) is internal/tenant; what route packages share (the error
+// registry, JSON helpers, Route, the rate-limit wrapper) is internal/httpapi. docs/server.md is
+// the guide, and its section "Adding a system's routes" says how a new system plugs in.
 package server
 
 import (

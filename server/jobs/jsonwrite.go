@@ -11,7 +11,7 @@ import (
 )
 
 // The answers of the hot job requests (publish, consume) are written here without reflection,
-// byte for byte as writeJSON would write them; jsonwrite_test.go compares the two.
+// byte for byte as httpapi.WriteJSON would write them; jsonwrite_test.go compares the two.
 
 // writePublished answers a single publish: 201 {"job_id","duplicate"}.
 func writePublished(w http.ResponseWriter, res PublishResult) {
@@ -56,7 +56,7 @@ func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
 	b = httpapi.AppendJSONString(b, d.Queue)
 	if len(d.Payload) > 0 {
 		b = append(b, `,"payload":`...)
-		// encoding/json compacts a RawMessage (HTML escaping is off in writeJSON).
+		// encoding/json compacts a RawMessage (HTML escaping is off in httpapi.WriteJSON).
 		out := bytes.NewBuffer(b)
 		if err := json.Compact(out, d.Payload); err != nil {
 			return b, false

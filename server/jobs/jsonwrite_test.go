@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// encodingJSON is what writeJSON would send for v.
+// encodingJSON is what httpapi.WriteJSON would send for v.
 func encodingJSON(t *testing.T, v any) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -84,7 +84,7 @@ func TestWriteDeliveriesMatchesEncodingJSON(t *testing.T) {
 }
 
 // TestWriteDeliveriesTimeOutsideRFC3339: time.Time's MarshalJSON refuses a year outside
-// 0..9999, so writeJSON answers 500 for such a delivery; the hand-written answer must not differ.
+// 0..9999, so httpapi.WriteJSON answers 500 for such a delivery; the hand-written answer must not differ.
 func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 	t.Parallel()
 	for _, tm := range []time.Time{
