@@ -41,6 +41,6 @@ func (s *Server) authed(h httpapi.Handler, anyOf ...tenant.Permission) httpapi.H
 		if err != nil {
 			return err
 		}
-		return h(w, r.WithContext(tenant.WithToken(r.Context(), tok)))
+		return h(w, httpapi.WithToken(r, tok))
 	}
 }

@@ -139,7 +139,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			id = s.requestIDs.next()
 		}
 		w.Header().Set("X-Request-Id", id)
-		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.metrics.redisErrors.Inc}
+		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable}
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Body != nil {

@@ -50,7 +50,9 @@ type Server struct {
 	maintainer *queue.Maintainer
 	metrics    *metrics
 	requestIDs *requestIDs
-	embedded   *embeddedRedis // nil with an external Redis
+	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
+	onUnavailable func()
+	embedded      *embeddedRedis // nil with an external Redis
 
 	public http.Handler
 	admin  http.Handler
@@ -107,6 +109,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
+	s.onUnavailable = s.metrics.redisErrors.Inc
 	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
 		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
 	}}

@@ -50,7 +50,12 @@ func (l *Limiter) Wrap(dir tenant.LimitDir, deny Deny, next Handler) Handler {
 			return next(w, r)
 		}
 		sw := &StatusRecorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), chargeKey{}, &charge{Charge: sp.Charge, log: l.Log}))
+		c := &charge{Charge: sp.Charge, log: l.Log}
+		if st := StateOf(r.Context()); st != nil {
+			st.charge = c // in the request's state: no copy of the request
+		} else {
+			r = r.WithContext(context.WithValue(r.Context(), chargeKey{}, c))
+		}
 		err = next(sw, r)
 		if err != nil || sw.Status != dir.OKStatus() {
 			refund(r.Context(), sp.Charge, l.Log) //nolint:contextcheck // a refund outlives a request whose client went away
@@ -71,7 +76,11 @@ type charge struct {
 // RefundRequest gives back the request's charge, for a handler whose request did not do what the
 // limit counts although it succeeds (a consume that got no job). No-op without a charge.
 func RefundRequest(ctx context.Context) {
-	if c, ok := ctx.Value(chargeKey{}).(*charge); ok {
+	c, _ := ctx.Value(chargeKey{}).(*charge)
+	if st := StateOf(ctx); st != nil && st.charge != nil {
+		c = st.charge
+	}
+	if c != nil {
 		refund(ctx, c.Charge, c.log)
 	}
 }

@@ -3,6 +3,9 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net/http"
+
+	"github.com/sluicehq/sluice/internal/tenant"
 )
 
 // RequestState is what the server's middleware knows about one request; handlers and error
@@ -17,19 +20,37 @@ type RequestState struct {
 	OnUnavailable func()
 	// Code is the registry code of the error the request answered with ("" for success).
 	Code Code
+
+	identity tenant.Identity
+	// charge is the request's charge to its token's rate limit (Limiter.Wrap), for RefundRequest.
+	charge *charge
 }
 
-type stateKey struct{}
+// Identity is the request's authenticated token, once a route's authentication set it
+// (tenant.FromContext reads it).
+func (st *RequestState) Identity() *tenant.Identity { return &st.identity }
 
-// WithState returns ctx carrying st.
+// WithState returns ctx carrying st. The state is also the request's tenant.IdentityHolder, so
+// the authenticated token travels in it at no cost of its own.
 func WithState(ctx context.Context, st *RequestState) context.Context {
-	return context.WithValue(ctx, stateKey{}, st)
+	return tenant.WithHolder(ctx, st)
 }
 
 // StateOf returns the request state of ctx (nil outside a request the server serves).
 func StateOf(ctx context.Context) *RequestState {
-	st, _ := ctx.Value(stateKey{}).(*RequestState)
+	st, _ := tenant.HolderOf(ctx).(*RequestState)
 	return st
+}
+
+// WithToken records the token a request authenticated with, for tenant.FromContext: in the
+// request's state when the server's middleware made one (no copy of the request), else in a new
+// context.
+func WithToken(r *http.Request, tok tenant.Token) *http.Request {
+	if st := StateOf(r.Context()); st != nil {
+		st.identity.Set(tok)
+		return r
+	}
+	return r.WithContext(tenant.WithToken(r.Context(), tok))
 }
 
 // RequestID returns the request id of a request's context ("" outside a request).

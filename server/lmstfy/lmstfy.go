@@ -181,7 +181,7 @@ func (a *API) lmstfyAPI(rt route) httpapi.Handler {
 		if rt.limit == tenant.LimitNone {
 			return rt.h(w, r, c)
 		}
-		r = r.WithContext(tenant.WithToken(r.Context(), tok))
+		r = httpapi.WithToken(r, tok)
 		return a.cfg.Limiter.Wrap(rt.limit, deny, func(w http.ResponseWriter, r *http.Request) error {
 			return rt.h(w, r, c)
 		})(w, r)
