@@ -18,8 +18,13 @@ func (s *Server) mount(mux *http.ServeMux, routes []httpapi.Route) {
 	}
 }
 
-// handler is a route's handler with its authentication, rate limit and error rendering.
+// handler is a route's handler with its authentication, rate limit and error rendering. A limit
+// counts a token's requests, so a route with a Limit must name Perms: mounting one without is a
+// mistake in the route package, caught when the server is built.
 func (s *Server) handler(rt httpapi.Route) http.HandlerFunc {
+	if rt.Limit != tenant.LimitNone && rt.Perms == nil {
+		panic("server: route " + rt.Pattern + " has a rate limit but no token (set Perms)")
+	}
 	h := rt.Handler
 	if rt.Limit != tenant.LimitNone {
 		h = s.limiter.Wrap(rt.Limit, denyNative, h)
