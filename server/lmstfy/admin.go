@@ -15,8 +15,8 @@ import (
 // lmstfy's admin routes. Tokens are Sluice's namespace tokens (stored hashed, with every
 // permission when made here); a token is named in paths by its secret or its id.
 
-// lmstfyIndentedJSON answers as lmstfy's admin routes do (gin's IndentedJSON).
-func lmstfyIndentedJSON(w http.ResponseWriter, status int, v any) {
+// writeIndented answers as lmstfy's admin routes do (gin's IndentedJSON).
+func writeIndented(w http.ResponseWriter, status int, v any) {
 	b, err := json.MarshalIndent(v, "", "    ")
 	if err != nil {
 		b = []byte(`{"error":"internal error"}`)
@@ -27,19 +27,19 @@ func lmstfyIndentedJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-// lmstfyCheckPool accepts no pool or lmstfy's default one, which is the only pool Sluice has;
+// checkPool accepts no pool or lmstfy's default one, which is the only pool Sluice has;
 // any other is 400 with lmstfy's message.
-func lmstfyCheckPool(pool string) error {
-	if pool == "" || pool == lmstfyPool {
+func checkPool(pool string) error {
+	if pool == "" || pool == defaultPool {
 		return nil
 	}
 	return errorf(http.StatusBadRequest, "the pool was not exists")
 }
 
-// lmstfyListTokens is GET /token/{ns}: {"tokens": {id: description}}. lmstfy keys the map by the
+// listTokens is GET /token/{ns}: {"tokens": {id: description}}. lmstfy keys the map by the
 // token secrets; Sluice stores only their hashes, so it lists the token ids.
-func (a *API) lmstfyListTokens(w http.ResponseWriter, r *http.Request) error {
-	if err := lmstfyCheckPool(r.URL.Query().Get("pool")); err != nil {
+func (a *API) listTokens(w http.ResponseWriter, r *http.Request) error {
+	if err := checkPool(r.URL.Query().Get("pool")); err != nil {
 		return err
 	}
 	ns := r.PathValue("ns")
@@ -53,13 +53,13 @@ func (a *API) lmstfyListTokens(w http.ResponseWriter, r *http.Request) error {
 			tokens[t.ID] = t.Description
 		}
 	}
-	lmstfyIndentedJSON(w, http.StatusOK, map[string]any{"tokens": tokens})
+	writeIndented(w, http.StatusOK, map[string]any{"tokens": tokens})
 	return nil
 }
 
-// lmstfyNewToken is POST /token/{ns}?description=: a new token with every permission of the
+// newToken is POST /token/{ns}?description=: a new token with every permission of the
 // namespace, 201 {"token": secret}. The description may also come as a form field.
-func (a *API) lmstfyNewToken(w http.ResponseWriter, r *http.Request) error {
+func (a *API) newToken(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return errorf(http.StatusBadRequest, "invalid form")
 	}
@@ -78,7 +78,7 @@ func (a *API) lmstfyNewToken(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusBadRequest, "namespace name contains forbidden characters")
 	}
 	pool := r.URL.Query().Get("pool")
-	if err := lmstfyCheckPool(pool); err != nil {
+	if err := checkPool(pool); err != nil {
 		return err
 	}
 	secret, _, err := a.tokens.Create(r.Context(), tenant.CreateTokenParams{Namespace: ns, Description: desc})
@@ -88,19 +88,19 @@ func (a *API) lmstfyNewToken(w http.ResponseWriter, r *http.Request) error {
 	if pool != "" { // lmstfy names the pool in the token when the request named one
 		secret = pool + ":" + secret
 	}
-	lmstfyIndentedJSON(w, http.StatusCreated, map[string]string{"token": secret})
+	writeIndented(w, http.StatusCreated, map[string]string{"token": secret})
 	return nil
 }
 
-// lmstfyDeleteToken is DELETE /token/{ns}/{token}: revoke the token (named by its secret or id)
+// deleteToken is DELETE /token/{ns}/{token}: revoke the token (named by its secret or id)
 // and drop its limit. 204 also when there was no such token, as lmstfy answers.
-func (a *API) lmstfyDeleteToken(w http.ResponseWriter, r *http.Request) error {
+func (a *API) deleteToken(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	pool, name := lmstfySplitToken(r.PathValue("token"))
-	if err := lmstfyCheckPool(pool); err != nil {
+	pool, name := splitToken(r.PathValue("token"))
+	if err := checkPool(pool); err != nil {
 		return err
 	}
-	id, found, err := a.lmstfyTokenID(r.Context(), ns, name)
+	id, found, err := a.tokenID(r.Context(), ns, name)
 	if err != nil {
 		return err
 	}
@@ -116,8 +116,8 @@ func (a *API) lmstfyDeleteToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// lmstfyTokenID finds a token of ns by its secret or its id; found is false when ns has none such.
-func (a *API) lmstfyTokenID(ctx context.Context, ns, secretOrID string) (id string, found bool, err error) {
+// tokenID finds a token of ns by its secret or its id; found is false when ns has none such.
+func (a *API) tokenID(ctx context.Context, ns, secretOrID string) (id string, found bool, err error) {
 	if !tenant.ValidName(ns) || secretOrID == "" {
 		return "", false, nil
 	}
@@ -140,15 +140,15 @@ func (a *API) lmstfyTokenID(ctx context.Context, ns, secretOrID string) (id stri
 	return "", false, nil
 }
 
-// lmstfyLimitToken resolves the {ns}/{token} of a limit route: an error for a pool other than
+// limitToken resolves the {ns}/{token} of a limit route: an error for a pool other than
 // lmstfy's, found false when the namespace has no such token.
-func (a *API) lmstfyLimitToken(r *http.Request) (tok tenant.Token, found bool, err error) {
+func (a *API) limitToken(r *http.Request) (tok tenant.Token, found bool, err error) {
 	ns := r.PathValue("ns")
-	pool, name := lmstfySplitToken(r.PathValue("token"))
-	if err := lmstfyCheckPool(pool); err != nil {
+	pool, name := splitToken(r.PathValue("token"))
+	if err := checkPool(pool); err != nil {
 		return tenant.Token{}, false, err
 	}
-	id, found, err := a.lmstfyTokenID(r.Context(), ns, name)
+	id, found, err := a.tokenID(r.Context(), ns, name)
 	if err != nil || !found {
 		return tenant.Token{}, false, err
 	}
@@ -158,9 +158,9 @@ func (a *API) lmstfyLimitToken(r *http.Request) (tok tenant.Token, found bool, e
 // errNoLimit is lmstfy's answer to reading a limit that is not there: 404 with a null body.
 var errNoLimit = &Error{Status: http.StatusNotFound, Message: "no such token or limit", null: true}
 
-// lmstfyGetLimit is GET /token/{ns}/{token}/limit: the limit, or 404 with a null body.
-func (a *API) lmstfyGetLimit(w http.ResponseWriter, r *http.Request) error {
-	tok, found, err := a.lmstfyLimitToken(r)
+// getLimit is GET /token/{ns}/{token}/limit: the limit, or 404 with a null body.
+func (a *API) getLimit(w http.ResponseWriter, r *http.Request) error {
+	tok, found, err := a.limitToken(r)
 	if err != nil {
 		return err
 	}
@@ -178,8 +178,8 @@ func (a *API) lmstfyGetLimit(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// lmstfyReadLimit decodes and checks the JSON body of the POST and PUT limit routes.
-func lmstfyReadLimit(r *http.Request) (tenant.Limit, error) {
+// readLimit decodes and checks the JSON body of the POST and PUT limit routes.
+func readLimit(r *http.Request) (tenant.Limit, error) {
 	var l tenant.Limit
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(&l); err != nil {
@@ -195,22 +195,22 @@ func lmstfyReadLimit(r *http.Request) (tenant.Limit, error) {
 	return l, nil
 }
 
-// lmstfyAddLimit is POST /token/{ns}/{token}/limit: set a limit the token does not have yet.
-func (a *API) lmstfyAddLimit(w http.ResponseWriter, r *http.Request) error {
-	return a.lmstfyStoreLimit(w, r, false)
+// addLimit is POST /token/{ns}/{token}/limit: set a limit the token does not have yet.
+func (a *API) addLimit(w http.ResponseWriter, r *http.Request) error {
+	return a.storeLimit(w, r, false)
 }
 
-// lmstfySetLimit is PUT /token/{ns}/{token}/limit: set or replace the token's limit.
-func (a *API) lmstfySetLimit(w http.ResponseWriter, r *http.Request) error {
-	return a.lmstfyStoreLimit(w, r, true)
+// setLimit is PUT /token/{ns}/{token}/limit: set or replace the token's limit.
+func (a *API) setLimit(w http.ResponseWriter, r *http.Request) error {
+	return a.storeLimit(w, r, true)
 }
 
-func (a *API) lmstfyStoreLimit(w http.ResponseWriter, r *http.Request, replace bool) error {
-	l, err := lmstfyReadLimit(r)
+func (a *API) storeLimit(w http.ResponseWriter, r *http.Request, replace bool) error {
+	l, err := readLimit(r)
 	if err != nil {
 		return err
 	}
-	tok, found, err := a.lmstfyLimitToken(r)
+	tok, found, err := a.limitToken(r)
 	if err != nil {
 		return err
 	}
@@ -231,10 +231,10 @@ func (a *API) lmstfyStoreLimit(w http.ResponseWriter, r *http.Request, replace b
 	return nil
 }
 
-// lmstfyDeleteLimit is DELETE /token/{ns}/{token}/limit: 200 {"msg": "success"}, also when the
+// deleteLimit is DELETE /token/{ns}/{token}/limit: 200 {"msg": "success"}, also when the
 // token (or its limit) is not there.
-func (a *API) lmstfyDeleteLimit(w http.ResponseWriter, r *http.Request) error {
-	tok, found, err := a.lmstfyLimitToken(r)
+func (a *API) deleteLimit(w http.ResponseWriter, r *http.Request) error {
+	tok, found, err := a.limitToken(r)
 	if err != nil {
 		return err
 	}
@@ -247,31 +247,31 @@ func (a *API) lmstfyDeleteLimit(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// lmstfyTokenLimitEntry is one entry of GET /limits.
-type lmstfyTokenLimitEntry struct {
+// limitEntry is one entry of GET /limits.
+type limitEntry struct {
 	Namespace string       `json:"namespace"`
 	Token     string       `json:"token"` // the token id (lmstfy shows the secret)
 	Limiter   tenant.Limit `json:"limiter"`
 }
 
-// lmstfyListLimits is GET /limits: every token's limit. force_update is accepted and has nothing
+// listLimits is GET /limits: every token's limit. force_update is accepted and has nothing
 // to do: this route reads Redis, and the servers' caches of limits last under a second.
-func (a *API) lmstfyListLimits(w http.ResponseWriter, r *http.Request) error {
+func (a *API) listLimits(w http.ResponseWriter, r *http.Request) error {
 	all, err := a.limits.List(r.Context())
 	if err != nil {
 		return err
 	}
-	out := make([]lmstfyTokenLimitEntry, len(all))
+	out := make([]limitEntry, len(all))
 	for i, e := range all {
-		out[i] = lmstfyTokenLimitEntry{Namespace: e.Namespace, Token: e.ID, Limiter: e.Limit}
+		out[i] = limitEntry{Namespace: e.Namespace, Token: e.ID, Limiter: e.Limit}
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// lmstfyKindOK checks lmstfy's ?kind= (engine kind; default redis). Sluice's one pool counts as
+// checkKind checks lmstfy's ?kind= (engine kind; default redis). Sluice's one pool counts as
 // lmstfy's redis engine.
-func lmstfyKindOK(r *http.Request) (redisKind bool, err error) {
+func checkKind(r *http.Request) (redisKind bool, err error) {
 	switch r.URL.Query().Get("kind") {
 	case "", "redis":
 		return true, nil
@@ -281,27 +281,27 @@ func lmstfyKindOK(r *http.Request) (redisKind bool, err error) {
 	return false, errorf(http.StatusBadRequest, "invalid kind")
 }
 
-// lmstfyPools is GET /pools?kind=: the pool names, ["default"].
-func (a *API) lmstfyPools(w http.ResponseWriter, r *http.Request) error {
-	redisKind, err := lmstfyKindOK(r)
+// listPools is GET /pools?kind=: the pool names, ["default"].
+func (a *API) listPools(w http.ResponseWriter, r *http.Request) error {
+	redisKind, err := checkKind(r)
 	if err != nil {
 		return err
 	}
 	pools := []string{}
 	if redisKind {
-		pools = append(pools, lmstfyPool)
+		pools = append(pools, defaultPool)
 	}
-	lmstfyIndentedJSON(w, http.StatusOK, pools)
+	writeIndented(w, http.StatusOK, pools)
 	return nil
 }
 
-// lmstfyInfo is GET /info?pool=&kind=: every namespace with its queues.
-func (a *API) lmstfyInfo(w http.ResponseWriter, r *http.Request) error {
-	redisKind, err := lmstfyKindOK(r)
+// getInfo is GET /info?pool=&kind=: every namespace with its queues.
+func (a *API) getInfo(w http.ResponseWriter, r *http.Request) error {
+	redisKind, err := checkKind(r)
 	if err != nil {
 		return err
 	}
-	if err := lmstfyCheckPool(r.URL.Query().Get("pool")); err != nil {
+	if err := checkPool(r.URL.Query().Get("pool")); err != nil {
 		return err
 	}
 	info := map[string][]string{}
@@ -318,12 +318,12 @@ func (a *API) lmstfyInfo(w http.ResponseWriter, r *http.Request) error {
 			info[ns] = qs
 		}
 	}
-	lmstfyIndentedJSON(w, http.StatusOK, info)
+	writeIndented(w, http.StatusOK, info)
 	return nil
 }
 
-// lmstfyVersion is GET /version: {"version", "build_commit", "build_date"}.
-func (a *API) lmstfyVersion(w http.ResponseWriter, _ *http.Request) error {
+// getVersion is GET /version: {"version", "build_commit", "build_date"}.
+func (a *API) getVersion(w http.ResponseWriter, _ *http.Request) error {
 	v := version.Get()
 	date := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -333,7 +333,7 @@ func (a *API) lmstfyVersion(w http.ResponseWriter, _ *http.Request) error {
 			}
 		}
 	}
-	lmstfyIndentedJSON(w, http.StatusOK, map[string]string{
+	writeIndented(w, http.StatusOK, map[string]string{
 		"version": v.Version, "build_commit": v.Commit, "build_date": date,
 	})
 	return nil

@@ -15,9 +15,9 @@ import (
 	"github.com/sluicehq/sluice/queue"
 )
 
-// lmstfyJob is a job as lmstfy's consume and peek routes show it. Data is base64 in JSON, as
+// jobJSON is a job as lmstfy's consume and peek routes show it. Data is base64 in JSON, as
 // lmstfy's is.
-type lmstfyJob struct {
+type jobJSON struct {
 	Msg         string            `json:"msg,omitempty"` // "new job" for consume; absent for peek
 	Namespace   string            `json:"namespace"`
 	Queue       string            `json:"queue"`
@@ -29,25 +29,25 @@ type lmstfyJob struct {
 	Attributes  map[string]string `json:"attributes"`
 }
 
-// lmstfyTTL is the job's remaining lifetime at now in whole seconds, rounded as Redis's TTL
+// remainingTTL is the job's remaining lifetime at now in whole seconds, rounded as Redis's TTL
 // command rounds (lmstfy reads it there); 0 means the job has no ttl.
-func lmstfyTTL(expires, now time.Time) int64 {
+func remainingTTL(expires, now time.Time) int64 {
 	if expires.IsZero() {
 		return 0
 	}
 	return max(1, int64((expires.Sub(now)+500*time.Millisecond)/time.Second))
 }
 
-func lmstfyData(b []byte) []byte {
+func jobData(b []byte) []byte {
 	if b == nil {
 		return []byte{}
 	}
 	return b
 }
 
-// lmstfyAttrs are a job's attributes as these routes show them: without the server's reserved
+// visibleAttrs are a job's attributes as these routes show them: without the server's reserved
 // ones, and null when none is left (as lmstfy shows a job without attributes).
-func lmstfyAttrs(a map[string]string) map[string]string {
+func visibleAttrs(a map[string]string) map[string]string {
 	out := httpapi.PublicAttributes(a)
 	if len(out) == 0 {
 		return nil
@@ -55,72 +55,72 @@ func lmstfyAttrs(a map[string]string) map[string]string {
 	return out
 }
 
-func lmstfyDelivery(d queue.Delivery) lmstfyJob {
+func deliveredJob(d queue.Delivery) jobJSON {
 	now := d.PublishedAt.Add(d.Elapsed) // Redis's clock at delivery
-	return lmstfyJob{
-		Msg: "new job", Namespace: d.Namespace, Queue: d.Queue, JobID: d.ID, Data: lmstfyData(d.Payload),
-		TTL: lmstfyTTL(d.ExpiresAt, now), ElapsedMS: d.Elapsed.Milliseconds(),
-		RemainTries: int64(d.RemainingTries), Attributes: lmstfyAttrs(d.Attributes),
+	return jobJSON{
+		Msg: "new job", Namespace: d.Namespace, Queue: d.Queue, JobID: d.ID, Data: jobData(d.Payload),
+		TTL: remainingTTL(d.ExpiresAt, now), ElapsedMS: d.Elapsed.Milliseconds(),
+		RemainTries: int64(d.RemainingTries), Attributes: visibleAttrs(d.Attributes),
 	}
 }
 
-func lmstfyPeeked(j *queue.Job) lmstfyJob {
+func peekedJob(j *queue.Job) jobJSON {
 	now := time.Now()
-	return lmstfyJob{
-		Namespace: j.Namespace, Queue: j.Queue, JobID: j.ID, Data: lmstfyData(j.Payload),
-		TTL: lmstfyTTL(j.ExpiresAt, now), ElapsedMS: max(0, now.Sub(j.PublishedAt).Milliseconds()),
-		RemainTries: int64(j.RemainingTries), Attributes: lmstfyAttrs(j.Attributes),
+	return jobJSON{
+		Namespace: j.Namespace, Queue: j.Queue, JobID: j.ID, Data: jobData(j.Payload),
+		TTL: remainingTTL(j.ExpiresAt, now), ElapsedMS: max(0, now.Sub(j.PublishedAt).Milliseconds()),
+		RemainTries: int64(j.RemainingTries), Attributes: visibleAttrs(j.Attributes),
 	}
 }
 
-// lmstfyPublishOpts are the query parameters of lmstfy's publish routes.
-type lmstfyPublishOpts struct {
+// publishOpts are the query parameters of lmstfy's publish routes.
+type publishOpts struct {
 	delay, ttl time.Duration
 	tries      int
 	priority   int
 }
 
-// lmstfyPublishParams reads delay, ttl, tries and priority with lmstfy's defaults, messages and
+// publishParams reads delay, ttl, tries and priority with lmstfy's defaults, messages and
 // order of checks. It answers the request itself when a parameter is bad.
-func lmstfyPublishParams(c lmstfyCall) (lmstfyPublishOpts, error) {
-	delay, ok := lmstfyParam(c.query, "delay", lmstfyDefaultDelay, 32)
+func publishParams(c call) (publishOpts, error) {
+	delay, ok := uintParam(c.query, "delay", defaultDelay, 32)
 	if !ok {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid delay")
+		return publishOpts{}, errorf(http.StatusBadRequest, "invalid delay")
 	}
-	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 32)
+	ttl, ok := uintParam(c.query, "ttl", defaultTTL, 32)
 	if !ok {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid ttl")
+		return publishOpts{}, errorf(http.StatusBadRequest, "invalid ttl")
 	}
 	// ttl 0 means forever. lmstfy lets ttl equal delay, which loses the job the moment it is due;
 	// Sluice asks for a ttl longer than the delay.
 	if ttl > 0 && ttl < delay {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "ttl is shorter than delay")
+		return publishOpts{}, errorf(http.StatusBadRequest, "ttl is shorter than delay")
 	}
 	if ttl > 0 && ttl == delay {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "ttl must be longer than delay")
+		return publishOpts{}, errorf(http.StatusBadRequest, "ttl must be longer than delay")
 	}
-	tries, ok := lmstfyParam(c.query, "tries", lmstfyDefaultTries, 16)
+	tries, ok := uintParam(c.query, "tries", defaultTries, 16)
 	if !ok {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid tries")
+		return publishOpts{}, errorf(http.StatusBadRequest, "invalid tries")
 	}
 	if tries == 0 {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "tries shouldn't be zero")
+		return publishOpts{}, errorf(http.StatusBadRequest, "tries shouldn't be zero")
 	}
 	// Some lmstfy versions take a priority (0..255, higher first); so does Sluice.
-	priority, ok := lmstfyParam(c.query, "priority", 0, 8)
+	priority, ok := uintParam(c.query, "priority", 0, 8)
 	if !ok {
-		return lmstfyPublishOpts{}, errorf(http.StatusBadRequest, "invalid priority")
+		return publishOpts{}, errorf(http.StatusBadRequest, "invalid priority")
 	}
 	if c.tok.MaxPriority >= 0 && int(priority) > c.tok.MaxPriority {
 		priority = uint64(c.tok.MaxPriority) // the token's cap, as on the native API
 	}
-	return lmstfyPublishOpts{
-		delay: lmstfySeconds(delay), ttl: lmstfySeconds(ttl), tries: int(tries), priority: int(priority),
+	return publishOpts{
+		delay: wholeSeconds(delay), ttl: wholeSeconds(ttl), tries: int(tries), priority: int(priority),
 	}, nil
 }
 
-// lmstfyBody reads the request body; a body over the server's limit answers 413 "body too large".
-func lmstfyBody(r *http.Request) ([]byte, error) {
+// readBody reads the request body; a body over the server's limit answers 413 "body too large".
+func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
@@ -132,29 +132,29 @@ func lmstfyBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// lmstfyAttributes collects job attributes from Job-Attr-* headers when the request carries
+// headerAttributes collects job attributes from Job-Attr-* headers when the request carries
 // "Enable-Job-Version: yes", as lmstfy does: values past 256 bytes are cut, keys past 256 bytes
 // (lmstfy) or past the engine's 128 (Sluice), at most 16.
-func lmstfyAttributes(r *http.Request) (map[string]string, error) {
+func headerAttributes(r *http.Request) (map[string]string, error) {
 	if !strings.EqualFold(r.Header.Get("Enable-Job-Version"), "yes") {
 		return nil, nil
 	}
 	attrs := map[string]string{}
 	for k, v := range r.Header {
-		if !strings.HasPrefix(k, lmstfyAttributePrefix) || len(v) == 0 || v[0] == "" {
+		if !strings.HasPrefix(k, attributePrefix) || len(v) == 0 || v[0] == "" {
 			continue
 		}
-		k, val := strings.TrimPrefix(k, lmstfyAttributePrefix), v[0]
+		k, val := strings.TrimPrefix(k, attributePrefix), v[0]
 		// lmstfy cuts names at 256 bytes; the engine holds names up to MaxAttributeKey (128).
-		if n := min(lmstfyMaxAttributeLen, queue.MaxAttributeKey); len(k) > n {
+		if n := min(maxAttributeLen, queue.MaxAttributeKey); len(k) > n {
 			k = k[:n]
 		}
-		if len(val) > lmstfyMaxAttributeLen {
-			val = val[:lmstfyMaxAttributeLen]
+		if len(val) > maxAttributeLen {
+			val = val[:maxAttributeLen]
 		}
 		attrs[k] = val
 	}
-	if len(attrs) > lmstfyMaxAttributes {
+	if len(attrs) > maxAttributes {
 		return nil, errorf(http.StatusBadRequest, "too many attributes, cannot exceed 16")
 	}
 	if len(attrs) == 0 {
@@ -163,35 +163,35 @@ func lmstfyAttributes(r *http.Request) (map[string]string, error) {
 	return attrs, nil
 }
 
-func (o lmstfyPublishOpts) job(c lmstfyCall, payload []byte, attrs map[string]string) queue.PublishParams {
+func (o publishOpts) job(c call, payload []byte, attrs map[string]string) queue.PublishParams {
 	return queue.PublishParams{
 		Namespace: c.ns, Queue: c.q, Payload: payload, Priority: o.priority, Delay: o.delay,
-		Tries: o.tries, TTL: o.ttl, TTR: lmstfyDefaultTTR * time.Second, Attributes: attrs,
+		Tries: o.tries, TTL: o.ttl, TTR: defaultTTR * time.Second, Attributes: attrs,
 	}
 }
 
-// lmstfyPublish is PUT /api/{ns}/{q}: publish one job, the body is its data.
-func (a *API) lmstfyPublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	return a.lmstfyPublishOne(w, r, c, "")
+// publish is PUT /api/{ns}/{q}: publish one job, the body is its data.
+func (a *API) publish(w http.ResponseWriter, r *http.Request, c call) error {
+	return a.publishOne(w, r, c, "")
 }
 
-// lmstfyRepublish is PUT /api/{ns}/{q}/job/{id}: finish the job (ack it) and publish the body as
+// republish is PUT /api/{ns}/{q}/job/{id}: finish the job (ack it) and publish the body as
 // a new job. The new job is published first, so a failure in between duplicates rather than
 // loses work.
-func (a *API) lmstfyRepublish(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	return a.lmstfyPublishOne(w, r, c, r.PathValue("id"))
+func (a *API) republish(w http.ResponseWriter, r *http.Request, c call) error {
+	return a.publishOne(w, r, c, r.PathValue("id"))
 }
 
-func (a *API) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyCall, oldID string) error {
-	opts, err := lmstfyPublishParams(c)
+func (a *API) publishOne(w http.ResponseWriter, r *http.Request, c call, oldID string) error {
+	opts, err := publishParams(c)
 	if err != nil {
 		return err
 	}
-	body, err := lmstfyBody(r)
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	attrs, err := lmstfyAttributes(r)
+	attrs, err := headerAttributes(r)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (a *API) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyC
 		return err
 	}
 	if oldID != "" {
-		if err := a.lmstfyFinish(r.Context(), c.ns, c.q, oldID); err != nil {
+		if err := a.finish(r.Context(), c.ns, c.q, oldID); err != nil {
 			return err
 		}
 	}
@@ -208,14 +208,14 @@ func (a *API) lmstfyPublishOne(w http.ResponseWriter, r *http.Request, c lmstfyC
 	return nil
 }
 
-// lmstfyPublishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
+// publishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
 // text) is the data of one job. All are published or none.
-func (a *API) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	opts, err := lmstfyPublishParams(c)
+func (a *API) publishBulk(w http.ResponseWriter, r *http.Request, c call) error {
+	opts, err := publishParams(c)
 	if err != nil {
 		return err
 	}
-	body, err := lmstfyBody(r)
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
@@ -226,10 +226,10 @@ func (a *API) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfy
 	switch {
 	case len(jobs) == 0:
 		return errorf(http.StatusBadRequest, "no jobs")
-	case len(jobs) > lmstfyMaxBulkJobs:
+	case len(jobs) > maxBulkJobs:
 		return errorf(http.StatusBadRequest, "too many jobs")
 	}
-	attrs, err := lmstfyAttributes(r)
+	attrs, err := headerAttributes(r)
 	if err != nil {
 		return err
 	}
@@ -249,19 +249,19 @@ func (a *API) lmstfyPublishBulk(w http.ResponseWriter, r *http.Request, c lmstfy
 	return nil
 }
 
-// lmstfyConsume is GET /api/{ns}/{q1}[,{q2}...]: lease up to count jobs, earlier queues first,
+// consume is GET /api/{ns}/{q1}[,{q2}...]: lease up to count jobs, earlier queues first,
 // waiting up to timeout seconds for one. One job answers as an object, count > 1 as an array.
-func (a *API) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	ttr, ok := lmstfyParam(c.query, "ttr", lmstfyDefaultTTR, 32)
+func (a *API) consume(w http.ResponseWriter, r *http.Request, c call) error {
+	ttr, ok := uintParam(c.query, "ttr", defaultTTR, 32)
 	if !ok {
 		return errorf(http.StatusBadRequest, "invalid ttr")
 	}
-	timeout, ok := lmstfyParam(c.query, "timeout", lmstfyDefaultTimeout, 32)
+	timeout, ok := uintParam(c.query, "timeout", defaultTimeout, 32)
 	if !ok {
 		return errorf(http.StatusBadRequest, "invalid timeout")
 	}
-	count, ok := lmstfyParam(c.query, "count", 1, 32)
-	if !ok || count == 0 || count > lmstfyMaxConsumeCount {
+	count, ok := uintParam(c.query, "count", 1, 32)
+	if !ok || count == 0 || count > maxConsumeCount {
 		return errorf(http.StatusBadRequest, "invalid count")
 	}
 	// freeze_tries is accepted for lmstfy's clients (they always send it); every delivery counts.
@@ -290,8 +290,8 @@ func (a *API) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall
 		Namespace: c.ns,
 		Queues:    queues,
 		Count:     int(count),
-		TTR:       lmstfySeconds(ttr), // 0: the job's own (lmstfy's default for jobs published here)
-		Timeout:   min(lmstfySeconds(timeout), a.cfg.MaxConsumeTimeout),
+		TTR:       wholeSeconds(ttr), // 0: the job's own (lmstfy's default for jobs published here)
+		Timeout:   min(wholeSeconds(timeout), a.cfg.MaxConsumeTimeout),
 	})
 	shuttingDown := a.cfg.Drain.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
 	if err != nil && !shuttingDown {
@@ -303,31 +303,31 @@ func (a *API) lmstfyConsume(w http.ResponseWriter, r *http.Request, c lmstfyCall
 		return nil
 	}
 	if count == 1 {
-		httpapi.WriteJSON(w, http.StatusOK, lmstfyDelivery(ds[0]))
+		httpapi.WriteJSON(w, http.StatusOK, deliveredJob(ds[0]))
 		return nil
 	}
-	out := make([]lmstfyJob, len(ds))
+	out := make([]jobJSON, len(ds))
 	for i, d := range ds {
-		out[i] = lmstfyDelivery(d)
+		out[i] = deliveredJob(d)
 	}
 	httpapi.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// lmstfyDeleteJob is DELETE /api/{ns}/{q}/job/{id}, lmstfy's ack: the job is gone afterwards,
+// deleteJob is DELETE /api/{ns}/{q}/job/{id}, lmstfy's ack: the job is gone afterwards,
 // whatever its state. It answers 204 for unknown jobs too, as lmstfy does.
-func (a *API) lmstfyDeleteJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	if err := a.lmstfyFinish(r.Context(), c.ns, c.q, r.PathValue("id")); err != nil {
+func (a *API) deleteJob(w http.ResponseWriter, r *http.Request, c call) error {
+	if err := a.finish(r.Context(), c.ns, c.q, r.PathValue("id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// lmstfyFinish ends a job for lmstfy's ack, which names no delivery: a job under a running lease
+// finish ends a job for lmstfy's ack, which names no delivery: a job under a running lease
 // is acked (its current delivery, so it counts as done), any other job is deleted, in one script
 // call. An unknown job is no error: lmstfy's ack means "never again".
-func (a *API) lmstfyFinish(ctx context.Context, ns, q, id string) error {
+func (a *API) finish(ctx context.Context, ns, q, id string) error {
 	if id == "" || len(id) > 255 {
 		return nil // no such job
 	}
@@ -337,8 +337,8 @@ func (a *API) lmstfyFinish(ctx context.Context, ns, q, id string) error {
 	return nil
 }
 
-// lmstfyPeekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.
-func (a *API) lmstfyPeekQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+// peekQueue is GET /api/{ns}/{q}/peek: the job a consumer would get next.
+func (a *API) peekQueue(w http.ResponseWriter, r *http.Request, c call) error {
 	job, err := a.queue.Peek(r.Context(), c.ns, c.q)
 	return writePeeked(w, job, err, "the queue is empty")
 }
@@ -351,12 +351,12 @@ func writePeeked(w http.ResponseWriter, job *queue.Job, err error, notFound stri
 	case err != nil:
 		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, lmstfyPeeked(job))
+	httpapi.WriteJSON(w, http.StatusOK, peekedJob(job))
 	return nil
 }
 
-// lmstfyPeekJob is GET /api/{ns}/{q}/job/{id}: a job in any state.
-func (a *API) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+// peekJob is GET /api/{ns}/{q}/job/{id}: a job in any state.
+func (a *API) peekJob(w http.ResponseWriter, r *http.Request, c call) error {
 	id := r.PathValue("id")
 	if id == "" || len(id) > 255 {
 		return errorf(http.StatusNotFound, "job not found")
@@ -365,8 +365,8 @@ func (a *API) lmstfyPeekJob(w http.ResponseWriter, r *http.Request, c lmstfyCall
 	return writePeeked(w, job, err, "job not found")
 }
 
-// lmstfySize is GET /api/{ns}/{q}/size: the number of ready jobs.
-func (a *API) lmstfySize(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+// queueSize is GET /api/{ns}/{q}/size: the number of ready jobs.
+func (a *API) queueSize(w http.ResponseWriter, r *http.Request, c call) error {
 	st, err := a.queue.Stats(r.Context(), c.ns, c.q)
 	if err != nil {
 		return err
@@ -375,9 +375,9 @@ func (a *API) lmstfySize(w http.ResponseWriter, r *http.Request, c lmstfyCall) e
 	return nil
 }
 
-// lmstfyDestroyQueue is DELETE /api/{ns}/{q}: remove the queue's jobs. lmstfy drops the ready
+// destroyQueue is DELETE /api/{ns}/{q}: remove the queue's jobs. lmstfy drops the ready
 // ones only; Sluice drops them in every state (Purge), the queue itself stays usable.
-func (a *API) lmstfyDestroyQueue(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+func (a *API) destroyQueue(w http.ResponseWriter, r *http.Request, c call) error {
 	if _, err := a.queue.Purge(r.Context(), c.ns, c.q); err != nil {
 		return err
 	}
@@ -385,8 +385,8 @@ func (a *API) lmstfyDestroyQueue(w http.ResponseWriter, r *http.Request, c lmstf
 	return nil
 }
 
-// lmstfyPeekDeadLetter is GET /api/{ns}/{q}/deadletter: the dead letter's size and oldest job.
-func (a *API) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+// peekDeadLetter is GET /api/{ns}/{q}/deadletter: the dead letter's size and oldest job.
+func (a *API) peekDeadLetter(w http.ResponseWriter, r *http.Request, c call) error {
 	res, err := a.queue.DeadList(r.Context(), queue.DeadListParams{Namespace: c.ns, Queue: c.q, Limit: 1})
 	if err != nil {
 		return err
@@ -401,10 +401,10 @@ func (a *API) lmstfyPeekDeadLetter(w http.ResponseWriter, r *http.Request, c lms
 	return nil
 }
 
-// lmstfyDeadLimit reads the limit of the dead letter routes (default 1, at least 1), capped at the
+// deadLimit reads the limit of the dead letter routes (default 1, at least 1), capped at the
 // dead letter's size.
-func (a *API) lmstfyDeadLimit(r *http.Request, c lmstfyCall) (int64, error) {
-	limit, ok := lmstfyParam(c.query, "limit", 1, 63)
+func (a *API) deadLimit(r *http.Request, c call) (int64, error) {
+	limit, ok := uintParam(c.query, "limit", 1, 63)
 	if !ok || limit == 0 {
 		return 0, errorf(http.StatusBadRequest, "invalid limit")
 	}
@@ -415,17 +415,17 @@ func (a *API) lmstfyDeadLimit(r *http.Request, c lmstfyCall) (int64, error) {
 	return min(int64(limit), size), nil
 }
 
-// lmstfyRespawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
+// respawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
 // oldest dead jobs back to ready, with all their tries and a ttl of ttl seconds from now.
-func (a *API) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	if limit, ok := lmstfyParam(c.query, "limit", 1, 63); !ok || limit == 0 {
+func (a *API) respawnDeadLetter(w http.ResponseWriter, r *http.Request, c call) error {
+	if limit, ok := uintParam(c.query, "limit", 1, 63); !ok || limit == 0 {
 		return errorf(http.StatusBadRequest, "invalid limit")
 	}
-	ttl, ok := lmstfyParam(c.query, "ttl", lmstfyDefaultTTL, 63)
+	ttl, ok := uintParam(c.query, "ttl", defaultTTL, 63)
 	if !ok || ttl > uint64(time.Duration(1<<63-1)/time.Second) {
 		return errorf(http.StatusBadRequest, "invalid ttl")
 	}
-	limit, err := a.lmstfyDeadLimit(r, c)
+	limit, err := a.deadLimit(r, c)
 	if err != nil {
 		return err
 	}
@@ -433,7 +433,7 @@ func (a *API) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c 
 	for count < limit {
 		n := int(min(limit-count, queue.MaxDeadPage))
 		ids, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
-			Namespace: c.ns, Queue: c.q, Limit: n, TTL: lmstfySeconds(ttl),
+			Namespace: c.ns, Queue: c.q, Limit: n, TTL: wholeSeconds(ttl),
 		})
 		if err != nil {
 			return err
@@ -447,10 +447,10 @@ func (a *API) lmstfyRespawnDeadLetter(w http.ResponseWriter, r *http.Request, c 
 	return nil
 }
 
-// lmstfyDeleteDeadLetter is DELETE /api/{ns}/{q}/deadletter?limit=: drop up to limit of the
+// deleteDeadLetter is DELETE /api/{ns}/{q}/deadletter?limit=: drop up to limit of the
 // oldest dead jobs.
-func (a *API) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
-	limit, err := a.lmstfyDeadLimit(r, c)
+func (a *API) deleteDeadLetter(w http.ResponseWriter, r *http.Request, c call) error {
+	limit, err := a.deadLimit(r, c)
 	if err != nil {
 		return err
 	}
@@ -470,8 +470,8 @@ func (a *API) lmstfyDeleteDeadLetter(w http.ResponseWriter, r *http.Request, c l
 	return nil
 }
 
-// lmstfyDeadLetterSize is GET /api/{ns}/{q}/deadletter/size.
-func (a *API) lmstfyDeadLetterSize(w http.ResponseWriter, r *http.Request, c lmstfyCall) error {
+// deadLetterSize is GET /api/{ns}/{q}/deadletter/size.
+func (a *API) deadLetterSize(w http.ResponseWriter, r *http.Request, c call) error {
 	n, err := a.queue.DeadSize(r.Context(), c.ns, c.q)
 	if err != nil {
 		return err

@@ -18,22 +18,22 @@ import (
 
 // lmstfy's defaults for parameters a request leaves out (whole seconds).
 const (
-	lmstfyDefaultTTL     = 86400
-	lmstfyDefaultTries   = 1
-	lmstfyDefaultTTR     = 120
-	lmstfyDefaultDelay   = 0
-	lmstfyDefaultTimeout = 0
+	defaultTTL     = 86400
+	defaultTries   = 1
+	defaultTTR     = 120
+	defaultDelay   = 0
+	defaultTimeout = 0
 )
 
 // lmstfy's limits.
 const (
-	lmstfyMaxConsumeCount = 100
-	lmstfyMaxBulkJobs     = 64
-	lmstfyMaxAttributes   = 16
-	lmstfyMaxAttributeLen = 256
-	lmstfyAttributePrefix = "Job-Attr-"
-	// lmstfyPool is the one pool Sluice has: every token, queue and job lives in it.
-	lmstfyPool = "default"
+	maxConsumeCount = 100
+	maxBulkJobs     = 64
+	maxAttributes   = 16
+	maxAttributeLen = 256
+	attributePrefix = "Job-Attr-"
+	// defaultPool is the one pool Sluice has: every token, queue and job lives in it.
+	defaultPool = "default"
 )
 
 // Config is what the lmstfy-compatible API needs from the server that mounts it.
@@ -82,22 +82,22 @@ func (a *API) MountPublic(mux *http.ServeMux) {
 	// The publish routes count against the token's write limit and consume against its read limit
 	// (lmstfy's throttler leaves republish out; Sluice counts it: it publishes a job).
 	routes := []route{
-		{"PUT /api/{ns}/{q}", false, publish, tenant.LimitWrite, a.lmstfyPublish},
-		{"PUT /api/{ns}/{q}/bulk", false, publish, tenant.LimitWrite, a.lmstfyPublishBulk},
-		{"PUT /api/{ns}/{q}/job/{id}", false, publish, tenant.LimitWrite, a.lmstfyRepublish},
-		{"GET /api/{ns}/{q}", true, []tenant.Permission{tenant.PermConsume}, tenant.LimitRead, a.lmstfyConsume},
-		{"DELETE /api/{ns}/{q}/job/{id}", false, []tenant.Permission{tenant.PermConsume, tenant.PermPublish}, tenant.LimitNone, a.lmstfyDeleteJob},
-		{"GET /api/{ns}/{q}/peek", false, read, tenant.LimitNone, a.lmstfyPeekQueue},
-		{"GET /api/{ns}/{q}/job/{id}", false, read, tenant.LimitNone, a.lmstfyPeekJob},
-		{"GET /api/{ns}/{q}/size", false, read, tenant.LimitNone, a.lmstfySize},
-		{"DELETE /api/{ns}/{q}", false, manage, tenant.LimitNone, a.lmstfyDestroyQueue},
-		{"GET /api/{ns}/{q}/deadletter", false, read, tenant.LimitNone, a.lmstfyPeekDeadLetter},
-		{"PUT /api/{ns}/{q}/deadletter", false, manage, tenant.LimitNone, a.lmstfyRespawnDeadLetter},
-		{"DELETE /api/{ns}/{q}/deadletter", false, manage, tenant.LimitNone, a.lmstfyDeleteDeadLetter},
-		{"GET /api/{ns}/{q}/deadletter/size", false, read, tenant.LimitNone, a.lmstfyDeadLetterSize},
+		{"PUT /api/{ns}/{q}", false, publish, tenant.LimitWrite, a.publish},
+		{"PUT /api/{ns}/{q}/bulk", false, publish, tenant.LimitWrite, a.publishBulk},
+		{"PUT /api/{ns}/{q}/job/{id}", false, publish, tenant.LimitWrite, a.republish},
+		{"GET /api/{ns}/{q}", true, []tenant.Permission{tenant.PermConsume}, tenant.LimitRead, a.consume},
+		{"DELETE /api/{ns}/{q}/job/{id}", false, []tenant.Permission{tenant.PermConsume, tenant.PermPublish}, tenant.LimitNone, a.deleteJob},
+		{"GET /api/{ns}/{q}/peek", false, read, tenant.LimitNone, a.peekQueue},
+		{"GET /api/{ns}/{q}/job/{id}", false, read, tenant.LimitNone, a.peekJob},
+		{"GET /api/{ns}/{q}/size", false, read, tenant.LimitNone, a.queueSize},
+		{"DELETE /api/{ns}/{q}", false, manage, tenant.LimitNone, a.destroyQueue},
+		{"GET /api/{ns}/{q}/deadletter", false, read, tenant.LimitNone, a.peekDeadLetter},
+		{"PUT /api/{ns}/{q}/deadletter", false, manage, tenant.LimitNone, a.respawnDeadLetter},
+		{"DELETE /api/{ns}/{q}/deadletter", false, manage, tenant.LimitNone, a.deleteDeadLetter},
+		{"GET /api/{ns}/{q}/deadletter/size", false, read, tenant.LimitNone, a.deadLetterSize},
 	}
 	for _, rt := range routes {
-		mux.HandleFunc(rt.pattern, adapt(a.lmstfyAPI(rt)))
+		mux.HandleFunc(rt.pattern, adapt(a.guard(rt)))
 	}
 	// Anything else under /api answers as lmstfy's router does.
 	mux.HandleFunc("/api/", NotFound)
@@ -111,21 +111,21 @@ func NotFound(w http.ResponseWriter, r *http.Request) {
 
 // MountAdmin registers the lmstfy-compatible admin routes (/token/..., /limits, ...).
 func (a *API) MountAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("GET /token/{ns}", adapt(a.lmstfyListTokens))
-	mux.HandleFunc("POST /token/{ns}", adapt(a.lmstfyNewToken))
-	mux.HandleFunc("DELETE /token/{ns}/{token}", adapt(a.lmstfyDeleteToken))
-	mux.HandleFunc("GET /token/{ns}/{token}/limit", adapt(a.lmstfyGetLimit))
-	mux.HandleFunc("POST /token/{ns}/{token}/limit", adapt(a.lmstfyAddLimit))
-	mux.HandleFunc("PUT /token/{ns}/{token}/limit", adapt(a.lmstfySetLimit))
-	mux.HandleFunc("DELETE /token/{ns}/{token}/limit", adapt(a.lmstfyDeleteLimit))
-	mux.HandleFunc("GET /limits", adapt(a.lmstfyListLimits))
-	mux.HandleFunc("GET /pools", adapt(a.lmstfyPools))
-	mux.HandleFunc("GET /info", adapt(a.lmstfyInfo))
-	mux.HandleFunc("GET /version", adapt(a.lmstfyVersion))
+	mux.HandleFunc("GET /token/{ns}", adapt(a.listTokens))
+	mux.HandleFunc("POST /token/{ns}", adapt(a.newToken))
+	mux.HandleFunc("DELETE /token/{ns}/{token}", adapt(a.deleteToken))
+	mux.HandleFunc("GET /token/{ns}/{token}/limit", adapt(a.getLimit))
+	mux.HandleFunc("POST /token/{ns}/{token}/limit", adapt(a.addLimit))
+	mux.HandleFunc("PUT /token/{ns}/{token}/limit", adapt(a.setLimit))
+	mux.HandleFunc("DELETE /token/{ns}/{token}/limit", adapt(a.deleteLimit))
+	mux.HandleFunc("GET /limits", adapt(a.listLimits))
+	mux.HandleFunc("GET /pools", adapt(a.listPools))
+	mux.HandleFunc("GET /info", adapt(a.getInfo))
+	mux.HandleFunc("GET /version", adapt(a.getVersion))
 }
 
-// lmstfyCall is an /api request that passed lmstfy's name checks and token check.
-type lmstfyCall struct {
+// call is an /api request that passed lmstfy's name checks and token check.
+type call struct {
 	ns string
 	// q is the queue; for consume, the comma-separated list as sent.
 	q   string
@@ -135,12 +135,12 @@ type lmstfyCall struct {
 }
 
 // handler is an /api route's handler: it writes its answer, or returns an error for writeError.
-type handler func(w http.ResponseWriter, r *http.Request, c lmstfyCall) error
+type handler func(w http.ResponseWriter, r *http.Request, c call) error
 
-// lmstfyAPI checks a request the way lmstfy's middleware does, in its order: the names (400),
+// guard checks a request the way lmstfy's middleware does, in its order: the names (400),
 // the pool named by a "pool:" token prefix (404), the token (401); then Sluice's permissions (403)
 // and the token's rate limit (429).
-func (a *API) lmstfyAPI(rt route) httpapi.Handler {
+func (a *API) guard(rt route) httpapi.Handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if rt.multi && r.Method == http.MethodHead {
 			// Go's mux routes HEAD to GET handlers; consume is a GET that leases jobs whose
@@ -148,7 +148,7 @@ func (a *API) lmstfyAPI(rt route) httpapi.Handler {
 			return errorf(http.StatusNotFound, "api not found")
 		}
 		ns, q := r.PathValue("ns"), r.PathValue("q")
-		if msg := lmstfyCheckNames(ns, q, rt.multi); msg != "" {
+		if msg := checkNames(ns, q, rt.multi); msg != "" {
 			return errorf(http.StatusBadRequest, msg)
 		}
 		query := r.URL.Query()
@@ -156,8 +156,8 @@ func (a *API) lmstfyAPI(rt route) httpapi.Handler {
 		if raw == "" {
 			raw = query.Get("token")
 		}
-		pool, secret := lmstfySplitToken(raw)
-		if pool != lmstfyPool {
+		pool, secret := splitToken(raw)
+		if pool != defaultPool {
 			return errorf(http.StatusNotFound, "pool not found")
 		}
 		if secret == "" {
@@ -177,7 +177,7 @@ func (a *API) lmstfyAPI(rt route) httpapi.Handler {
 			}
 			return errorf(http.StatusForbidden, "the token lacks the "+strings.Join(names, " or ")+" permission")
 		}
-		c := lmstfyCall{ns: ns, q: q, tok: tok, query: query}
+		c := call{ns: ns, q: q, tok: tok, query: query}
 		if rt.limit == tenant.LimitNone {
 			return rt.h(w, r, c)
 		}
@@ -197,9 +197,9 @@ func deny(tok tenant.Token, dir tenant.LimitDir, _ tenant.Spent) error {
 	}
 }
 
-// lmstfyCheckNames applies lmstfy's name rules and returns its message for a bad name ("" when
+// checkNames applies lmstfy's name rules and returns its message for a bad name ("" when
 // the names are good).
-func lmstfyCheckNames(ns, q string, multi bool) string {
+func checkNames(ns, q string, multi bool) string {
 	if len(ns) > 255 || (!multi && len(q) > 255) {
 		return "namespace or queue name too long"
 	}
@@ -223,19 +223,19 @@ func lmstfyCheckNames(ns, q string, multi bool) string {
 	return ""
 }
 
-// lmstfySplitToken splits lmstfy's "[pool:]token" form; without a pool (or with an empty one) it
+// splitToken splits lmstfy's "[pool:]token" form; without a pool (or with an empty one) it
 // is the default pool.
-func lmstfySplitToken(raw string) (pool, token string) {
+func splitToken(raw string) (pool, token string) {
 	p, t, ok := strings.Cut(raw, ":")
 	if !ok {
-		return lmstfyPool, raw
+		return defaultPool, raw
 	}
-	return cmp.Or(p, lmstfyPool), t
+	return cmp.Or(p, defaultPool), t
 }
 
-// lmstfyParam parses an unsigned whole-number query parameter of at most bits bits, with lmstfy's
+// uintParam parses an unsigned whole-number query parameter of at most bits bits, with lmstfy's
 // default when it is absent. ok is false when it is present but not such a number.
-func lmstfyParam(query url.Values, name string, def uint64, bits int) (v uint64, ok bool) {
+func uintParam(query url.Values, name string, def uint64, bits int) (v uint64, ok bool) {
 	vals, present := query[name]
 	if !present {
 		return def, true
@@ -244,5 +244,5 @@ func lmstfyParam(query url.Values, name string, def uint64, bits int) (v uint64,
 	return v, err == nil
 }
 
-// lmstfySeconds turns whole seconds into a Duration.
-func lmstfySeconds(n uint64) time.Duration { return time.Duration(n) * time.Second }
+// wholeSeconds turns whole seconds into a Duration.
+func wholeSeconds(n uint64) time.Duration { return time.Duration(n) * time.Second }
