@@ -83,7 +83,7 @@ func jsonError(err error) error {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		field := strings.TrimPrefix(typeErr.Field, "publishJob.") // the embedded single job of a publish
+		field := strings.TrimPrefix(typeErr.Field, "publishJob.") // server/jobs: the single job a publish request embeds
 		if field == "" {
 			return InvalidArg("body", "want a JSON object, got %s", typeErr.Value)
 		}
