@@ -23,6 +23,8 @@
 //   - internal/httpapi: the error registry, JSON helpers and the Route description that route
 //     packages declare and the server mounts.
 //
-// docs/server.md says where each piece lives and how a new system adds its routes. Every state change in Redis is one atomic Lua script or one command, with time taken
-// from Redis itself, so any number of processes can share one Redis safely.
+// docs/server.md says where each piece lives and how a new system adds its routes.
+//
+// Every state change in Redis is one atomic Lua script or one command, with time taken from Redis
+// itself, so any number of processes can share one Redis safely.
 package sluice
