@@ -223,3 +223,17 @@ func TestRoomsFromConfigFile(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+func TestWaitroomExampleConfigLoads(t *testing.T) {
+	t.Parallel()
+	s, err := LoadSettings(SettingsSources{File: "../deploy/sluice.waitroom.example.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Config.withDefaults().validate(); err != nil {
+		t.Fatalf("the example config does not validate: %v", err)
+	}
+	if room, ok := s.Rooms["shop"]; !ok || room.MaxActive == nil || *room.MaxActive != 500 || s.ProxyRooms != "*=shop" {
+		t.Fatalf("rooms %+v, proxy_rooms %q", s.Rooms, s.ProxyRooms)
+	}
+}
