@@ -84,7 +84,7 @@ http {
 	eventually(t, 10*time.Second, func() error {
 		c, err := net.Dial("tcp", listen)
 		if err != nil {
-			return fmt.Errorf("nginx not listening: %v; stderr: %s", err, stderr.String())
+			return fmt.Errorf("nginx not listening: %w; stderr: %s", err, stderr.String())
 		}
 		return c.Close()
 	})
