@@ -102,12 +102,12 @@ func TestCountdownPageInChromium(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
-	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(3 * time.Second)})
+	b := browsertest.New(t) // started first: the countdown starts once the browser is up
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(5 * time.Second)})
 	up := newUpstream(t)
 	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
 	t.Cleanup(site.Close)
 
-	b := browsertest.New(t)
 	b.Navigate(site.URL + "/launch")
 	if hidden := browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`); hidden {
 		t.Fatal("the countdown is hidden before the opening")
