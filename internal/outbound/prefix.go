@@ -1,6 +1,8 @@
 package outbound
 
 import (
+	"errors"
+	"fmt"
 	"net/url"
 	"path"
 	"strconv"
@@ -44,9 +46,32 @@ type target struct {
 }
 
 func parseTarget(raw string) (target, bool) {
+	t, err := parseTargetErr(raw)
+	return t, err == nil
+}
+
+// CheckPrefix returns an error saying why p cannot serve as a prefix (an endpoint's target URL, a
+// callback destination), or nil. UnderPrefix ignores such prefixes; configuration should refuse
+// them with this error.
+func CheckPrefix(p string) error {
+	_, err := parseTargetErr(p)
+	return err
+}
+
+func parseTargetErr(raw string) (target, error) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" || u.User != nil || strings.Contains(raw, `\`) {
-		return target{}, false
+	switch {
+	case err != nil:
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return target{}, fmt.Errorf("outbound: url %q: %w", raw, err)
+	case u.Opaque != "" || u.Scheme == "":
+		return target{}, fmt.Errorf("outbound: url %q is not absolute", raw)
+	case u.User != nil:
+		return target{}, fmt.Errorf("outbound: url %q must not carry userinfo", raw)
+	case strings.Contains(raw, `\`):
+		return target{}, fmt.Errorf("outbound: url %q must not contain a backslash", raw)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	var defaultPort string
@@ -56,21 +81,21 @@ func parseTarget(raw string) (target, bool) {
 	case "https":
 		defaultPort = "443"
 	default:
-		return target{}, false
+		return target{}, fmt.Errorf("outbound: url %q: scheme must be http or https", raw)
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host == "" {
-		return target{}, false
+		return target{}, fmt.Errorf("outbound: url %q has no host", raw)
 	}
 	port := u.Port()
 	if port == "" {
 		if strings.HasSuffix(u.Host, ":") {
-			return target{}, false // "a.com:" names no port; refuse rather than guess
+			return target{}, fmt.Errorf("outbound: url %q has an empty port", raw)
 		}
 		port = defaultPort
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.HasPrefix(port, "0") {
-		return target{}, false
+		return target{}, fmt.Errorf("outbound: url %q: port must be 1-65535 without leading zeros", raw)
 	}
 	return target{
 		scheme:  scheme,
@@ -78,7 +103,7 @@ func parseTarget(raw string) (target, bool) {
 		port:    port,
 		path:    cleanPath(u.Path),
 		escaped: cleanPath(u.EscapedPath()),
-	}, true
+	}, nil
 }
 
 func cleanPath(p string) string {

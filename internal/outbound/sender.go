@@ -135,28 +135,25 @@ func (s *Sender) newRequest(ctx context.Context, req Request) (*http.Request, co
 	if !validMethod(method) {
 		return nil, nil, fmt.Errorf("%w: method %q", ErrInvalidRequest, method)
 	}
-	u, err := url.Parse(req.URL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: url: %w", ErrInvalidRequest, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, nil, fmt.Errorf("%w: url %q: scheme must be http or https", ErrInvalidRequest, redact(u))
-	}
-	if u.Host == "" {
-		return nil, nil, fmt.Errorf("%w: url %q has no host", ErrInvalidRequest, redact(u))
-	}
 	if req.Timeout < 0 {
 		return nil, nil, fmt.Errorf("%w: timeout must not be negative", ErrInvalidRequest)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(req.Timeout, s.cfg.Timeout))
 	var body io.Reader
 	if req.Body != nil {
 		body = bytes.NewReader(req.Body)
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(req.Timeout, s.cfg.Timeout))
+	httpReq, err := http.NewRequestWithContext(ctx, method, req.URL, body)
 	if err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // the url.Error would repeat the URL, query included
+		}
+		return nil, nil, fmt.Errorf("%w: url: %w", ErrInvalidRequest, err)
+	}
+	if u := httpReq.URL; (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		cancel()
+		return nil, nil, fmt.Errorf("%w: url %q must be absolute http or https", ErrInvalidRequest, redact(u))
 	}
 	if req.Header != nil {
 		httpReq.Header = req.Header.Clone()
