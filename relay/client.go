@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,6 +24,8 @@ type Client struct {
 	eps  endpointCache
 
 	finishedMs, readMs, keyTTLMs int64
+
+	lastPrune atomic.Int64 // unix ns of the last archive prune
 
 	notifyOnce sync.Once
 	notify     *notifier

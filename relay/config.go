@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/taskarchive"
 )
 
 // Config configures a Client. The zero value is usable for offline tasks; online tasks need
@@ -57,6 +59,12 @@ type Config struct {
 	// GrantKeys verify priority grants (SignGrant), with the same rotation rule as PermitKeys.
 	// Default none: grants are ignored and only SubmitParams.PriorityCap raises priority.
 	GrantKeys [][]byte
+
+	// Archive, when set, receives finished tasks (written in batches by MaintainOnce, so by
+	// every Dispatcher, never on the read path) and answers Get for tasks no longer in Redis.
+	// Its own retention (taskarchive.Config.Retention) is enforced from the same passes, at most
+	// once a minute per Client. Default nil: no archive.
+	Archive *taskarchive.Archive
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger

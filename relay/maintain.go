@@ -52,5 +52,5 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 			}
 		}
 	}
-	return res, nil
+	return res, c.pruneArchive(ctx)
 }

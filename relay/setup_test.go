@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop) }
 
 // testKey is a permit or grant key for tests (32 bytes).
 var testKey = []byte("0123456789abcdef0123456789abcdef")

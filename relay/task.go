@@ -74,6 +74,9 @@ type SubmitParams struct {
 	Subject string
 	// Type is Offline (default) or Online.
 	Type TaskType
+	// Namespace is the submitter's namespace (set by the caller from its credentials), kept
+	// with the task so that reads can be limited to it. Optional.
+	Namespace string
 }
 
 // SubmitResult is what Submit returns.
@@ -89,8 +92,9 @@ type SubmitResult struct {
 
 // Task is a task as Get and Wait return it.
 type Task struct {
-	ID       string
-	Endpoint string
+	ID        string
+	Endpoint  string
+	Namespace string
 	Status   Status
 	Type     TaskType
 	Priority int
@@ -151,7 +155,7 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	id := c.ids.next(e.Name)
 	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
 	res, err := c.run(ctx, scriptSubmit, e.Name, id, pri, p.Subject, string(p.Type), req.method, req.url,
-		req.header, p.Body, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout)).Int64Slice()
+		req.header, p.Body, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), p.Namespace).Int64Slice()
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("relay: submit to %s: %w", e.Name, err)
 	}
@@ -205,6 +209,9 @@ func (c *Client) checkSubmit(p *SubmitParams, target string) (preparedRequest, e
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
 		return r, fieldErr("priority", "must be between 0 and %d", MaxPriority)
+	}
+	if len(p.Namespace) > 191 {
+		return r, fieldErr("namespace", "must be at most 191 bytes")
 	}
 	if len(p.Subject) > 256 {
 		return r, fieldErr("subject", "must be at most 256 bytes")
@@ -319,7 +326,7 @@ func parseTask(f []any) Task {
 		Type: TaskType(s(5)), CreatedAt: at(6), StartedAt: at(7), EndedAt: at(8),
 		Tries: int(n(9)), MaxTries: int(n(10)), HTTPStatus: int(n(11)), ResultTruncated: s(14) == "1",
 		Error: s(15), PermitExpires: at(16), Duration: time.Duration(n(18)) * time.Millisecond,
-		Method: s(19), URL: s(20), WaitNum: -1,
+		Method: s(19), URL: s(20), Namespace: s(21), WaitNum: -1,
 	}
 	if res := s(13); res != "" {
 		t.Result = []byte(res)

@@ -17,7 +17,7 @@ end
 local rank = -1
 if st == 'pending' then rank = redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2]) end
 local f = redis.call('HMGET', tk, 'id', 'ep', 'st', 'pri', 'subj', 'ty', 'ca', 'sa', 'ea', 'att', 'tries',
-  'hs', 'rh', 'res', 'rt', 'err', 'pe', 'pu', 'dur', 'm', 'u')
+  'hs', 'rh', 'res', 'rt', 'err', 'pe', 'pu', 'dur', 'm', 'u', 'ns')
 local ring = {}
 if rank >= 0 then ring = redis.call('HGETALL', K_RING) end
 return {f, rank, redis.call('ZCARD', K_RUN), redis.call('ZCARD', K_QUEUE), now_ms(), ring}

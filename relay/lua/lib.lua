@@ -27,7 +27,7 @@
 -- (offline|online) ca sa ea (created/started/ended ms) att (attempts started) tries m u h b
 -- (method, url, headers json, body) qd (queue deadline ms) hs rh res rt (http status, result
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
--- status read).
+-- status read) ns (namespace of the submitter).
 local K_QUEUE, K_WAIT, K_DELAYED, K_RUN = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_SUBJ, K_SEQ, K_RATE, K_RING = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local K_COUNTS, K_ARCH, K_TASK = KEYS[9], KEYS[10], KEYS[11]

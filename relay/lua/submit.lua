@@ -4,6 +4,7 @@
 -- ARGV[12] method  [13] url  [14] headers (json)  [15] body  [16] tries
 -- ARGV[17] max queued (0: no bound)  [18] max queued per subject (0: no bound)
 -- ARGV[19] queue timeout (ms): the task times out if it has not started by then
+-- ARGV[20] namespace of the submitter ('' for none)
 -- Returns {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full; {2} the
 -- subject's share is full; {3} the id exists already.
 local id = ARGV[8]
@@ -22,7 +23,7 @@ local score = (255 - tonumber(ARGV[9])) * 17592186044416 + seq
 local qd = now + tonumber(ARGV[19])
 redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[9], 'sc', score,
   'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[11], 'ca', now, 'att', 0,
-  'tries', ARGV[16], 'm', ARGV[12], 'u', ARGV[13], 'h', ARGV[14], 'b', ARGV[15], 'qd', qd)
+  'tries', ARGV[16], 'm', ARGV[12], 'u', ARGV[13], 'h', ARGV[14], 'b', ARGV[15], 'qd', qd, 'ns', ARGV[20])
 redis.call('PEXPIRE', tk, qd - now + FINISHED_TTL)
 if subj ~= '' then
   redis.call('HINCRBY', K_SUBJ, subj, 1)
