@@ -95,12 +95,12 @@ type Task struct {
 	ID        string
 	Endpoint  string
 	Namespace string
-	Status   Status
-	Type     TaskType
-	Priority int
-	Subject  string
-	Method   string
-	URL      string
+	Status    Status
+	Type      TaskType
+	Priority  int
+	Subject   string
+	Method    string
+	URL       string
 
 	// HTTPStatus is the status of the last call (0 before any).
 	HTTPStatus int
