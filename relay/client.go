@@ -23,9 +23,11 @@ type Client struct {
 	ids  idGen
 	eps  endpointCache
 
-	finishedMs, readMs, keyTTLMs int64
+	finishedMs, readMs int64
+	archiving          int // 1 with an archive: finished tasks are remembered for it
 
 	lastPrune atomic.Int64 // unix ns of the last archive prune
+	submits   *combiner[submitReq, []int64]
 
 	notifyOnce sync.Once
 	notify     *notifier
@@ -48,10 +50,11 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		ch:         newChannels(cfg.Prefix),
 		finishedMs: ms(cfg.FinishedRetention),
 		readMs:     ms(cfg.ReadRetention),
-		// An endpoint's keys outlive every task in them; each write renews them, so the keys
-		// of an endpoint nobody uses any more vanish by themselves.
-		keyTTLMs: ms(cfg.PendingRetention + cfg.FinishedRetention),
 	}
+	if cfg.Archive != nil {
+		c.archiving = 1
+	}
+	c.submits = newCombiner(c.runSubmits)
 	return c, nil
 }
 

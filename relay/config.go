@@ -63,7 +63,9 @@ type Config struct {
 	// Archive, when set, receives finished tasks (written in batches by MaintainOnce, so by
 	// every Dispatcher, never on the read path) and answers Get for tasks no longer in Redis.
 	// Its own retention (taskarchive.Config.Retention) is enforced from the same passes, at most
-	// once a minute per Client. Default nil: no archive.
+	// once a minute per Client. Every Client that finishes tasks (those running Dispatchers, and
+	// those that Cancel or Done) must be given the archive, since finished tasks are only
+	// remembered for it by Clients that have one. Default nil: no archive.
 	Archive *taskarchive.Archive
 
 	// Logger receives the client's logs. Default slog.Default().

@@ -301,8 +301,10 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 				due[e.Name] = at
 				continue
 			}
+			// With few workers free, wait for more rather than take a handful of tasks per script
+			// call: under load that keeps batches large, and with an idle dispatcher all are free.
 			free := int64(d.cfg.Workers) - d.inflight.Load()
-			if free <= 0 {
+			if free < d.minTake() {
 				waitWorkers = true
 				due[e.Name] = now
 				continue
@@ -340,6 +342,11 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 			}
 		}
 	}
+}
+
+// minTake is the fewest free workers worth a dispatch call: a quarter of a batch.
+func (d *Dispatcher) minTake() int64 {
+	return max(1, int64(min(d.cfg.Batch, d.cfg.Workers))/4)
 }
 
 func minTime(a, b time.Time) time.Time {

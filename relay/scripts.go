@@ -44,7 +44,7 @@ func mustRead(name string) string {
 func (c *Client) run(ctx context.Context, s *redis.Script, endpoint string, args ...any) *redis.Cmd {
 	k := c.keys.get(endpoint)
 	argv := make([]any, 0, 7+len(args))
-	argv = append(argv, c.ch.wake, c.ch.task, endpoint, c.finishedMs, c.readMs, c.cfg.ArchiveBacklog, c.keyTTLMs)
+	argv = append(argv, c.ch.wake, c.ch.task, endpoint, c.finishedMs, c.readMs, c.cfg.ArchiveBacklog, c.archiving)
 	argv = append(argv, args...)
 	return s.Run(ctx, c.rdb, k.all, argv...)
 }

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop) }
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 // newClient returns a Client on the test's prefix, closed when the test ends.
-func newClient(t *testing.T, env *redistest.Env, cfg relay.Config) *relay.Client {
+func newClient(t testing.TB, env *redistest.Env, cfg relay.Config) *relay.Client {
 	t.Helper()
 	cfg.Prefix = env.Prefix
 	if cfg.PermitKeys == nil {

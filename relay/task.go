@@ -153,9 +153,7 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	}
 	pri := c.effectivePriority(p)
 	id := c.ids.next(e.Name)
-	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
-	res, err := c.run(ctx, scriptSubmit, e.Name, id, pri, p.Subject, string(p.Type), req.method, req.url,
-		req.header, p.Body, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), p.Namespace).Int64Slice()
+	res, err := c.submits.do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("relay: submit to %s: %w", e.Name, err)
 	}
@@ -166,12 +164,47 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	case 2:
 		return SubmitResult{}, fmt.Errorf("%w: subject holds %d waiting tasks at endpoint %s", ErrQueueFull, e.MaxQueuedPerSubject, e.Name)
 	default:
-		return SubmitResult{}, fmt.Errorf("relay: submit: task id %s exists", id)
+		return SubmitResult{}, fmt.Errorf("relay: submit: unexpected reply %v", res)
 	}
 	return SubmitResult{
 		ID: id, Endpoint: e.Name, Status: StatusPending, Priority: pri,
 		CreatedAt: time.UnixMilli(res[1]).UTC(), WaitNum: res[2],
 	}, nil
+}
+
+// submitReq is one task for submit.lua.
+type submitReq struct {
+	e   Endpoint
+	id  string
+	pri int
+	p   *SubmitParams
+	req preparedRequest
+}
+
+// runSubmits queues a batch of tasks of one endpoint in one script call; the endpoint settings
+// are the first task's (they differ only across a settings change, which applies within the
+// refresh interval anyway).
+func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitReq) ([][]int64, error) {
+	e := reqs[0].e
+	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
+	args := make([]any, 0, 5+9*len(reqs))
+	args = append(args, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), len(reqs))
+	for _, r := range reqs {
+		args = append(args, r.id, r.pri, r.p.Subject, string(r.p.Type), r.req.method, r.req.url, r.req.header, r.p.Body, r.p.Namespace)
+	}
+	raw, err := c.run(ctx, scriptSubmit, endpoint, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]int64, len(raw))
+	for i, r := range raw {
+		vals, _ := r.([]any)
+		out[i] = make([]int64, 3)
+		for j := 0; j < len(vals) && j < 3; j++ {
+			out[i][j], _ = vals[j].(int64)
+		}
+	}
+	return out, nil
 }
 
 type preparedRequest struct {

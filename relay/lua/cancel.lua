@@ -6,22 +6,26 @@
 -- Returns {status after the call, 1 when this call cancelled it}, or {} for no such task.
 local id = ARGV[8]
 local tk = task_key(id)
-local st = redis.call('HGET', tk, 'st')
+local v = redis.call('HMGET', tk, 'st', 'sq', 'subj')
+local st = v[1]
 if not st then return {} end
 local now = now_ms()
 if st == 'pending' then
   redis.call('ZREM', K_QUEUE, id)
   redis.call('ZREM', K_WAIT, id)
   redis.call('ZREM', K_DELAYED, id)
-  unsubject(tk)
+  unsubject(tk, v[2], v[3])
   finish(id, 'cancelled', now)
+  flush(now)
   return {'cancelled', 1}
 elseif st == 'processing' then
   finish(id, 'cancelled', now)
+  flush(now)
   return {'cancelled', 1}
 elseif st == 'permitted' then
   redis.call('ZREM', K_RUN, id)
   finish(id, 'cancelled', now)
+  flush(now)
   wake()
   return {'cancelled', 1}
 end

@@ -2,7 +2,7 @@
 -- so a dispatcher whose lease ran out (and whose task was retried meanwhile) changes nothing.
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] number of outcomes n; then 10 fields per outcome: id, attempt, outcome (ok|retry|fail),
--- http status (0: none), result headers (json), result body, truncated (0|1), error,
+-- http status (0: none; 0 is stored too), result headers (json), result body, truncated (0|1), error,
 -- retry delay (ms), call duration (ms).
 -- Returns n codes: 1 stored (completed, failed or set to retry), 2 the task was cancelled while
 -- the call ran (result discarded, slot freed), 0 no such task, -1 the attempt no longer holds
@@ -29,22 +29,20 @@ for i = 0, n - 1 do
   else
     redis.call('ZREM', K_RUN, id)
     freed = true
-    record_call(now, tonumber(ARGV[a + 9]))
-    local hs = tonumber(ARGV[a + 3])
-    if hs > 0 then redis.call('HSET', tk, 'hs', hs) end
-    redis.call('HSET', tk, 'rh', ARGV[a + 4], 'res', ARGV[a + 5], 'rt', ARGV[a + 6], 'err', ARGV[a + 7],
-      'dur', ARGV[a + 9])
+    record_call(tonumber(ARGV[a + 9]))
+    local fields = {'hs', ARGV[a + 3], 'rh', ARGV[a + 4], 'res', ARGV[a + 5], 'rt', ARGV[a + 6],
+      'err', ARGV[a + 7], 'dur', ARGV[a + 9]}
     if outcome == 'ok' then
-      finish(id, 'completed', now)
+      finish(id, 'completed', now, fields)
     elseif outcome == 'retry' and att < tonumber(v[3]) then
-      redis.call('HSET', tk, 'st', 'pending')
+      redis.call('HSET', tk, 'st', 'pending', unpack(fields))
       redis.call('ZADD', K_DELAYED, now + tonumber(ARGV[a + 8]), id)
-      touch(K_DELAYED)
     else
-      finish(id, 'failed', now)
+      finish(id, 'failed', now, fields)
     end
     out[i + 1] = 1
   end
 end
+flush(now)
 if freed then wake() end
 return out

@@ -18,19 +18,16 @@ for _, id in ipairs(expired) do
   local v = redis.call('HMGET', tk, 'st', 'att', 'tries', 'pu', 'sa')
   if v[1] == 'processing' then
     if tonumber(v[2]) < tonumber(v[3]) then
-      redis.call('HSET', tk, 'err', 'lease expired: the dispatcher did not report the call')
-      requeue(id)
+      requeue(id, {'err', 'lease expired: the dispatcher did not report the call'})
     else
-      redis.call('HSET', tk, 'err', 'lease expired: the dispatcher did not report the call (no tries left)')
-      finish(id, 'failed', now)
+      finish(id, 'failed', now, {'err', 'lease expired: the dispatcher did not report the call (no tries left)'})
     end
   elseif v[1] == 'permitted' then
     if v[4] == '1' then
-      record_call(now, now - tonumber(v[5]))
+      record_call(now - tonumber(v[5]))
       finish(id, 'completed', now)
     else
-      redis.call('HSET', tk, 'err', 'permit expired unused')
-      finish(id, 'failed', now)
+      finish(id, 'failed', now, {'err', 'permit expired unused'})
     end
   end
 end
@@ -39,10 +36,11 @@ local late = redis.call('ZRANGEBYSCORE', K_WAIT, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(late) do
   redis.call('ZREM', K_WAIT, id)
   local tk = task_key(id)
-  if redis.call('HGET', tk, 'st') == 'pending' then
+  local v = redis.call('HMGET', tk, 'st', 'sq', 'subj')
+  if v[1] == 'pending' then
     redis.call('ZREM', K_QUEUE, id)
     redis.call('ZREM', K_DELAYED, id)
-    unsubject(tk)
+    unsubject(tk, v[2], v[3])
     finish(id, 'timeout', now)
     timedout = timedout + 1
   end
@@ -56,18 +54,23 @@ if ARGV[9] == '1' then
     redis.call('ZREM', K_QUEUE, id)
     redis.call('ZREM', K_DELAYED, id)
     local tk = task_key(id)
-    if redis.call('HGET', tk, 'st') == 'pending' then
-      unsubject(tk)
-      redis.call('HSET', tk, 'err', 'endpoint deleted')
-      finish(id, 'cancelled', now)
+    local v = redis.call('HMGET', tk, 'st', 'sq', 'subj')
+    if v[1] == 'pending' then
+      unsubject(tk, v[2], v[3])
+      finish(id, 'cancelled', now, {'err', 'endpoint deleted'})
       cancelled = cancelled + 1
     end
   end
 end
+flush(now)
 redis.call('ZREMRANGEBYSCORE', K_ARCH, '-inf', now - FINISHED_TTL)
 local empty = 0
 if redis.call('ZCARD', K_WAIT) + redis.call('ZCARD', K_QUEUE) + redis.call('ZCARD', K_DELAYED)
   + redis.call('ZCARD', K_RUN) + redis.call('ZCARD', K_ARCH) == 0 then
   empty = 1
+  if ARGV[9] == '1' then
+    -- A deleted endpoint that holds nothing any more: its counters go too.
+    redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ)
+  end
 end
 return {reaped, timedout, cancelled, empty}

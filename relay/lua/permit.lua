@@ -18,11 +18,9 @@ if ARGV[10] == 'use' then
   return 'ok'
 end
 redis.call('ZREM', K_RUN, id)
-local hs = tonumber(ARGV[11])
-if hs > 0 then redis.call('HSET', tk, 'hs', hs) end
 local dur = now - tonumber(v[4])
-redis.call('HSET', tk, 'dur', dur)
-record_call(now, dur)
-finish(id, 'completed', now)
+record_call(dur)
+finish(id, 'completed', now, {'hs', ARGV[11], 'dur', dur})
+flush(now)
 wake()
 return 'ok'

@@ -1,39 +1,46 @@
--- submit.lua: queue a new task.
+-- submit.lua: queue new tasks (one or many: concurrent Submit calls are combined).
 -- KEYS, ARGV[1..7]: lib.lua.
--- ARGV[8] id  [9] priority 0..255  [10] subject ('' for none)  [11] type offline|online
--- ARGV[12] method  [13] url  [14] headers (json)  [15] body  [16] tries
--- ARGV[17] max queued (0: no bound)  [18] max queued per subject (0: no bound)
--- ARGV[19] queue timeout (ms): the task times out if it has not started by then
--- ARGV[20] namespace of the submitter ('' for none)
--- Returns {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full; {2} the
--- subject's share is full; {3} the id exists already.
-local id = ARGV[8]
-local tk = task_key(id)
-if redis.call('EXISTS', tk) == 1 then return {3} end
-local max_queued, max_subject = tonumber(ARGV[17]), tonumber(ARGV[18])
-if max_queued > 0 and redis.call('ZCARD', K_WAIT) >= max_queued then return {1} end
-local subj = ARGV[10]
-if subj ~= '' and max_subject > 0 and tonumber(redis.call('HGET', K_SUBJ, subj) or '0') >= max_subject then
-  return {2}
-end
+-- ARGV[8] tries  [9] max queued (0: no bound)  [10] max queued per subject (0: no bound)
+-- ARGV[11] queue timeout (ms): a task times out if it has not started by then
+-- ARGV[12] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
+-- none), type (offline|online), method, url, headers (json), body, namespace ('' for none).
+-- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
+-- {2} the subject's share is full.
 local now = now_ms()
-local seq = redis.call('INCR', K_SEQ)
-touch(K_SEQ)
-local score = (255 - tonumber(ARGV[9])) * 17592186044416 + seq
-local qd = now + tonumber(ARGV[19])
-redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[9], 'sc', score,
-  'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[11], 'ca', now, 'att', 0,
-  'tries', ARGV[16], 'm', ARGV[12], 'u', ARGV[13], 'h', ARGV[14], 'b', ARGV[15], 'qd', qd, 'ns', ARGV[20])
-redis.call('PEXPIRE', tk, qd - now + FINISHED_TTL)
-if subj ~= '' then
-  redis.call('HINCRBY', K_SUBJ, subj, 1)
-  touch(K_SUBJ)
+local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local qd = now + tonumber(ARGV[11])
+local n = tonumber(ARGV[12])
+local out = {}
+local waiting = redis.call('ZCARD', K_WAIT)
+local woke = false
+for i = 0, n - 1 do
+  local a = 13 + i * 9
+  local id, subj = ARGV[a], ARGV[a + 2]
+  if max_queued > 0 and waiting >= max_queued then
+    out[i + 1] = {1}
+  elseif subj ~= '' and max_subject > 0 and tonumber(redis.call('HGET', K_SUBJ, subj) or '0') >= max_subject then
+    out[i + 1] = {2}
+  else
+    local tk = task_key(id)
+    local seq = redis.call('INCR', K_SEQ)
+    local score = (255 - tonumber(ARGV[a + 1])) * 17592186044416 + seq
+    redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
+      'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now, 'att', 0,
+      'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd,
+      'ns', ARGV[a + 8])
+    redis.call('PEXPIRE', tk, qd - now + FINISHED_TTL)
+    if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, 1) end
+    redis.call('ZADD', K_WAIT, qd, id)
+    redis.call('ZADD', K_QUEUE, score, id)
+    waiting = waiting + 1
+    local rank = redis.call('ZRANK', K_QUEUE, id)
+    -- Dispatchers are told when the queue stops being empty; while it is not, they come back
+    -- by themselves (a freed slot, the rate limit's next token, their own free workers).
+    if rank == 0 and not woke then
+      wake()
+      woke = true
+    end
+    out[i + 1] = {0, now, rank}
+  end
 end
-redis.call('ZADD', K_WAIT, qd, id)
-touch(K_WAIT)
-redis.call('ZADD', K_QUEUE, score, id)
-touch(K_QUEUE)
--- Dispatchers are told when the queue stops being empty; while it is not, they come back by
--- themselves (a freed slot, the rate limit's next token, their own free workers).
-if redis.call('ZCARD', K_QUEUE) == 1 then wake() end
-return {0, now, redis.call('ZRANK', K_QUEUE, id)}
+return out

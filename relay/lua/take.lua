@@ -43,10 +43,10 @@ local started, offline = 0, 0
 for i = 1, #popped, 2 do
   local id = popped[i]
   local tk = task_key(id)
-  local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b')
+  local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b', 'sq', 'subj')
   if v[1] == 'pending' then
     redis.call('ZREM', K_WAIT, id)
-    unsubject(tk)
+    unsubject(tk, v[10], v[11])
     if tonumber(v[3]) < now and tonumber(v[4]) == 0 then
       finish(id, 'timeout', now)
     else
@@ -68,12 +68,10 @@ for i = 1, #popped, 2 do
     end
   end
 end
-if started > 0 then
-  touch(K_RUN)
-  if qps > 0 then
-    redis.call('SET', K_RATE, tostring(tat + started * interval), 'PX', math.ceil(started * interval + burst * interval) + 1000)
-  end
+if started > 0 and qps > 0 then
+  redis.call('SET', K_RATE, tostring(tat + started * interval), 'PX', math.ceil(started * interval + burst * interval) + 1000)
 end
+flush(now)
 out[2] = offline
 if redis.call('ZCARD', K_QUEUE) == 0 then
   out[1] = idle_hint()
