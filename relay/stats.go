@@ -84,17 +84,33 @@ func parseRing(flat []any) ring {
 }
 
 // window returns the completions per second over the full seconds of the last w before nowMs.
+// The first second that saw a completion is left out when the window does not start with it:
+// an endpoint that just got busy started part way into it, and counting it as a whole second
+// would understate the rate.
 func (r ring) window(nowMs int64, w time.Duration) float64 {
 	cur := nowMs / 1000
-	secs := int64(w / time.Second)
+	from := cur - int64(w/time.Second)
+	first := int64(-1)
+	for s := from; s < cur; s++ {
+		if r[s][0] > 0 {
+			first = s
+			break
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	if first > from && first < cur-1 {
+		first++ // a partial second
+	}
 	var n int64
-	for s := cur - secs; s < cur; s++ {
+	for s := first; s < cur; s++ {
 		n += r[s][0]
 	}
 	if n < 10 {
 		return 0 // too few to tell a rate
 	}
-	return float64(n) / float64(secs)
+	return float64(n) / float64(cur-first)
 }
 
 // avg returns the mean call duration over the last minute (0 with fewer than 3 calls).
