@@ -133,8 +133,14 @@ type dispatchJob struct {
 	id       string
 	attempt  int
 	tries    int
+	delay    time.Duration // wait before the call: its rate-limit token is due then
 	req      outbound.Request
 }
+
+// rateLookahead is how far ahead a dispatch takes rate-limit tokens. A dispatcher that comes
+// back a little late (a busy machine, a slow round trip) then still starts every call at its
+// token's time, so the rate holds exactly instead of losing the time it was late.
+const rateLookahead = 50 * time.Millisecond
 
 // callResult is a call's outcome, waiting to be stored.
 type callResult struct {
@@ -401,7 +407,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n int, jobs chan<
 // take runs take.lua for e and decodes its offline tasks.
 func (c *Client) take(ctx context.Context, e Endpoint, n int) (int64, []dispatchJob, error) {
 	lease := e.Timeout + c.cfg.LeaseMargin
-	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL)).Slice()
+	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL), rateLookahead.Milliseconds()).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -409,7 +415,7 @@ func (c *Client) take(ctx context.Context, e Endpoint, n int) (int64, []dispatch
 	count := int(raw[1].(int64))
 	jobs := make([]dispatchJob, 0, count)
 	for i := range count {
-		f := raw[2+i*7 : 9+i*7]
+		f := raw[2+i*8 : 10+i*8]
 		s := func(k int) string { v, _ := f[k].(string); return v }
 		num := func(k int) int {
 			switch v := f[k].(type) {
@@ -431,7 +437,7 @@ func (c *Client) take(ctx context.Context, e Endpoint, n int) (int64, []dispatch
 			body = []byte(b)
 		}
 		jobs = append(jobs, dispatchJob{
-			endpoint: e, id: s(0), attempt: num(1), tries: num(2),
+			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: time.Duration(num(7)) * time.Microsecond,
 			req: outbound.Request{Method: s(3), URL: s(4), Header: h, Body: body, Timeout: e.Timeout},
 		})
 	}
@@ -441,6 +447,14 @@ func (c *Client) take(ctx context.Context, e Endpoint, n int) (int64, []dispatch
 // work makes calls until jobs is closed. After an abrupt stop (ctx ended) nothing is reported.
 func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results chan<- callResult) {
 	for j := range jobs {
+		if j.delay > 0 {
+			t := time.NewTimer(j.delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
 		if ctx.Err() != nil {
 			d.release()
 			continue

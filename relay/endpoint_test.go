@@ -195,3 +195,43 @@ func TestDeletedEndpointCancelsWaitingTasks(t *testing.T) {
 		t.Fatalf("task = %s (%s)", task.Status, task.Error)
 	}
 }
+
+func TestETAFromSettingsBeforeData(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	setEndpoint(t, c, relay.Endpoint{Name: "known", TargetURL: "https://k.example.com/", Concurrency: 2, AvgDuration: time.Second})
+	setEndpoint(t, c, relay.Endpoint{Name: "unknown", TargetURL: "https://u.example.com/", Concurrency: 2})
+	setEndpoint(t, c, relay.Endpoint{Name: "limited", TargetURL: "https://l.example.com/", Concurrency: 100, QPS: 10})
+	var known, unknown, limited []relay.SubmitResult
+	for range 6 {
+		known = append(known, submit(t, c, relay.SubmitParams{Endpoint: "known"}))
+		unknown = append(unknown, submit(t, c, relay.SubmitParams{Endpoint: "unknown"}))
+		limited = append(limited, submit(t, c, relay.SubmitParams{Endpoint: "limited"}))
+	}
+	// Two slots free: the first two start at once, then two per second (2 slots / 1s calls).
+	for i, want := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second} {
+		task := get(t, c, known[i].ID)
+		if !task.WaitKnown || task.WaitTime != want || task.WaitNum != int64(i) {
+			t.Errorf("known #%d: wait %s (known %v, ahead %d), want %s", i, task.WaitTime, task.WaitKnown, task.WaitNum, want)
+		}
+	}
+	// No duration, no QPS, no data: only the tasks that free slots start at once are known.
+	for i := range unknown {
+		task := get(t, c, unknown[i].ID)
+		if task.WaitKnown != (i < 2) {
+			t.Errorf("unknown #%d: known = %v", i, task.WaitKnown)
+		}
+	}
+	// QPS 10: one task now, then one every 100ms.
+	if task := get(t, c, limited[5].ID); !task.WaitKnown || task.WaitTime != 500*time.Millisecond {
+		t.Errorf("limited #5: wait %s (known %v), want 500ms", task.WaitTime, task.WaitKnown)
+	}
+	st, err := c.Stats(ctxT(t), "known")
+	if err != nil || st.Queued != 6 || st.Running != 0 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	if eta, ok := st.ETA(3); !ok || eta != time.Second {
+		t.Errorf("Stats.ETA(3) = %s %v, want 1s", eta, ok)
+	}
+}

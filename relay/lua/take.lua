@@ -5,8 +5,12 @@
 -- ARGV[8] most tasks to take  [9] concurrency  [10] qps (0: no rate limit)
 -- ARGV[11] burst: calls the rate limit lets through at once (>= 1)
 -- ARGV[12] lease of an offline call (ms)  [13] permit lifetime of an online task (ms)
--- Returns {hint, n, then n offline tasks of 7 fields: id, attempt, tries, method, url, headers,
--- body}. n counts only offline tasks (online ones become permitted here and need no call).
+-- ARGV[14] lookahead (ms): rate-limit tokens due within it may be taken now; each such task
+-- says how long its caller waits before the call (so calls keep their exact spacing even when
+-- the dispatcher comes back late; the concurrency slot is held from now)
+-- Returns {hint, n, then n offline tasks of 8 fields: id, attempt, tries, method, url, headers,
+-- body, delay (µs before the call)}. n counts only offline tasks (online ones become permitted
+-- here and need no call).
 -- hint: 0 call again now (more may be startable); > 0 ms until the rate limit or a retry lets
 -- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so).
 local now = now_ms()
@@ -26,14 +30,16 @@ local free = tonumber(ARGV[9]) - redis.call('ZCARD', K_RUN)
 if redis.call('ZCARD', K_QUEUE) == 0 then return {idle_hint(), 0} end
 if free <= 0 then return {-1, 0} end
 local n = math.min(want, free)
-local qps, burst = tonumber(ARGV[10]), tonumber(ARGV[11])
-local interval, tat = 0, 0
+local qps, burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[14])
+-- GCRA: tat is when the next token is due. Tokens are due every interval from t0; a burst lets
+-- t0 run burst - 1 intervals behind now, and the lookahead lets tokens due soon be taken now.
+local interval, t0 = 0, now
 if qps > 0 then
   interval = 1000 / qps
-  tat = tonumber(redis.call('GET', K_RATE) or '0')
-  if tat < now then tat = now end
-  local tokens = math.floor((now + burst * interval - tat) / interval + 1e-9)
-  if tokens <= 0 then return {math.max(1, math.ceil(tat - (burst - 1) * interval - now)), 0} end
+  local tat = tonumber(redis.call('GET', K_RATE) or '0')
+  t0 = math.max(tat, now - (burst - 1) * interval)
+  local tokens = math.floor((now + lookahead - t0) / interval + 1e-9) + 1
+  if tokens <= 0 then return {math.max(1, math.ceil(t0 - lookahead - now)), 0} end
   n = math.min(n, tokens)
 end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
@@ -50,26 +56,28 @@ for i = 1, #popped, 2 do
     if tonumber(v[3]) < now and tonumber(v[4]) == 0 then
       finish(id, 'timeout', now)
     else
+      local delay = math.max(0, t0 + started * interval - now)
       started = started + 1
       local att = tonumber(v[4]) + 1
       if v[2] == 'online' then
-        local pe = now + permit_ttl
+        local pe = now + delay + permit_ttl
         redis.call('HSET', tk, 'st', 'permitted', 'sa', now, 'att', att, 'pe', pe, 'pu', '0')
         redis.call('ZADD', K_RUN, pe, id)
         notify_task(id, 'permitted')
       else
         redis.call('HSET', tk, 'st', 'processing', 'sa', now, 'att', att)
-        redis.call('ZADD', K_RUN, now + lease, id)
+        redis.call('ZADD', K_RUN, now + delay + lease, id)
         offline = offline + 1
         local o = #out
         out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, att, v[5], v[6]
-        out[o + 5], out[o + 6], out[o + 7] = v[7], v[8], v[9]
+        out[o + 5], out[o + 6], out[o + 7], out[o + 8] = v[7], v[8], v[9], math.floor(delay * 1000)
       end
     end
   end
 end
+local next_token = t0 + started * interval
 if started > 0 and qps > 0 then
-  redis.call('SET', K_RATE, tostring(tat + started * interval), 'PX', math.ceil(started * interval + burst * interval) + 1000)
+  redis.call('SET', K_RATE, tostring(next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
 end
 flush(now)
 out[2] = offline
@@ -78,7 +86,7 @@ if redis.call('ZCARD', K_QUEUE) == 0 then
 elseif started < n or n == want then
   out[1] = 0
 elseif qps > 0 and started >= n and n < free then
-  out[1] = math.max(1, math.ceil(tat + started * interval - (burst - 1) * interval - now))
+  out[1] = math.max(1, math.ceil(next_token - lookahead - now))
 else
   out[1] = -1
 end
