@@ -25,9 +25,15 @@ type DispatcherConfig struct {
 	Batch int
 	// Endpoints limits the Dispatcher to these endpoints. Default: every endpoint.
 	Endpoints []string
-	// Sender makes the calls. Default: a Sender with outbound's defaults (private addresses
-	// refused), made by Start and closed by Stop.
+	// Sender makes the calls. Default: a Sender made by Start (with AllowPrivate and
+	// MaxResponseBytes below) and closed by Stop.
 	Sender *outbound.Sender
+	// AllowPrivate lets the default Sender call loopback and private addresses (endpoints on the
+	// same host or private network). Default false: such calls are refused, and fail for good.
+	AllowPrivate bool
+	// MaxResponseBytes bounds the result body kept from a call (the rest is dropped and the task's
+	// ResultTruncated set), for the default Sender. Default 1 MiB.
+	MaxResponseBytes int64
 	// Breaker configures the circuit breaker of each endpoint (in this process): after repeated
 	// retryable failures dispatch to the endpoint pauses, then one probe task goes.
 	Breaker outbound.BreakerConfig
@@ -159,7 +165,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	}
 	d.sender, d.ownSend = d.cfg.Sender, false
 	if d.sender == nil {
-		s, err := outbound.New(outbound.Config{Logger: d.log})
+		s, err := outbound.New(outbound.Config{AllowPrivate: d.cfg.AllowPrivate, MaxResponseBytes: d.cfg.MaxResponseBytes, Logger: d.log})
 		if err != nil {
 			return fmt.Errorf("relay: dispatcher sender: %w", err)
 		}
