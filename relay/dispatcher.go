@@ -202,7 +202,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	go func() {
 		defer close(d.done)
 		d.loop(runCtx, w, jobs)
-		w.stop()
+		w.stop(runCtx)
 		close(jobs)
 		workers.Wait()
 		close(results)

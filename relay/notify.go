@@ -73,17 +73,17 @@ func (n *notifier) register(ctx context.Context, channels []string, fn func(stri
 	}
 	n.mu.Unlock()
 	if err != nil {
-		w.stop()
+		w.stop(ctx)
 		return nil, err
 	}
 	for _, c := range pending {
 		select {
 		case <-c:
 		case <-ctx.Done():
-			w.stop()
+			w.stop(ctx)
 			return nil, ctx.Err()
 		case <-n.closing:
-			w.stop()
+			w.stop(ctx)
 			return nil, ErrClosed
 		}
 	}
@@ -108,8 +108,9 @@ func (n *notifier) subscribeLocked(ctx context.Context, channels []string) error
 	return nil
 }
 
-// stop unregisters the waiter; channels left without waiters are unsubscribed.
-func (w *waiter) stop() {
+// stop unregisters the waiter; channels left without waiters are unsubscribed (even when ctx,
+// the waiter's caller's, has ended).
+func (w *waiter) stop(ctx context.Context) {
 	n := w.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -126,7 +127,7 @@ func (w *waiter) stop() {
 		}
 	}
 	if len(idle) > 0 && !n.closed && n.ps != nil {
-		if err := n.ps.Unsubscribe(context.Background(), idle...); err != nil {
+		if err := n.ps.Unsubscribe(context.WithoutCancel(ctx), idle...); err != nil {
 			n.log.Debug("relay: unsubscribe", slog.Any("error", err))
 		}
 	}

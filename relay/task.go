@@ -413,7 +413,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 	if err != nil {
 		return Task{}, err
 	}
-	defer w.stop()
+	defer w.stop(ctx)
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	for {
