@@ -59,6 +59,12 @@ for i = 1, #popped, 2 do
       local delay = math.max(0, t0 + started * interval - now)
       started = started + 1
       local att = tonumber(v[4]) + 1
+      -- The task hash lives until its queue deadline plus the finished retention; a task that
+      -- starts close to (or, retried, after) its deadline gets the time its call may take.
+      local hold = (v[2] == 'online') and permit_ttl or lease
+      if tonumber(v[3]) - now < delay + hold then
+        redis.call('PEXPIRE', tk, delay + hold + FINISHED_TTL)
+      end
       if v[2] == 'online' then
         local pe = now + delay + permit_ttl
         redis.call('HSET', tk, 'st', 'permitted', 'sa', now, 'att', att, 'pe', pe, 'pu', '0')
