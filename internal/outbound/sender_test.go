@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -286,5 +287,29 @@ func TestDoErrorsDoNotLeakQueryOrUserinfo(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, "secret") || strings.Contains(msg, "pw") {
 		t.Fatalf("error leaks credentials: %s", msg)
+	}
+}
+
+func TestDoHTTPSWithTheConfiguredRoots(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(r.Proto))
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake below is expected
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	trusting := newSender(t, outbound.Config{AllowPrivate: true, TLSConfig: srv.Client().Transport.(*http.Transport).TLSClientConfig})
+	resp, err := trusting.Do(t.Context(), outbound.Request{URL: srv.URL})
+	if err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("status %d, err %v", resp.Status, err)
+	}
+	// Without the test CA the certificate is refused, and that is not a refused destination.
+	strict := newSender(t, outbound.Config{AllowPrivate: true})
+	resp, err = strict.Do(t.Context(), outbound.Request{URL: srv.URL})
+	if err == nil || errors.Is(err, outbound.ErrDestinationRefused) {
+		t.Fatalf("untrusted certificate: err = %v", err)
+	}
+	if o, _ := outbound.Classify(resp, err); o != outbound.Retry {
+		t.Fatalf("Classify = %v, want retry", o)
 	}
 }
