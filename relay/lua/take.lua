@@ -71,7 +71,7 @@ for i = 1, #popped, 2 do
         redis.call('ZADD', K_RUN, pe, id)
         notify_task(id, 'permitted')
       else
-        redis.call('HSET', tk, 'st', 'processing', 'sa', now, 'att', att)
+        redis.call('HSET', tk, 'st', 'processing', 'sa', math.floor(now + delay), 'att', att)
         redis.call('ZADD', K_RUN, now + delay + lease, id)
         offline = offline + 1
         local o = #out
