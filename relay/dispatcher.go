@@ -324,7 +324,10 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 				continue
 			}
 			var blocked bool
-			at, blocked = d.dispatch(ctx, e, d.cfg.Batch, int(max(free, 0)), jobs, now)
+			// Ask for no more tasks than there are workers (those popped beyond it that are offline
+			// would go back), but for some even with none free: online tasks need no worker.
+			n := min(int64(d.cfg.Batch), max(free, d.minTake()))
+			at, blocked = d.dispatch(ctx, e, int(n), int(max(free, 0)), jobs, now)
 			if blocked {
 				needWorkers[e.Name] = true
 				waitWorkers = true
