@@ -379,3 +379,27 @@ func TestBreakerProbeClosesIt(t *testing.T) {
 		t.Fatalf("calls = %d, want 6 (2 failures, then the 4 tasks)", got)
 	}
 }
+
+// A settings change made through another Client reaches running dispatchers.
+func TestConcurrencyChangeReachesDispatchers(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) { <-release })
+	admin := newClient(t, env, relay.Config{})
+	worker := newClient(t, env, relay.Config{})
+	setEndpoint(t, admin, relay.Endpoint{Name: "grow", TargetURL: tg.URL, Concurrency: 1})
+	startDispatcher(t, worker, relay.DispatcherConfig{})
+	for range 5 {
+		submit(t, admin, relay.SubmitParams{Endpoint: "grow"})
+	}
+	eventually(t, 10*time.Second, "one call", func() bool { return tg.inFlight.Load() == 1 })
+	setEndpoint(t, admin, relay.Endpoint{Name: "grow", TargetURL: tg.URL, Concurrency: 3})
+	eventually(t, 10*time.Second, "three calls after the change", func() bool { return tg.inFlight.Load() == 3 })
+	if p := tg.peak.Load(); p != 3 {
+		t.Fatalf("peak = %d, want 3", p)
+	}
+	once.Do(func() { close(release) })
+}

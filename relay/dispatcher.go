@@ -277,6 +277,7 @@ func (d *Dispatcher) takeWakes() map[string]bool {
 func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJob) {
 	due := make(map[string]time.Time)
 	needWorkers := make(map[string]bool) // endpoints whose next task waits for a free worker
+	var version int64                    // of the endpoint settings last seen
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -293,11 +294,18 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 		}
 		now := time.Now()
 		next := now.Add(d.cfg.PollInterval)
+		// Wake at least as often as settings are refreshed, so a change applies within it.
+		wakeBy := now.Add(d.c.cfg.RefreshInterval)
 		waitWorkers := false
 		woken := d.takeWakes()
 		var eps []Endpoint
 		if snap != nil {
 			eps = snap.list
+			if snap.version != version {
+				// New settings (a higher concurrency or rate) may let tasks start now.
+				version = snap.version
+				clear(due)
+			}
 		}
 		seen := make(map[string]bool, len(eps))
 		for _, e := range eps {
@@ -346,7 +354,7 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 		if !next.After(time.Now()) {
 			continue
 		}
-		timer.Reset(time.Until(next))
+		timer.Reset(time.Until(minTime(next, wakeBy)))
 		var freed <-chan struct{}
 		if waitWorkers {
 			freed = d.freed
