@@ -5,7 +5,7 @@
 -- a page may hold fewer than limit jobs while such jobs wait for housekeeping.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: limit.
--- Returns: {total, n, job fields...} with 21 fields per job (reply_job); total counts every job in
+-- Returns: {total, n, job fields...} with 22 fields per job (reply_job); total counts every job in
 -- the ready lists, the delayed set and the leased set, before the jobs past their ttl are left out.
 local now = now_ms()
 local limit = tonumber(ARGV[7])
