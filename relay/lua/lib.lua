@@ -1,0 +1,117 @@
+-- lib.lua: helpers shared by every endpoint script. Not a script itself: scripts.go puts it in
+-- front of each script. Every endpoint script receives the same KEYS, all of one endpoint and all
+-- sharing its hash tag {ep:<name>}:
+--   KEYS[1]  queue    zset  id -> score: (255 - priority) * 2^44 + sequence; the pending tasks
+--                            that may start now, in the order they start (ZRANK = tasks ahead)
+--   KEYS[2]  wait     zset  id -> queue deadline (ms) of every task that has not started yet
+--   KEYS[3]  delayed  zset  id -> due time (ms) of tasks waiting out a retry backoff
+--   KEYS[4]  running  zset  id -> lease end (offline call) or permit end (online) in ms; its size
+--                            is the number of concurrency slots taken
+--   KEYS[5]  subjects hash  subject -> number of its tasks in queue/wait (per-subject cap)
+--   KEYS[6]  seq      string sequence of submitted tasks (FIFO within a priority)
+--   KEYS[7]  rate     string GCRA theoretical arrival time (ms, float) of the QPS limit
+--   KEYS[8]  ring     hash  (second mod 60) -> "second:count:duration_ms" of finished calls
+--   KEYS[9]  counts   hash  status -> tasks that ended in it (totals)
+--   KEYS[10] archive  zset  id -> end time (ms) of finished tasks not yet archived
+--   KEYS[11] task     prefix of the task hashes: the key of task id is KEYS[11]..id
+-- and the same leading ARGV:
+--   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
+--   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
+--   ARGV[3] endpoint name
+--   ARGV[4] finished retention (ms)   ARGV[5] retention after the final status was read (ms)
+--   ARGV[6] bound on the archive backlog (count)
+--   ARGV[7] archive (1: finished tasks are remembered in KEYS[10] for the archive, else 0)
+-- Script-specific arguments start at ARGV[8].
+--
+-- Nothing here needs a TTL to stay bounded: the sets and hashes are emptied as tasks move on
+-- (Redis removes an empty key), task hashes expire, and the counters (seq, rate, ring, counts)
+-- are one small key each per endpoint, deleted by maintain.lua once a deleted endpoint is empty.
+--
+-- Task hash fields: id ep st(status) pri sc(score) subj sq(1 while counted in subjects) ty
+-- (offline|online) ca sa ea (created/started/ended ms) att (attempts started) tries m u h b
+-- (method, url, headers json, body) qd (queue deadline ms) hs rh res rt (http status, result
+-- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
+-- status read) ns (namespace of the submitter).
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_SUBJ, K_SEQ, K_RATE, K_RING = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_COUNTS, K_ARCH, K_TASK = KEYS[9], KEYS[10], KEYS[11]
+local WAKE, TASK_CHANNEL, ENDPOINT = ARGV[1], ARGV[2], ARGV[3]
+local FINISHED_TTL, READ_TTL = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ARCH_MAX, ARCHIVE = tonumber(ARGV[6]), ARGV[7] == '1'
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function task_key(id) return K_TASK .. id end
+
+local function wake() redis.call('PUBLISH', WAKE, ENDPOINT) end
+
+local function notify_task(id, status) redis.call('PUBLISH', TASK_CHANNEL .. id, status) end
+
+-- unsubject forgets a task in the per-subject count, given its sq and subj fields.
+local function unsubject(tk, sq, subj)
+  if sq == '1' and subj and subj ~= '' then
+    redis.call('HSET', tk, 'sq', '0')
+    if redis.call('HINCRBY', K_SUBJ, subj, -1) <= 0 then redis.call('HDEL', K_SUBJ, subj) end
+  end
+end
+
+-- Calls finished by this script call, recorded once at its end (flush).
+local calls_n, calls_ms = 0, 0
+local function record_call(dur)
+  calls_n, calls_ms = calls_n + 1, calls_ms + dur
+end
+
+-- Tasks ended by this script call, by status, counted once at its end (flush).
+local ended, ended_any = {}, false
+
+-- finish ends a task in status st at now: kept for the finished retention, queued for the
+-- archive, counted, and its waiters told. extra: more field/value pairs to set with the status.
+local function finish(id, st, now, extra)
+  local tk = task_key(id)
+  if extra then
+    redis.call('HSET', tk, 'st', st, 'ea', now, unpack(extra))
+  else
+    redis.call('HSET', tk, 'st', st, 'ea', now)
+  end
+  redis.call('PEXPIRE', tk, FINISHED_TTL)
+  if ARCHIVE then redis.call('ZADD', K_ARCH, now, id) end
+  ended[st] = (ended[st] or 0) + 1
+  ended_any = true
+  notify_task(id, st)
+end
+
+-- flush writes what the call counted: the ended tasks by status, the archive backlog bound, and
+-- the finished calls in the per-second ring (60 fields at most: second mod 60 ->
+-- "second:count:total ms").
+local function flush(now)
+  if ended_any then
+    for st, n in pairs(ended) do redis.call('HINCRBY', K_COUNTS, st, n) end
+    if ARCHIVE and redis.call('ZCARD', K_ARCH) > ARCH_MAX then
+      redis.call('ZREMRANGEBYRANK', K_ARCH, 0, -ARCH_MAX - 1)
+    end
+  end
+  if calls_n > 0 then
+    local sec = math.floor(now / 1000)
+    local f = tostring(sec % 60)
+    local cur = redis.call('HGET', K_RING, f)
+    local count, total = calls_n, calls_ms
+    if cur then
+      local s, c, d = string.match(cur, '^(%d+):(%d+):(%d+)$')
+      if tonumber(s) == sec then
+        count, total = tonumber(c) + calls_n, tonumber(d) + calls_ms
+      end
+    end
+    redis.call('HSET', K_RING, f, sec .. ':' .. count .. ':' .. math.floor(total))
+  end
+end
+
+-- requeue puts a task back in the queue at its first place (score), pending.
+local function requeue(id, extra)
+  local tk = task_key(id)
+  local sc = redis.call('HGET', tk, 'sc')
+  redis.call('HSET', tk, 'st', 'pending', unpack(extra or {}))
+  redis.call('ZADD', K_QUEUE, sc, id)
+end
