@@ -28,6 +28,13 @@ const (
 	callbackLeaseSlack = 5 * time.Second
 )
 
+// The Backoff of a callback job that names none: a destination that failed is not called again at
+// once.
+const (
+	DefaultCallbackBackoffBase = time.Second
+	DefaultCallbackBackoffMax  = 10 * time.Minute
+)
+
 // Callback makes a job a callback: when it is due, the callback deliverer (relay.Deliverer, run by
 // `sluice server` or by a Go service itself) sends the job's payload to URL instead of handing the
 // job to a consumer. A 2xx ends the job (done, with the response body as its result); a connection
@@ -44,7 +51,8 @@ type Callback struct {
 	// headers.
 	Header map[string]string `json:"headers,omitempty"`
 	// Timeout bounds one call. Default 30s; at most 5m. The job's lease (TTR) must be longer: by
-	// default it is the longer of Config.DefaultTTR and Timeout + 5s.
+	// default it is the longer of Config.DefaultTTR and Timeout + 5s. A callback job's Backoff
+	// defaults to DefaultCallbackBackoffBase/Max rather than to retrying at once.
 	Timeout time.Duration `json:"-"`
 }
 
@@ -162,7 +170,7 @@ type CallbackBatch struct {
 	// More says jobs were left on the lane: call again without waiting.
 	More bool
 	// Wake is how long until time next changes something in the queue (a delayed job comes due or
-	// a lease ends); 0 when nothing is scheduled or the call leased as many jobs as it asked for.
+	// a lease ends, its own included); 0 when nothing is scheduled.
 	Wake time.Duration
 }
 

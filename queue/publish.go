@@ -232,6 +232,9 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	if ttr < time.Millisecond {
 		return nil, invalid("ttr", "must be at least 1ms")
 	}
+	if p.Callback != nil && p.Backoff == (Backoff{}) {
+		p.Backoff = Backoff{Base: DefaultCallbackBackoffBase, Max: DefaultCallbackBackoffMax}
+	}
 	if p.Backoff.Base < 0 || p.Backoff.Max < 0 {
 		return nil, invalid("backoff", "must not be negative")
 	}

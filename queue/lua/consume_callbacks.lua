@@ -6,7 +6,7 @@
 -- (or in the dead letter) with the same id.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: count.
--- Returns: {now_ms, next_wake_ms (-1: none, or count jobs were leased), more (1: jobs are left),
+-- Returns: {now_ms, next_wake_ms (-1: none), more (1: jobs are left),
 -- n, job fields...} with 22 fields per job (reply_job). A paused queue leases nothing.
 local now = now_ms()
 local want = tonumber(ARGV[7])
@@ -48,7 +48,7 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
 end
 count('consumed', got)
 flush_notify()
-if got < want then out[2] = next_wake() else out[2] = -1 end
+out[2] = next_wake()
 out[3] = more
 out[4] = got
 return out
