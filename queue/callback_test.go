@@ -49,6 +49,10 @@ func TestCallbackJobsGoToTheCallbackLaneOnly(t *testing.T) {
 			t.Fatalf("CallbackQueues = %v, %v", refs, err)
 		}
 
+		pend, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q"})
+		if err != nil || pend.Total != 2 || len(pend.Jobs) != 2 || pend.Jobs[0].ID != cbID || pend.Jobs[0].Position != 0 {
+			t.Fatalf("Pending = %+v, %v; want the callback job listed", pend, err)
+		}
 		b := f.consumeCallbacks(t, "q", 10)
 		if len(b.Jobs) != 1 || b.Jobs[0].ID != cbID || b.Jobs[0].Delivery.Delivery != 1 || string(b.Jobs[0].Payload) != `{"order":7}` {
 			t.Fatalf("ConsumeCallbacks = %+v", b)

@@ -290,8 +290,9 @@ type PendingParams struct {
 
 // PendingResult is the first pending jobs of a queue.
 type PendingResult struct {
-	// Jobs are the ready jobs in the order consumers get them (Position set), then the delayed
-	// jobs by due time, then the leased jobs by lease end.
+	// Jobs are the ready jobs in the order consumers get them (Position set), then the ready
+	// callback jobs in the order the deliverer gets them (Position within the callback lane), then
+	// the delayed jobs by due time, then the leased jobs by lease end.
 	Jobs []Job
 	// Total is the number of pending jobs, of which Jobs are the first.
 	Total int64
