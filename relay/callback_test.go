@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -454,5 +455,35 @@ func TestCallbackSettingsStore(t *testing.T) {
 	}
 	if set, _ := store.Settings(ctx, "ns"); len(set.Secrets)+len(set.Destinations) != 0 {
 		t.Fatalf("after Delete: %+v", set)
+	}
+}
+
+func TestCallbackDestinationConcurrencyHoldsAcrossDeliverers(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := newCallbackFixture(t, env)
+	var inFlight, peak atomic.Int64
+	f.recv.setRespond(func(int, http.ResponseWriter) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // hold the call open so that overlaps would show
+		inFlight.Add(-1)
+	})
+	cfg := relay.DelivererConfig{Workers: 4, DestinationConcurrency: 2}
+	a, b := f.start(t, cfg), f.start(t, cfg)
+	const n = 40
+	for range n {
+		f.publish(t, queue.PublishParams{Callback: f.hook("")})
+	}
+	eventually(t, 30*time.Second, "every callback delivered", func() bool {
+		return a.Stats().Delivered+b.Stats().Delivered == n
+	})
+	if p := peak.Load(); p > 2 {
+		t.Fatalf("%d calls in flight to one destination, over its limit of 2", p)
 	}
 }
