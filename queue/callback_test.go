@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestCallbackJobsGoToTheCallbackLaneOnly(t *testing.T) {
 		if err != nil || job.State != queue.StateReady || job.Callback == nil || job.Position != 0 {
 			t.Fatalf("Get = %+v, %v", job, err)
 		}
-		if c := job.Callback; c.URL != cb.URL || c.Method != "POST" || c.Timeout != queue.DefaultCallbackTimeout || c.Header["X-Order"] != "7" {
+		if c := job.Callback; c.URL != cb.URL || c.Method != http.MethodPost || c.Timeout != queue.DefaultCallbackTimeout || c.Header["X-Order"] != "7" {
 			t.Fatalf("stored callback = %+v", c)
 		}
 		if job.TTR != queue.DefaultCallbackTimeout+5*time.Second {
