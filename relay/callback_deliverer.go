@@ -99,6 +99,7 @@ type Deliverer struct {
 	stopFetch  context.CancelFunc
 	stopCalls  context.CancelFunc
 	fetchDone  chan struct{}
+	listenDone chan struct{}
 	workerDone sync.WaitGroup
 }
 
@@ -187,16 +188,21 @@ func (d *Deliverer) Start(ctx context.Context) error {
 	fetchCtx, stopFetch := context.WithCancel(ctx)
 	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
 	d.stopFetch, d.stopCalls = stopFetch, stopCalls
-	d.fetchDone = make(chan struct{})
+	d.fetchDone, d.listenDone = make(chan struct{}), make(chan struct{})
 	d.stopping.Store(false)
 	d.running = true
 
 	jobs := make(chan callbackWork, d.cfg.Workers)
-	go d.listen(fetchCtx, ps)
+	go func() {
+		defer close(d.listenDone)
+		d.listen(fetchCtx, ps)
+	}()
 	go func() {
 		defer close(d.fetchDone)
 		defer close(jobs)
 		d.fetchLoop(fetchCtx, jobs)
+		// Stop, or the caller's ctx ended: jobs leased and not yet sent are given back.
+		d.stopping.Store(true)
 	}()
 	d.workerDone.Add(d.cfg.Workers)
 	for range d.cfg.Workers {
@@ -207,10 +213,6 @@ func (d *Deliverer) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	go func() {
-		<-fetchCtx.Done() // Stop, or the caller's ctx ended
-		d.stopping.Store(true)
-	}()
 	return nil
 }
 
@@ -225,6 +227,7 @@ func (d *Deliverer) Stop() {
 	d.stopping.Store(true)
 	d.stopFetch()
 	<-d.fetchDone
+	<-d.listenDone
 	done := make(chan struct{})
 	go func() {
 		d.workerDone.Wait()
