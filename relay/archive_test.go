@@ -3,6 +3,7 @@ package relay_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/redistest"
@@ -52,5 +53,30 @@ func TestArchiveRoundTrip(t *testing.T) {
 	}
 	if _, err := c.Get(ctxT(t), "arc.00000000000000000000000000"); err == nil {
 		t.Fatal("Get(unknown) found something")
+	}
+}
+
+// An archive that cannot be written does not hold up maintenance: queue timeouts (and leases)
+// are still handled, and the finished tasks wait in the backlog for the archive to come back.
+func TestArchiveOutageDoesNotStopMaintenance(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	a, err := taskarchive.Open(ctxT(t), mysqltest.New(t), taskarchive.Config{})
+	if err != nil {
+		t.Fatalf("taskarchive.Open: %v", err)
+	}
+	c := newClient(t, env, relay.Config{Archive: a})
+	setEndpoint(t, c, relay.Endpoint{Name: "late", TargetURL: "https://late.example.com/", QueueTimeout: time.Millisecond})
+	id := submit(t, c, relay.SubmitParams{Endpoint: "late"}).ID
+	_ = a.Close() // the database goes away
+	eventually(t, 10*time.Second, "the timeout despite the archive", func() bool {
+		res, err := c.MaintainOnce(ctxT(t))
+		if res.TimedOut == 1 && err == nil {
+			t.Fatal("MaintainOnce reported no error with the archive closed")
+		}
+		return get(t, c, id).Status == relay.StatusTimeout
+	})
+	if n, err := env.Client.ZCard(ctxT(t), env.Prefix+":relay:{ep:late}:archive").Result(); err != nil || n != 1 {
+		t.Fatalf("archive backlog = %d, %v; want the task kept for later", n, err)
 	}
 }

@@ -29,6 +29,9 @@ type Client struct {
 	lastPrune atomic.Int64 // unix ns of the last archive prune
 	submits   *combiner[submitReq, []int64]
 
+	mode   atomic.Int32 // modeUnknown until load decides: modeFunctions or modeEvals
+	loadMu sync.Mutex
+
 	notifyOnce sync.Once
 	notify     *notifier
 }

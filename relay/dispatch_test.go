@@ -319,3 +319,87 @@ func TestCancelPendingAndRunning(t *testing.T) {
 		}
 	})
 }
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	setEndpoint(t, c, relay.Endpoint{Name: "ra", TargetURL: tg.URL, RetryBackoff: time.Millisecond, MaxRetryBackoff: time.Millisecond})
+	startDispatcher(t, c, relay.DispatcherConfig{})
+	id := submit(t, c, relay.SubmitParams{Endpoint: "ra"}).ID
+	if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted || task.Tries != 2 {
+		t.Fatalf("task = %s after %d tries", task.Status, task.Tries)
+	}
+	arrivals, _ := tg.snapshot()
+	// Never earlier than asked (the backoff alone would be 1ms); a few ms of clock noise allowed.
+	if gap := arrivals[1].Sub(arrivals[0]); gap < 990*time.Millisecond {
+		t.Fatalf("retry came %s after a Retry-After of 1s", gap)
+	}
+}
+
+// After the cool-down one probe goes; when it succeeds the breaker closes and the rest follow.
+func TestBreakerProbeClosesIt(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		if n <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("back"))
+	})
+	setEndpoint(t, c, relay.Endpoint{Name: "probe", TargetURL: tg.URL, Concurrency: 1, Tries: 5,
+		RetryBackoff: time.Millisecond, MaxRetryBackoff: time.Millisecond})
+	d := startDispatcher(t, c, relay.DispatcherConfig{Breaker: outbound.BreakerConfig{Failures: 2, CoolDown: 200 * time.Millisecond}})
+	ids := make([]string, 4)
+	for i := range ids {
+		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "probe"}).ID
+	}
+	for _, id := range ids {
+		if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
+			t.Fatalf("task %s = %s", id, task.Status)
+		}
+	}
+	if st := d.Breaker("probe"); st.State != outbound.Closed {
+		t.Fatalf("breaker = %s after the probe succeeded", st.State)
+	}
+	if d.Stats().Held == 0 {
+		t.Fatal("no dispatch round was held while the breaker was open")
+	}
+	if got := tg.calls.Load(); got != 6 {
+		t.Fatalf("calls = %d, want 6 (2 failures, then the 4 tasks)", got)
+	}
+}
+
+// A settings change made through another Client reaches running dispatchers.
+func TestConcurrencyChangeReachesDispatchers(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) { <-release })
+	admin := newClient(t, env, relay.Config{})
+	worker := newClient(t, env, relay.Config{})
+	setEndpoint(t, admin, relay.Endpoint{Name: "grow", TargetURL: tg.URL, Concurrency: 1})
+	startDispatcher(t, worker, relay.DispatcherConfig{})
+	for range 5 {
+		submit(t, admin, relay.SubmitParams{Endpoint: "grow"})
+	}
+	eventually(t, 10*time.Second, "one call", func() bool { return tg.inFlight.Load() == 1 })
+	setEndpoint(t, admin, relay.Endpoint{Name: "grow", TargetURL: tg.URL, Concurrency: 3})
+	eventually(t, 10*time.Second, "three calls after the change", func() bool { return tg.inFlight.Load() == 3 })
+	if p := tg.peak.Load(); p != 3 {
+		t.Fatalf("peak = %d, want 3", p)
+	}
+	once.Do(func() { close(release) })
+}

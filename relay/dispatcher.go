@@ -276,6 +276,8 @@ func (d *Dispatcher) takeWakes() map[string]bool {
 // slot freed), when a worker frees up, and at least every PollInterval.
 func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJob) {
 	due := make(map[string]time.Time)
+	needWorkers := make(map[string]bool) // endpoints whose next task waits for a free worker
+	var version int64                    // of the endpoint settings last seen
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -292,11 +294,18 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 		}
 		now := time.Now()
 		next := now.Add(d.cfg.PollInterval)
+		// Wake at least as often as settings are refreshed, so a change applies within it.
+		wakeBy := now.Add(d.c.cfg.RefreshInterval)
 		waitWorkers := false
 		woken := d.takeWakes()
 		var eps []Endpoint
 		if snap != nil {
 			eps = snap.list
+			if snap.version != version {
+				// New settings (a higher concurrency or rate) may let tasks start now.
+				version = snap.version
+				clear(due)
+			}
 		}
 		seen := make(map[string]bool, len(eps))
 		for _, e := range eps {
@@ -313,27 +322,39 @@ func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJo
 				due[e.Name] = at
 				continue
 			}
-			// With few workers free, wait for more rather than take a handful of tasks per script
-			// call: under load that keeps batches large, and with an idle dispatcher all are free.
+			// An endpoint whose next task needs a worker waits for a few to be free rather than
+			// take a handful of tasks per script call: under load that keeps batches large. Other
+			// endpoints go on: their online tasks need no worker.
 			free := int64(d.cfg.Workers) - d.inflight.Load()
-			if free < d.minTake() {
+			if needWorkers[e.Name] && free < d.minTake() {
 				waitWorkers = true
 				due[e.Name] = now
 				continue
 			}
-			at = d.dispatch(ctx, e, int(min(free, int64(d.cfg.Batch))), jobs, now)
+			var blocked bool
+			// Ask for no more tasks than there are workers (those popped beyond it that are offline
+			// would go back), but for some even with none free: online tasks need no worker.
+			n := min(int64(d.cfg.Batch), max(free, d.minTake()))
+			at, blocked = d.dispatch(ctx, e, int(n), int(max(free, 0)), jobs, now)
+			if blocked {
+				needWorkers[e.Name] = true
+				waitWorkers = true
+			} else {
+				delete(needWorkers, e.Name)
+			}
 			due[e.Name] = at
 			next = minTime(next, at)
 		}
 		for name := range due {
 			if !seen[name] {
 				delete(due, name)
+				delete(needWorkers, name)
 			}
 		}
 		if !next.After(time.Now()) {
 			continue
 		}
-		timer.Reset(time.Until(next))
+		timer.Reset(time.Until(minTime(next, wakeBy)))
 		var freed <-chan struct{}
 		if waitWorkers {
 			freed = d.freed
@@ -368,32 +389,35 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// dispatch takes up to n tasks of e and hands the offline ones to the workers; it returns when
-// to ask again.
-func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n int, jobs chan<- dispatchJob, now time.Time) time.Time {
+// dispatch takes up to n tasks of e, at most free of them offline, and hands the offline ones to
+// the workers; it returns when to ask again, and whether the next task waits for a worker.
+func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs chan<- dispatchJob, now time.Time) (time.Time, bool) {
 	br := d.breakers.Get(e.Name)
 	if st := br.Status(); st.State != outbound.Closed {
 		if st.State == outbound.Open && now.Before(st.OpenUntil) {
 			d.stats.held.Add(1)
-			return st.OpenUntil
+			return st.OpenUntil, false
 		}
 		// A probe: only when a task waits, so the probe slot is not spent on an empty queue.
 		queued, err := d.c.rdb.ZCard(ctx, d.c.keys.get(e.Name).all[0]).Result()
 		if err != nil || queued == 0 {
-			return now.Add(min(d.cfg.PollInterval, 100*time.Millisecond))
+			return now.Add(min(d.cfg.PollInterval, 100*time.Millisecond)), false
+		}
+		if free == 0 {
+			return now, true
 		}
 		if !br.Allow() {
 			d.stats.held.Add(1)
-			return now.Add(100 * time.Millisecond)
+			return now.Add(100 * time.Millisecond), false
 		}
-		n = 1
+		n, free = 1, 1
 	}
-	hint, taken, err := d.c.take(ctx, e, n)
+	hint, taken, err := d.c.take(ctx, e, n, free)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("relay: dispatch", slog.String("endpoint", e.Name), slog.Any("error", err))
 		}
-		return now.Add(d.cfg.PollInterval)
+		return now.Add(d.cfg.PollInterval), false
 	}
 	for _, j := range taken {
 		d.inflight.Add(1)
@@ -401,19 +425,23 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n int, jobs chan<
 		jobs <- j
 	}
 	switch {
+	case hint == -2:
+		return now, true
 	case hint == 0:
-		return now
+		return now, false
 	case hint > 0:
-		return now.Add(time.Duration(hint) * time.Millisecond)
+		return now.Add(time.Duration(hint) * time.Millisecond), false
 	default:
-		return now.Add(d.cfg.PollInterval)
+		return now.Add(d.cfg.PollInterval), false
 	}
 }
 
-// take runs take.lua for e and decodes its offline tasks.
-func (c *Client) take(ctx context.Context, e Endpoint, n int) (int64, []dispatchJob, error) {
+// take runs take.lua for e (at most n tasks, maxOffline of them offline) and decodes its offline
+// tasks.
+func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64, []dispatchJob, error) {
 	lease := e.Timeout + c.cfg.LeaseMargin
-	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL), rateLookahead.Milliseconds()).Slice()
+	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL),
+		rateLookahead.Milliseconds(), maxOffline).Slice()
 	if err != nil {
 		return 0, nil, err
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -27,6 +28,9 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("relay: list endpoints to maintain: %w", err)
 	}
+	// One endpoint's failure (or the archive's) does not hold up the others: expired leases and
+	// queue timeouts must be handled even while the archive database is down.
+	var errs []error
 	for _, name := range names {
 		_, live := snap.byName[name]
 		deleted := 0
@@ -35,22 +39,27 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		}
 		r, err := c.run(ctx, scriptMaintain, name, c.cfg.MaintainBatch, deleted).Int64Slice()
 		if err != nil {
-			return res, fmt.Errorf("relay: maintain %s: %w", name, err)
+			errs = append(errs, fmt.Errorf("relay: maintain %s: %w", name, err))
+			continue
 		}
 		res.Endpoints++
 		res.Reaped += int(r[0])
 		res.TimedOut += int(r[1])
 		res.Cancelled += int(r[2])
 		n, err := c.archiveFinished(ctx, name)
-		if err != nil {
-			return res, err
-		}
 		res.Archived += n
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if !live && r[3] == 1 {
 			if err := scriptEndpointForget.Run(ctx, c.rdb, []string{c.reg.settings, c.reg.known}, name).Err(); err != nil {
-				return res, fmt.Errorf("relay: forget %s: %w", name, err)
+				errs = append(errs, fmt.Errorf("relay: forget %s: %w", name, err))
 			}
 		}
 	}
-	return res, c.pruneArchive(ctx)
+	if err := c.pruneArchive(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
 }

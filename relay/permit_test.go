@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,5 +149,35 @@ func TestPermitKeyRotation(t *testing.T) {
 	}
 	if p := get(t, rotated, task.ID).Permit; p == task.Permit {
 		t.Fatal("the rotated server should sign with its first key")
+	}
+}
+
+// Online tasks need no dispatcher worker: they are permitted while every worker is busy with
+// another endpoint's calls.
+func TestOnlineTasksDoNotWaitForWorkers(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) { <-release })
+	setEndpoint(t, c, relay.Endpoint{Name: "busy", TargetURL: tg.URL, Concurrency: 10})
+	setEndpoint(t, c, relay.Endpoint{Name: "live", TargetURL: "https://live.example.com/", Concurrency: 1})
+	d := startDispatcher(t, c, relay.DispatcherConfig{Workers: 2})
+	var busy []string
+	for range 4 {
+		busy = append(busy, submit(t, c, relay.SubmitParams{Endpoint: "busy"}).ID)
+	}
+	eventually(t, 10*time.Second, "both workers busy", func() bool { return d.Stats().InFlight == 2 && tg.inFlight.Load() == 2 })
+	permitted(t, c, "live")
+	if got := get(t, c, busy[3]); got.Status != relay.StatusPending {
+		t.Fatalf("fourth offline task = %s with no free worker", got.Status)
+	}
+	once.Do(func() { close(release) })
+	for _, id := range busy {
+		if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
+			t.Fatalf("task %s = %s", id, task.Status)
+		}
 	}
 }

@@ -402,6 +402,9 @@ func (c *Client) Cancel(ctx context.Context, id string) (CancelResult, error) {
 	return CancelResult{ID: id, Status: Status(st), Cancelled: raw[1].(int64) == 1}, nil
 }
 
+// waitRecheck is the longest Wait goes without reading the task (it is woken by notifications).
+const waitRecheck = 5 * time.Second
+
 // Wait returns the task once it is permitted (online) or has ended, or when max passed (with
 // the task as it is then), whichever comes first. It is woken by a notification from the script
 // that changed the task, not by polling. ctx ending returns ctx.Err().
@@ -416,6 +419,9 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 	defer w.stop(ctx)
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
+	// A notification lost while the subscription reconnects costs at most waitRecheck.
+	recheck := time.NewTicker(waitRecheck)
+	defer recheck.Stop()
 	for {
 		t, err := c.get(ctx, id, false)
 		if err != nil {
@@ -432,6 +438,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 			if w.n.isClosed() {
 				return Task{}, ErrClosed
 			}
+		case <-recheck.C:
 		case <-timer.C:
 			return c.get(ctx, id, false)
 		case <-ctx.Done():

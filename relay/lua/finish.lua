@@ -36,7 +36,11 @@ for i = 0, n - 1 do
       finish(id, 'completed', now, fields)
     elseif outcome == 'retry' and att < tonumber(v[3]) then
       redis.call('HSET', tk, 'st', 'pending', unpack(fields))
-      redis.call('ZADD', K_DELAYED, now + tonumber(ARGV[a + 8]), id)
+      local delay = tonumber(ARGV[a + 8])
+      redis.call('ZADD', K_DELAYED, now + delay, id)
+      if redis.call('PTTL', tk) < delay + FINISHED_TTL then
+        redis.call('PEXPIRE', tk, delay + FINISHED_TTL)
+      end
     else
       finish(id, 'failed', now, fields)
     end

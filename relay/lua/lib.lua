@@ -1,6 +1,9 @@
--- lib.lua: helpers shared by every endpoint script. Not a script itself: scripts.go puts it in
--- front of each script. Every endpoint script receives the same KEYS, all of one endpoint and all
--- sharing its hash tag {ep:<name>}:
+-- lib.lua: helpers shared by every endpoint script. Not a script itself: scripts.go builds a Redis
+-- function library from it and the scripts (Redis 7+: the helpers are created once, when the
+-- library loads), and, for stores without FUNCTION, EVAL scripts that start with it. Either way a
+-- script's first step is bind(KEYS, ARGV), which points the helpers at the call's keys and
+-- arguments and resets what the call counts. Every endpoint script receives the same KEYS, all of
+-- one endpoint and all sharing its hash tag {ep:<name>}:
 --   KEYS[1]  queue    zset  id -> score: (255 - priority) * 2^44 + sequence; the pending tasks
 --                            that may start now, in the order they start (ZRANK = tasks ahead)
 --   KEYS[2]  wait     zset  id -> queue deadline (ms) of every task that has not started yet
@@ -32,12 +35,21 @@
 -- (method, url, headers json, body) qd (queue deadline ms) hs rh res rt (http status, result
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
 -- status read) ns (namespace of the submitter).
-local K_QUEUE, K_WAIT, K_DELAYED, K_RUN = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_SUBJ, K_SEQ, K_RATE, K_RING = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_COUNTS, K_ARCH, K_TASK = KEYS[9], KEYS[10], KEYS[11]
-local WAKE, TASK_CHANNEL, ENDPOINT = ARGV[1], ARGV[2], ARGV[3]
-local FINISHED_TTL, READ_TTL = tonumber(ARGV[4]), tonumber(ARGV[5])
-local ARCH_MAX, ARCHIVE = tonumber(ARGV[6]), ARGV[7] == '1'
+-- The keys and common arguments of the current call, set by bind.
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK
+local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, READ_TTL, ARCH_MAX, ARCHIVE
+-- What the current call counts, written once at its end (flush).
+local calls_n, calls_ms, ended, ended_any
+
+local function bind(keys, args)
+  K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
+  K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
+  K_COUNTS, K_ARCH, K_TASK = keys[9], keys[10], keys[11]
+  WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
+  FINISHED_TTL, READ_TTL = tonumber(args[4]), tonumber(args[5])
+  ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
+  calls_n, calls_ms, ended, ended_any = 0, 0, {}, false
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -58,14 +70,10 @@ local function unsubject(tk, sq, subj)
   end
 end
 
--- Calls finished by this script call, recorded once at its end (flush).
-local calls_n, calls_ms = 0, 0
+-- record_call counts a finished call of dur ms (flush writes the count).
 local function record_call(dur)
   calls_n, calls_ms = calls_n + 1, calls_ms + dur
 end
-
--- Tasks ended by this script call, by status, counted once at its end (flush).
-local ended, ended_any = {}, false
 
 -- finish ends a task in status st at now: kept for the finished retention, queued for the
 -- archive, counted, and its waiters told. extra: more field/value pairs to set with the status.

@@ -8,11 +8,13 @@
 -- ARGV[14] lookahead (ms): rate-limit tokens due within it may be taken now; each such task
 -- says how long its caller waits before the call (so calls keep their exact spacing even when
 -- the dispatcher comes back late; the concurrency slot is held from now)
+-- ARGV[15] most offline tasks to take (the caller's free workers; online tasks need none)
 -- Returns {hint, n, then n offline tasks of 8 fields: id, attempt, tries, method, url, headers,
 -- body, delay (µs before the call)}. n counts only offline tasks (online ones become permitted
 -- here and need no call).
 -- hint: 0 call again now (more may be startable); > 0 ms until the rate limit or a retry lets
--- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so).
+-- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so);
+-- -2 the next task is an offline one and the caller has no free worker for it.
 local now = now_ms()
 -- Retries whose backoff ended go back to their place in the queue.
 local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 100)
@@ -43,29 +45,44 @@ if qps > 0 then
   n = math.min(n, tokens)
 end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
+local max_offline = tonumber(ARGV[15])
 local popped = redis.call('ZPOPMIN', K_QUEUE, n)
 local out = {0, 0}
 local started, offline = 0, 0
+local blocked = false
 for i = 1, #popped, 2 do
   local id = popped[i]
   local tk = task_key(id)
   local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b', 'sq', 'subj')
+  local timed_out = tonumber(v[3] or '0') < now and tonumber(v[4] or '0') == 0
+  if v[1] == 'pending' and not timed_out and v[2] ~= 'online' and offline >= max_offline then
+    -- No worker for it: it and the rest go back to their places.
+    for j = i, #popped, 2 do redis.call('ZADD', K_QUEUE, popped[j + 1], popped[j]) end
+    blocked = true
+    break
+  end
   if v[1] == 'pending' then
     redis.call('ZREM', K_WAIT, id)
     unsubject(tk, v[10], v[11])
-    if tonumber(v[3]) < now and tonumber(v[4]) == 0 then
+    if timed_out then
       finish(id, 'timeout', now)
     else
       local delay = math.max(0, t0 + started * interval - now)
       started = started + 1
       local att = tonumber(v[4]) + 1
+      -- The task hash lives until its queue deadline plus the finished retention; a task that
+      -- starts close to (or, retried, after) its deadline gets the time its call may take.
+      local hold = (v[2] == 'online') and permit_ttl or lease
+      if tonumber(v[3]) - now < delay + hold then
+        redis.call('PEXPIRE', tk, delay + hold + FINISHED_TTL)
+      end
       if v[2] == 'online' then
         local pe = now + delay + permit_ttl
         redis.call('HSET', tk, 'st', 'permitted', 'sa', now, 'att', att, 'pe', pe, 'pu', '0')
         redis.call('ZADD', K_RUN, pe, id)
         notify_task(id, 'permitted')
       else
-        redis.call('HSET', tk, 'st', 'processing', 'sa', now, 'att', att)
+        redis.call('HSET', tk, 'st', 'processing', 'sa', math.floor(now + delay), 'att', att)
         redis.call('ZADD', K_RUN, now + delay + lease, id)
         offline = offline + 1
         local o = #out
@@ -81,7 +98,9 @@ if started > 0 and qps > 0 then
 end
 flush(now)
 out[2] = offline
-if redis.call('ZCARD', K_QUEUE) == 0 then
+if blocked then
+  out[1] = -2
+elseif redis.call('ZCARD', K_QUEUE) == 0 then
   out[1] = idle_hint()
 elseif started < n or n == want then
   out[1] = 0
