@@ -303,10 +303,13 @@ func (d *Deliverer) fetchLoop(ctx context.Context, jobs chan<- callbackWork) {
 				delete(wakes, r)
 			}
 		}
+		// With most workers busy, lease again only once a quarter of them are free: leasing for
+		// every call that ends would cost a script call per job when a backlog drains.
+		minLease := max(1, cap(d.slots)/4)
 		full := false
 		for r := range hot {
 			free := cap(d.slots) - len(d.slots)
-			if free == 0 {
+			if free < minLease {
 				full = true
 				break
 			}
