@@ -28,7 +28,6 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 			base + "meta",
 			base + "u:",
 			base + "lease",
-			base + "callbacks",
 		},
 		channel: base + "notify",
 	}

@@ -14,7 +14,7 @@ housekeeping(now)
 local out = {now, 0, 0, 0}
 local got, more = 0, 0
 if redis.call('HGET', K_META, 'paused') ~= '1' then
-  local ids = redis.call('LPOP', K_CALLBACKS, want)
+  local ids = redis.call('LPOP', callbacks_key(), want)
   if ids then
     local recs = load_many(ids)
     local holders, leases, unexpire = {}, {}, {}
@@ -44,7 +44,7 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
     end
     if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
   end
-  if redis.call('LLEN', K_CALLBACKS) > 0 then more = 1 end
+  if redis.call('LLEN', callbacks_key()) > 0 then more = 1 end
 end
 count('consumed', got)
 flush_notify()

@@ -24,7 +24,7 @@ if delivery then
 elseif expired and (rec[R_STATE] == S_READY or rec[R_STATE] == S_DELAYED) then
   return nil
 elseif rec[R_STATE] == S_READY and has_callback(rec) then
-  pos = redis.call('LPOS', K_CALLBACKS, id) or -1
+  pos = redis.call('LPOS', callbacks_key(), id) or -1
 elseif rec[R_STATE] == S_READY then
   local pri = rec[R_PRI]
   local list = K_READY .. pri

@@ -19,9 +19,6 @@
 --                             unique key). Leases live here and in 'leased', not in the record, so
 --                             a consume or an ack never rewrites a record: while a job is leased its
 --                             record still says ready, with the deliveries and tries of before.
---   KEYS[13] callbacks list   the callback lane: ready jobs that carry a callback, FIFO. Only the
---                             callback deliverer reads it (consume_callbacks.lua); ordinary consumers
---                             never see these jobs, and their hot path never looks at this list.
 -- and the same leading ARGV:
 --   ARGV[1] notify channel (PUBLISHed to when jobs become ready)
 --   ARGV[2] batch: the most jobs one housekeeping step moves
@@ -31,7 +28,7 @@
 
 -- The keys and common arguments of the current call, set by bind.
 local K_JOBS, K_READY, K_PRIOS, K_DELAYED, K_LEASED, K_EXPIRY
-local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE, K_CALLBACKS
+local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
 local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
 -- notify_ready: the call made jobs ready (flush_notify PUBLISHes once at its end).
 -- notify_callbacks: the call put jobs on the callback lane or scheduled a new earliest delayed
@@ -47,7 +44,6 @@ local function bind(keys, args, codec)
   K_JOBS, K_READY, K_PRIOS, K_DELAYED = keys[1], keys[2], keys[3], keys[4]
   K_LEASED, K_EXPIRY, K_DEAD, K_DONE = keys[5], keys[6], keys[7], keys[8]
   K_STATS, K_META, K_UNIQUE, K_LEASE = keys[9], keys[10], keys[11], keys[12]
-  K_CALLBACKS = keys[13]
   CHANNEL = args[1]
   BATCH = tonumber(args[2])
   DEAD_RETENTION, DEAD_MAX = tonumber(args[3]), tonumber(args[4])
@@ -115,6 +111,15 @@ local function decode(raw)
   return rec
 end
 
+-- callbacks_key is the queue's callback lane: a list of the ready jobs that carry a callback, FIFO,
+-- named KEYS[2]..'callbacks' (beside the per-priority ready lists KEYS[2]..p, and like them not
+-- passed in KEYS: same hash tag, so the same slot). Only the callback deliverer reads it
+-- (consume_callbacks.lua); ordinary consumers never see these jobs, and their scripts neither
+-- look at the list nor pay for one more key in every call.
+local function callbacks_key()
+  return K_READY .. 'callbacks'
+end
+
 -- has_callback: the job is delivered by the callback deliverer, not handed to consumers.
 local function has_callback(rec)
   return rec[R_CALLBACK] ~= ''
@@ -166,9 +171,9 @@ local function push_ready(id, rec, front)
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
   if has_callback(rec) then
     if front then
-      redis.call('LPUSH', K_CALLBACKS, id)
+      redis.call('LPUSH', callbacks_key(), id)
     else
-      redis.call('RPUSH', K_CALLBACKS, id)
+      redis.call('RPUSH', callbacks_key(), id)
     end
     notify_callbacks = true
     return
@@ -214,7 +219,7 @@ local function unlink(id, rec)
     if redis.call('HDEL', K_LEASE, id) == 1 then
       redis.call('ZREM', K_LEASED, id)
     elseif has_callback(rec) then
-      redis.call('LREM', K_CALLBACKS, 1, id)
+      redis.call('LREM', callbacks_key(), 1, id)
     else
       local list = K_READY .. rec[R_PRI]
       redis.call('LREM', list, 1, id)

@@ -31,10 +31,10 @@ for _, p in ipairs(redis.call('ZREVRANGE', K_PRIOS, 0, -1)) do
 end
 
 -- Then the callback lane (jobs only the callback deliverer gets), in the order it leases them.
-total = total + redis.call('LLEN', K_CALLBACKS)
+total = total + redis.call('LLEN', callbacks_key())
 if n < limit then
   local at = 0
-  for _, id in ipairs(redis.call('LRANGE', K_CALLBACKS, 0, limit - n - 1)) do
+  for _, id in ipairs(redis.call('LRANGE', callbacks_key(), 0, limit - n - 1)) do
     local rec = load(id)
     if rec and live(rec) then
       reply_job(out, id, rec, at)
