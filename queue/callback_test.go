@@ -161,6 +161,26 @@ func TestCallbackDelayedAndLeaseExpiry(t *testing.T) {
 	})
 }
 
+func TestCallbackLaneOfAPausedQueueWaits(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := setup(t, env, queue.Config{})
+	ctx := ctxT(t)
+	if err := f.client.Pause(ctx, f.ns, "q"); err != nil {
+		t.Fatal(err)
+	}
+	id := f.publish(t, queue.PublishParams{Queue: "q", Callback: &queue.Callback{URL: "https://example.com/x"}})
+	if b := f.consumeCallbacks(t, "q", 10); len(b.Jobs) != 0 {
+		t.Fatalf("a paused queue's callback was leased: %+v", b)
+	}
+	if err := f.client.Resume(ctx, f.ns, "q"); err != nil {
+		t.Fatal(err)
+	}
+	if b := f.consumeCallbacks(t, "q", 10); len(b.Jobs) != 1 || b.Jobs[0].ID != id {
+		t.Fatalf("after resume: %+v", b)
+	}
+}
+
 func TestCallbackValidation(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)

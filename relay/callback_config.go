@@ -37,7 +37,9 @@ type DelivererConfig struct {
 	MaxResultBytes int64
 
 	// DestinationConcurrency caps the calls in flight to one destination (scheme, host and port)
-	// across every deliverer on the Redis. Default 0: no cap beyond Workers.
+	// across every deliverer on the Redis. Default 0: no cap beyond Workers. A job waits for the
+	// destination's limits at most as long as its lease leaves beyond the call (TTR - timeout, 5s by
+	// default); then it is given back, without using a try, and leased again.
 	DestinationConcurrency int
 	// DestinationRate caps the calls started per second to one destination across every
 	// deliverer. Default 0: no cap.
