@@ -29,6 +29,8 @@ type Client struct {
 
 	registeredMu sync.Mutex
 	registered   map[queueName]time.Time // when this process last registered a queue
+	// registeredCallbacks is when this process last added a queue to the callback registry.
+	registeredCallbacks map[queueName]time.Time
 
 	loading scriptLoading // how scripts run on rdb, decided at the first call (scripts.go)
 }
@@ -47,11 +49,12 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{
-		rdb:        rdb,
-		cfg:        cfg,
-		scripts:    loadScripts(),
-		registered: make(map[queueName]time.Time),
-		keys:       newKeyCache(cfg.Prefix),
+		rdb:                 rdb,
+		cfg:                 cfg,
+		scripts:             loadScripts(),
+		registered:          make(map[queueName]time.Time),
+		registeredCallbacks: make(map[queueName]time.Time),
+		keys:                newKeyCache(cfg.Prefix),
 		common: []any{cfg.Batch, cfg.DeadRetention.Milliseconds(), cfg.MaxDead,
 			cfg.ResultRetention.Milliseconds(), cfg.MaxResults},
 	}
@@ -73,24 +76,35 @@ func (c *Client) Close() error {
 }
 
 // register adds a queue to its namespace's registry before the first publish, so maintenance and
-// Queues find it. It runs before the job is written: a crash in between leaves an empty queue
+// Queues find it, and, for a publish with callback jobs, to the callback registry, so deliverers
+// find it. It runs before the job is written: a crash in between leaves an empty queue
 // registered, never a job in an unregistered queue.
-func (c *Client) register(ctx context.Context, ns, q string) error {
+func (c *Client) register(ctx context.Context, ns, q string, callbacks bool) error {
 	key := queueName{ns, q}
 	c.registeredMu.Lock()
 	last, ok := c.registered[key]
+	lastCb, okCb := c.registeredCallbacks[key]
 	c.registeredMu.Unlock()
-	if ok && time.Since(last) < registerEvery {
+	needQueue := !ok || time.Since(last) >= registerEvery
+	needCb := callbacks && (!okCb || time.Since(lastCb) >= registerEvery)
+	if !needQueue && !needCb {
 		return nil
 	}
 	pipe := c.rdb.Pipeline()
 	pipe.SAdd(ctx, namespacesKey(c.cfg.Prefix), ns)
 	pipe.SAdd(ctx, queuesKey(c.cfg.Prefix, ns), q)
+	if callbacks {
+		pipe.SAdd(ctx, callbackQueuesKey(c.cfg.Prefix), ns+":"+q)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("queue: register %s/%s: %w", ns, q, err)
 	}
+	now := time.Now()
 	c.registeredMu.Lock()
-	c.registered[key] = time.Now()
+	c.registered[key] = now
+	if callbacks {
+		c.registeredCallbacks[key] = now
+	}
 	c.registeredMu.Unlock()
 	return nil
 }
@@ -98,5 +112,6 @@ func (c *Client) register(ctx context.Context, ns, q string) error {
 func (c *Client) forget(ns, q string) {
 	c.registeredMu.Lock()
 	delete(c.registered, queueName{ns, q})
+	delete(c.registeredCallbacks, queueName{ns, q})
 	c.registeredMu.Unlock()
 }

@@ -20,6 +20,9 @@
 // sleeps until the next due job or lease end that Redis reported. A Maintainer does the same
 // housekeeping for queues that no consumer is reading.
 //
+// A job with a Callback is never handed to consumers: when due it goes to its queue's callback
+// lane, which only the callback deliverer (relay.Deliverer) leases from, with ConsumeCallbacks.
+//
 // Where things are: the scripts are lua/*.lua (lib.lua holds the helpers they share, such as the
 // unique-key holder check); scripts.go is the only code that runs them (function library or
 // EVALSHA, loading, reloading, pipelines), called by typed script name; keys.go builds every key.

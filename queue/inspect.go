@@ -196,7 +196,7 @@ func (c *Client) Pause(ctx context.Context, ns, q string) error {
 	if err := validateQueue(ns, q); err != nil {
 		return err
 	}
-	if err := c.register(ctx, ns, q); err != nil {
+	if err := c.register(ctx, ns, q, false); err != nil {
 		return err
 	}
 	k := c.keys.get(ns, q)
@@ -245,7 +245,10 @@ func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 		return 0, fmt.Errorf("queue: delete queue: %w", err)
 	}
 	c.forget(ns, q)
-	if err := c.rdb.SRem(ctx, queuesKey(c.cfg.Prefix, ns), q).Err(); err != nil {
+	pipe := c.rdb.Pipeline()
+	pipe.SRem(ctx, queuesKey(c.cfg.Prefix, ns), q)
+	pipe.SRem(ctx, callbackQueuesKey(c.cfg.Prefix), ns+":"+q)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return n, fmt.Errorf("queue: delete queue: %w", err)
 	}
 	return n, nil
@@ -287,8 +290,9 @@ type PendingParams struct {
 
 // PendingResult is the first pending jobs of a queue.
 type PendingResult struct {
-	// Jobs are the ready jobs in the order consumers get them (Position set), then the delayed
-	// jobs by due time, then the leased jobs by lease end.
+	// Jobs are the ready jobs in the order consumers get them (Position set), then the ready
+	// callback jobs in the order the deliverer gets them (Position within the callback lane), then
+	// the delayed jobs by due time, then the leased jobs by lease end.
 	Jobs []Job
 	// Total is the number of pending jobs, of which Jobs are the first.
 	Total int64

@@ -50,6 +50,8 @@ type Job struct {
 	Attributes map[string]string
 	LastError  string
 	Result     []byte
+	// Callback is where Sluice delivers the job when it is due (nil: consumers get it).
+	Callback *Callback
 
 	PublishedAt time.Time
 	DueAt       time.Time // when it became (or becomes) ready
@@ -77,7 +79,7 @@ type Delivery struct {
 }
 
 // fieldsPerJob is the length of one job in script replies (reply_job in lib.lua).
-const fieldsPerJob = 21
+const fieldsPerJob = 22
 
 // parseJob reads the fields reply_job writes.
 func parseJob(ns, q string, f []any) Job {
@@ -103,6 +105,9 @@ func parseJob(ns, q string, f []any) Job {
 		FinishedAt:     timeMs(num(f[17])),
 		Position:       int(num(f[18])),
 		Backoff:        Backoff{Base: ms(num(f[19])), Max: ms(num(f[20]))},
+	}
+	if cb := str(f[21]); cb != "" {
+		j.Callback = decodeCallback(cb)
 	}
 	if a := str(f[13]); a != "" {
 		_ = json.Unmarshal([]byte(a), &j.Attributes) // written by Publish from a map: always valid

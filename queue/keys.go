@@ -70,6 +70,15 @@ func (c *keyCache) get(ns, q string) queueKeys {
 	return k
 }
 
+// callbackQueuesKey is the set of queues ("ns:q") that have had callback jobs, so deliverers visit
+// those and not every queue. A queue joins before its first callback job is written (like the
+// queue registry) and leaves when it is deleted.
+func callbackQueuesKey(prefix string) string { return prefix + ":callbacks:queues" }
+
+// callbackChannel is where scripts announce callback work (flush_notify in lib.lua builds the same
+// name); the message is the queue's hash tag, "{ns:q}".
+func callbackChannel(prefix string) string { return prefix + ":callbacks:notify" }
+
 // namespacesKey is the set of namespaces that have queues.
 func namespacesKey(prefix string) string { return prefix + ":namespaces" }
 

@@ -40,6 +40,9 @@ type PublishParams struct {
 	UniqueFor time.Duration // 0: Config.DefaultUniqueFor
 	// Attributes are small string metadata delivered with the job.
 	Attributes map[string]string
+	// Callback, when set, makes Sluice deliver the job to an HTTP URL when it is due instead of
+	// handing it to a consumer (Callback). Its TTR must be longer than the callback's timeout.
+	Callback *Callback
 }
 
 // PublishResult is the outcome of one publish.
@@ -57,7 +60,7 @@ func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, e
 	if err != nil {
 		return PublishResult{}, err
 	}
-	if err := c.register(ctx, p.Namespace, p.Queue); err != nil {
+	if err := c.register(ctx, p.Namespace, p.Queue, p.Callback != nil); err != nil {
 		return PublishResult{}, err
 	}
 	res, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, args: args})
@@ -107,9 +110,10 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		return nil, nil
 	}
 	type group struct {
-		ns, q string
-		idx   []int
-		args  []any
+		ns, q     string
+		idx       []int
+		args      []any
+		callbacks bool
 	}
 	var groups []*group
 	byQueue := map[string]*group{}
@@ -127,9 +131,10 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		}
 		g.idx = append(g.idx, i)
 		g.args = append(g.args, args...)
+		g.callbacks = g.callbacks || p.Callback != nil
 	}
 	for _, g := range groups {
-		if err := c.register(ctx, g.ns, g.q); err != nil {
+		if err := c.register(ctx, g.ns, g.q, g.callbacks); err != nil {
 			return nil, err
 		}
 	}
@@ -173,7 +178,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	return out, nil
 }
 
-// publishArgs validates a job and returns its 13 script arguments (publish.lua).
+// publishArgs validates a job and returns its 14 script arguments (publish.lua).
 func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	if err := validateQueue(p.Namespace, p.Queue); err != nil {
 		return nil, err
@@ -207,11 +212,28 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 		return nil, invalid("ttr", "must not be negative")
 	}
 	ttr := p.TTR
+	callback := ""
+	if p.Callback != nil {
+		cb := *p.Callback
+		if err := cb.validate(); err != nil {
+			return nil, err
+		}
+		if ttr == 0 {
+			ttr = max(c.cfg.DefaultTTR, cb.Timeout+callbackLeaseSlack)
+		}
+		if ttr <= cb.Timeout {
+			return nil, invalid("ttr", "%s must be longer than the callback's timeout (%s), or a call still running would lose its lease", ttr, cb.Timeout)
+		}
+		callback = cb.encode()
+	}
 	if ttr == 0 {
 		ttr = c.cfg.DefaultTTR
 	}
 	if ttr < time.Millisecond {
 		return nil, invalid("ttr", "must be at least 1ms")
+	}
+	if p.Callback != nil && p.Backoff == (Backoff{}) {
+		p.Backoff = Backoff{Base: DefaultCallbackBackoffBase, Max: DefaultCallbackBackoffMax}
 	}
 	if p.Backoff.Base < 0 || p.Backoff.Max < 0 {
 		return nil, invalid("backoff", "must not be negative")
@@ -248,7 +270,7 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	return []any{
 		c.ids.next(), p.Payload, p.Priority, tries, p.TTL.Milliseconds(), ttr.Milliseconds(),
 		p.Delay.Milliseconds(), runAtMs, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds(),
-		p.UniqueKey, max(uniqueFor.Milliseconds(), 1), attrs,
+		p.UniqueKey, max(uniqueFor.Milliseconds(), 1), attrs, callback,
 	}, nil
 }
 

@@ -42,12 +42,14 @@ const (
 	scriptDeadDelete  scriptName = "dead_delete"
 	scriptMaintain    scriptName = "maintain"
 	scriptPending     scriptName = "pending"
+	// scriptConsumeCallbacks leases jobs of a queue's callback lane for the callback deliverer.
+	scriptConsumeCallbacks scriptName = "consume_callbacks"
 )
 
 var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
-	scriptDeadDelete, scriptMaintain, scriptPending,
+	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks,
 }
 
 // queueScripts are the queue's scripts in the two forms Redis runs them. On Redis 7 and later
@@ -73,6 +75,7 @@ var functionFlags = map[scriptName]string{
 	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptNack: "allow-oom", scriptTouch: "allow-oom",
 	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
 	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
+	scriptConsumeCallbacks: "allow-oom",
 }
 
 // libraryVersion stands for the version in the library source until the source is complete; the

@@ -50,7 +50,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deleteNamespace is DELETE /v1/namespaces/{ns}: its tokens are revoked, then its queues and
-// their jobs deleted, then the namespace itself.
+// their jobs deleted, then its callback settings, then the namespace itself.
 func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
 	if _, err := s.namespaces.Get(r.Context(), ns); err != nil {
@@ -65,6 +65,9 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	}
 	queues, jobs, err := s.queue.DeleteNamespace(r.Context(), ns)
 	if err != nil {
+		return err
+	}
+	if err := s.deliverer.Store().Delete(r.Context(), ns); err != nil {
 		return err
 	}
 	if err := s.namespaces.Delete(r.Context(), ns); err != nil {

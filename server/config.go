@@ -81,6 +81,26 @@ type Config struct {
 	// Default none.
 	Rooms map[string]rooms.RoomJSON
 
+	// CallbackWorkers is how many callbacks (delayed jobs delivered to a URL, docs/callbacks.md)
+	// this instance sends at once. Default 32.
+	CallbackWorkers int
+
+	// CallbackAllowPrivate lets every namespace's callbacks reach loopback and private addresses
+	// (otherwise only namespaces whose callback settings allow it may). Default false.
+	CallbackAllowPrivate bool
+
+	// CallbackMaxResultBytes bounds how much of a callback's response is read and kept as the
+	// job's result. Default 64 KiB.
+	CallbackMaxResultBytes int64
+
+	// CallbackDestinationConcurrency caps the callbacks in flight to one destination (scheme,
+	// host, port) across every instance. Default 0: no cap.
+	CallbackDestinationConcurrency int
+
+	// CallbackDestinationRate caps the callbacks started per second to one destination across
+	// every instance. Default 0: no cap.
+	CallbackDestinationRate int
+
 	// Logger receives the server's logs. Default: a text logger on stderr at level info.
 	Logger *slog.Logger
 
@@ -102,6 +122,8 @@ func (c Config) withDefaults() Config {
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
 	c.MetricsMaxQueues = cmp.Or(c.MetricsMaxQueues, 1000)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, 500*time.Millisecond)
+	c.CallbackWorkers = cmp.Or(c.CallbackWorkers, 32)
+	c.CallbackMaxResultBytes = cmp.Or(c.CallbackMaxResultBytes, 64<<10)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -141,6 +163,18 @@ func (c Config) validate() error {
 		if _, err := room.Config(); err != nil {
 			errs = append(errs, fmt.Errorf("config: rooms: %s: %w", name, err))
 		}
+	}
+	if c.CallbackWorkers < 1 || c.CallbackWorkers > 1000 {
+		errs = append(errs, errors.New("config: callback_workers must be 1..1000"))
+	}
+	if c.CallbackMaxResultBytes < 1 {
+		errs = append(errs, errors.New("config: callback_max_result_bytes must be at least 1"))
+	}
+	if c.CallbackDestinationConcurrency < 0 {
+		errs = append(errs, errors.New("config: callback_destination_concurrency must not be negative"))
+	}
+	if c.CallbackDestinationRate < 0 {
+		errs = append(errs, errors.New("config: callback_destination_rate must not be negative"))
 	}
 	if _, _, err := net.SplitHostPort(c.PublicAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: public_addr %q: %w", c.PublicAddr, err))

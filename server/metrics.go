@@ -23,6 +23,7 @@ type metrics struct {
 	inflight    *prometheus.GaugeVec
 	redisErrors prometheus.Counter
 	rateLimited *prometheus.CounterVec
+	callbacks   *callbackMetrics
 	series      sync.Map // requestSeries -> *requestObservers
 }
 
@@ -54,6 +55,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&queueCollector{s: s, m: m}, &roomCollector{s: s, m: m})
+	m.callbacks = newCallbackMetrics(m.reg)
 	return m
 }
 

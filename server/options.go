@@ -72,6 +72,16 @@ func Options() []Option {
 			return nil
 		}
 	}
+	boolean := func(f func(*Settings) *bool) func(*Settings, string) error {
+		return func(s *Settings, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", v)
+			}
+			*f(s) = b
+			return nil
+		}
+	}
 	return []Option{
 		{"redis_url", "SLUICE_REDIS_URL", `""`, "`URL` of the Redis to use: redis://, rediss://, redis+sentinel://, redis+cluster://; empty runs the embedded Redis",
 			str(func(s *Settings) *string { return &s.RedisURL })},
@@ -103,6 +113,16 @@ func Options() []Option {
 			str(func(s *Settings) *string { return &s.RoomPassKeys })},
 		{"proxy_rooms", "SLUICE_PROXY_ROOMS", `""`, "`host=room,...` pairs the public listener serves through a waiting room's reverse proxy (*=room: every other request)",
 			str(func(s *Settings) *string { return &s.ProxyRooms })},
+		{"callback_workers", "SLUICE_CALLBACK_WORKERS", "32", "how many `callbacks` this instance sends at once",
+			integer(func(s *Settings, n int64) { s.CallbackWorkers = int(n) })},
+		{"callback_allow_private", "SLUICE_CALLBACK_ALLOW_PRIVATE", "false", "let every namespace's callbacks reach loopback and private addresses (`true|false`)",
+			boolean(func(s *Settings) *bool { return &s.CallbackAllowPrivate })},
+		{"callback_max_result_bytes", "SLUICE_CALLBACK_MAX_RESULT_BYTES", "65536", "most `bytes` of a callback's response kept as the job's result",
+			integer(func(s *Settings, n int64) { s.CallbackMaxResultBytes = n })},
+		{"callback_destination_concurrency", "SLUICE_CALLBACK_DESTINATION_CONCURRENCY", "0", "most callbacks in flight to one destination across instances (`n`, 0: no cap)",
+			integer(func(s *Settings, n int64) { s.CallbackDestinationConcurrency = int(n) })},
+		{"callback_destination_rate", "SLUICE_CALLBACK_DESTINATION_RATE", "0", "most callbacks started per second to one destination across instances (`n`, 0: no cap)",
+			integer(func(s *Settings, n int64) { s.CallbackDestinationRate = int(n) })},
 		{"log_format", "SLUICE_LOG_FORMAT", "text", "log `format`: text or json",
 			str(func(s *Settings) *string { return &s.LogFormat })},
 		{"log_level", "SLUICE_LOG_LEVEL", "info", "log `level`: debug, info, warn or error",

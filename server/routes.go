@@ -13,9 +13,10 @@ func (s *Server) publicRoutes() []httpapi.Route {
 }
 
 // adminRoutes are the native routes of the admin listener (plus GET /metrics, and lmstfy's admin
-// routes mounted by lmstfy.API.MountAdmin). The admin middleware checks the admin token.
+// routes mounted by lmstfy.API.MountAdmin), callback settings (server/callbacks) included. The
+// admin middleware checks the admin token.
 func (s *Server) adminRoutes() []httpapi.Route {
-	return append(append(s.healthRoutes(),
+	routes := append(s.healthRoutes(),
 		httpapi.Route{Pattern: "POST /v1/namespaces", Handler: s.createNamespace},
 		httpapi.Route{Pattern: "GET /v1/namespaces", Handler: s.listNamespaces},
 		httpapi.Route{Pattern: "GET /v1/namespaces/{ns}", Handler: s.getNamespace},
@@ -26,5 +27,7 @@ func (s *Server) adminRoutes() []httpapi.Route {
 		httpapi.Route{Pattern: "GET /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.getTokenLimit},
 		httpapi.Route{Pattern: "PUT /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.setTokenLimit},
 		httpapi.Route{Pattern: "DELETE /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.deleteTokenLimit},
-	), s.rooms.AdminRoutes()...)
+	)
+	routes = append(routes, s.rooms.AdminRoutes()...)
+	return append(routes, s.callbacks.Routes()...)
 }

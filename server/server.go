@@ -36,6 +36,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/server/callbacks"
 )
 
 // Server is one Sluice server instance. Several instances may share one Redis (and Prefix).
@@ -54,6 +56,9 @@ type Server struct {
 	waitroom   *waitroom.Client
 	rooms      *rooms.API
 	roomsMaint *waitroom.Maintainer
+	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
+	deliverer  *relay.Deliverer
+	callbacks  *callbacks.API
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -116,11 +121,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
+	if s.deliverer, err = relay.NewDeliverer(relay.DelivererConfig{
+		Queue: q, Redis: s.rdb, Workers: cfg.CallbackWorkers, AllowPrivate: cfg.CallbackAllowPrivate,
+		MaxResultBytes: cfg.CallbackMaxResultBytes, DestinationConcurrency: cfg.CallbackDestinationConcurrency,
+		DestinationRate: cfg.CallbackDestinationRate, OnDelivery: s.metrics.callbacks.observe, Logger: s.log,
+	}); err != nil {
+		_ = s.closeStore()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	store := s.deliverer.Store()
+	s.callbacks = callbacks.New(callbacks.Config{Store: store, Namespace: func(ctx context.Context, ns string) error {
+		_, err := s.namespaces.Get(ctx, ns)
+		return err
+	}})
 	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
 		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
 	}}
 	s.requestIDs = newRequestIDs()
-	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx})
+	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
+		CallbackDestinations: func(ctx context.Context, ns string) ([]string, error) {
+			set, err := store.Settings(ctx, ns)
+			return set.Destinations, err
+		}})
 	s.lmstfy = lmstfy.New(lmstfy.Config{
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
@@ -263,6 +285,14 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer s.roomsMaint.Stop()
+	if err := s.deliverer.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = public.Close()
+		_ = admin.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	// Stopped after the listeners (deferred before them): it gives back callbacks not yet sent and
+	// lets the ones in flight finish.
+	defer s.deliverer.Stop()
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -331,6 +361,9 @@ func (s *Server) Close() error {
 		}
 		if s.roomsMaint != nil {
 			s.roomsMaint.Stop()
+		}
+		if s.deliverer != nil {
+			s.deliverer.Stop()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()

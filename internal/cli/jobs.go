@@ -35,7 +35,8 @@ missing or "-". A payload that is valid JSON is sent as JSON; anything else as a
 Examples:
   sluice publish emails '{"to":"ada@example.com"}'
   sluice publish reports --delay 10m --tries 5 --unique-key report-42 '{"id":42}'
-  cat image.png | sluice publish thumbnails --raw`)
+  cat image.png | sluice publish thumbnails --raw
+  sluice publish orders --delay 30m --callback https://api.example.com/hooks/close '{"order":42}'`)
 	cf := addConnFlags(fs, env)
 	priority := fs.Int("priority", 0, "`priority` 0..255; higher runs first")
 	var delay, ttl, ttr seconds
@@ -53,6 +54,12 @@ Examples:
 	fs.Var(attrs, "attr", "attribute `key=value` delivered with the job (repeatable)")
 	asString := fs.Bool("string", false, "send the payload as a JSON string even when it parses as JSON")
 	raw := fs.Bool("raw", false, "send the payload bytes unchanged (base64 on the wire)")
+	callbackURL := fs.String("callback", "", "deliver the job to this `URL` when due instead of to consumers (signed; see docs/callbacks.md)")
+	callbackMethod := fs.String("callback-method", "", "HTTP `method` of the callback (default POST)")
+	callbackHeaders := keyValues{}
+	fs.Var(callbackHeaders, "callback-header", "header `name=value` sent with the callback (repeatable)")
+	var callbackTimeout seconds
+	fs.Var(&callbackTimeout, "callback-timeout", "how long one callback call may take (`duration`, default 30s)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -128,6 +135,22 @@ Examples:
 	}
 	if len(attrs) > 0 {
 		job["attributes"] = map[string]string(attrs)
+	}
+	if *callbackURL == "" && (*callbackMethod != "" || len(callbackHeaders) > 0 || callbackTimeout.set) {
+		return usagef("--callback-method, --callback-header and --callback-timeout need --callback")
+	}
+	if *callbackURL != "" {
+		cb := map[string]any{"url": *callbackURL}
+		if *callbackMethod != "" {
+			cb["method"] = *callbackMethod
+		}
+		if len(callbackHeaders) > 0 {
+			cb["headers"] = map[string]string(callbackHeaders)
+		}
+		if callbackTimeout.set {
+			cb["timeout"] = secs(callbackTimeout.d)
+		}
+		job["callback"] = cb
 	}
 	q := pos[0]
 	var ans publishAnswer

@@ -1,7 +1,7 @@
 -- dead_list.lua: a page of the dead letter, oldest first.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: offset; ARGV[8]: limit.
--- Returns: {total, n, job fields...} with 21 fields per job (reply_job).
+-- Returns: {total, n, job fields...} with 22 fields per job (reply_job).
 local offset, limit = tonumber(ARGV[7]), tonumber(ARGV[8])
 local ids = redis.call('ZRANGE', K_DEAD, offset, offset + limit - 1)
 local out = {redis.call('ZCARD', K_DEAD), 0}

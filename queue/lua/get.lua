@@ -9,7 +9,7 @@
 -- removed; beyond that it may still count some of them.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: id.
--- Returns: the job's 21 fields (reply_job), or nil.
+-- Returns: the job's 22 fields (reply_job), or nil.
 local id = ARGV[7]
 local rec = load(id)
 if not rec then return nil end
@@ -23,6 +23,8 @@ if delivery then
   as_leased(rec, delivery, lease_until)
 elseif expired and (rec[R_STATE] == S_READY or rec[R_STATE] == S_DELAYED) then
   return nil
+elseif rec[R_STATE] == S_READY and has_callback(rec) then
+  pos = redis.call('LPOS', callbacks_key(), id) or -1
 elseif rec[R_STATE] == S_READY then
   local pri = rec[R_PRI]
   local list = K_READY .. pri

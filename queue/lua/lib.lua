@@ -31,7 +31,9 @@ local K_JOBS, K_READY, K_PRIOS, K_DELAYED, K_LEASED, K_EXPIRY
 local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
 local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
 -- notify_ready: the call made jobs ready (flush_notify PUBLISHes once at its end).
-local notify_ready
+-- notify_callbacks: the call put jobs on the callback lane or scheduled a new earliest delayed
+-- job (flush_notify tells the deliverers once, on the prefix's callback channel).
+local notify_ready, notify_callbacks
 -- Records are cmsgpack arrays. Redis-compatible stores without cmsgpack (the in-process store the
 -- server falls back to) get a plain length-prefixed codec: each field is 'n<number>;' or
 -- 's<length>:<bytes>'. One store only ever holds records of one codec. bind sets msgpack to the
@@ -46,7 +48,7 @@ local function bind(keys, args, codec)
   BATCH = tonumber(args[2])
   DEAD_RETENTION, DEAD_MAX = tonumber(args[3]), tonumber(args[4])
   RESULT_RETENTION, RESULT_MAX = tonumber(args[5]), tonumber(args[6])
-  notify_ready = false
+  notify_ready, notify_callbacks = false, false
   msgpack = codec
 end
 
@@ -55,6 +57,9 @@ local R_STATE, R_PRI, R_TRIES, R_LEFT, R_DELIVERY = 1, 2, 3, 4, 5
 local R_TTL, R_EXPIRE, R_TTR, R_BBASE, R_BMAX = 6, 7, 8, 9, 10
 local R_PUBLISHED, R_DUE, R_LEASE, R_UNIQUE, R_ATTRS = 11, 12, 13, 14, 15
 local R_PAYLOAD, R_ERROR, R_RESULT, R_FINISHED = 16, 17, 18, 19
+-- R_CALLBACK is the job's callback (JSON, '' for none). Records written before callbacks existed
+-- end at R_FINISHED: decode fills the field in as ''.
+local R_CALLBACK = 20
 
 -- States.
 local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
@@ -66,7 +71,7 @@ end
 
 local function pack_plain(rec)
   local parts = {}
-  for i = 1, R_FINISHED do
+  for i = 1, R_CALLBACK do
     local v = rec[i]
     if type(v) == 'number' then
       parts[i] = 'n' .. string.format('%.0f', v) .. ';'
@@ -79,7 +84,11 @@ end
 
 local function unpack_plain(raw)
   local rec, pos = {}, 1
-  for i = 1, R_FINISHED do
+  for i = 1, R_CALLBACK do
+    if pos > #raw then
+      rec[i] = ''
+      break
+    end
     local tag = string.sub(raw, pos, pos)
     if tag == 'n' then
       local stop = string.find(raw, ';', pos, true)
@@ -96,8 +105,24 @@ local function unpack_plain(raw)
 end
 
 local function decode(raw)
-  if msgpack then return msgpack.unpack(raw) end
-  return unpack_plain(raw)
+  local rec
+  if msgpack then rec = msgpack.unpack(raw) else rec = unpack_plain(raw) end
+  if rec[R_CALLBACK] == nil then rec[R_CALLBACK] = '' end
+  return rec
+end
+
+-- callbacks_key is the queue's callback lane: a list of the ready jobs that carry a callback, FIFO,
+-- named KEYS[2]..'callbacks' (beside the per-priority ready lists KEYS[2]..p, and like them not
+-- passed in KEYS: same hash tag, so the same slot). Only the callback deliverer reads it
+-- (consume_callbacks.lua); ordinary consumers never see these jobs, and their scripts neither
+-- look at the list nor pay for one more key in every call.
+local function callbacks_key()
+  return K_READY .. 'callbacks'
+end
+
+-- has_callback: the job is delivered by the callback deliverer, not handed to consumers.
+local function has_callback(rec)
+  return rec[R_CALLBACK] ~= ''
 end
 
 local function encode(rec)
@@ -140,7 +165,19 @@ local function count(field, n)
 end
 
 -- push_ready appends a job to the tail of its priority's ready list (head when front is true).
+-- A job with a callback goes to the callback lane instead, whatever its priority.
 local function push_ready(id, rec, front)
+  rec[R_STATE] = S_READY
+  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
+  if has_callback(rec) then
+    if front then
+      redis.call('LPUSH', callbacks_key(), id)
+    else
+      redis.call('RPUSH', callbacks_key(), id)
+    end
+    notify_callbacks = true
+    return
+  end
   local pri = rec[R_PRI]
   if front then
     redis.call('LPUSH', K_READY .. pri, id)
@@ -148,8 +185,6 @@ local function push_ready(id, rec, front)
     redis.call('RPUSH', K_READY .. pri, id)
   end
   redis.call('ZADD', K_PRIOS, pri, pri)
-  rec[R_STATE] = S_READY
-  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
   notify_ready = true
 end
 
@@ -162,7 +197,11 @@ local function push_delayed(id, rec, due)
   rec[R_DUE] = due
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
   if head[2] == nil or due < tonumber(head[2]) then
-    redis.call('PUBLISH', CHANNEL, 'd')
+    if has_callback(rec) then
+      notify_callbacks = true
+    else
+      redis.call('PUBLISH', CHANNEL, 'd')
+    end
   end
 end
 
@@ -179,6 +218,8 @@ local function unlink(id, rec)
   if st == S_READY then
     if redis.call('HDEL', K_LEASE, id) == 1 then
       redis.call('ZREM', K_LEASED, id)
+    elseif has_callback(rec) then
+      redis.call('LREM', callbacks_key(), 1, id)
     else
       local list = K_READY .. rec[R_PRI]
       redis.call('LREM', list, 1, id)
@@ -386,8 +427,16 @@ local function next_wake()
   return w
 end
 
+-- The callback channel is one per prefix ('<prefix>:callbacks:notify', callbackChannel in Go), so
+-- a deliverer subscribes once for every queue; the message names the queue by its hash tag
+-- ('{ns:q}'). It is derived from the queue's own channel ('<prefix>:{ns:q}:notify') because a
+-- channel is not a key and cannot travel in KEYS, and every ARGV position is taken.
 local function flush_notify()
   if notify_ready then redis.call('PUBLISH', CHANNEL, 'r') end
+  if notify_callbacks then
+    local prefix, tag = string.match(CHANNEL, '^(.-):({.*}):notify$')
+    redis.call('PUBLISH', prefix .. ':callbacks:notify', tag)
+  end
 end
 
 -- reply_job flattens a job for the Go side (parseJob in job.go reads the same order).
@@ -414,6 +463,7 @@ local function reply_job(out, id, rec, position)
   out[n + 19] = position or -1
   out[n + 20] = rec[R_BBASE]
   out[n + 21] = rec[R_BMAX]
+  out[n + 22] = rec[R_CALLBACK]
 end
 
 -- check_lease validates a delivery named by nack, touch or release. Returns the record and whether

@@ -6,7 +6,7 @@
 -- Batch ready jobs and its first Batch are all past their ttl: the jobs beyond those were not looked
 -- at and may be live, so they count as ahead of this one.
 -- KEYS: the queue keys (lib.lua).
--- Returns: the job's 21 fields (reply_job), or nil when nothing is ready.
+-- Returns: the job's 22 fields (reply_job), or nil when nothing is ready.
 local now = now_ms()
 local prios = redis.call('ZREVRANGE', K_PRIOS, 0, -1)
 local ahead = 0

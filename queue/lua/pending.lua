@@ -1,12 +1,13 @@
 -- pending.lua: the pending jobs of one queue, at most limit of them: the ready jobs in the order
--- consumers get them (priority, highest first, then FIFO), then the delayed jobs by due time, then
+-- consumers get them (priority, highest first, then FIFO), then the callback lane (Position counts
+-- within the lane), then the delayed jobs by due time, then
 -- the leased jobs by lease end. Read-only. Jobs that Get answers as gone are left out: waiting jobs
 -- past their ttl, and leased ones whose lease ended after their ttl (housekeeping removes them), so
 -- a page may hold fewer than limit jobs while such jobs wait for housekeeping.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: limit.
--- Returns: {total, n, job fields...} with 21 fields per job (reply_job); total counts every job in
--- the ready lists, the delayed set and the leased set, before the jobs past their ttl are left out.
+-- Returns: {total, n, job fields...} with 22 fields per job (reply_job); total counts every job in
+-- the ready lists, the callback lane, the delayed set and the leased set, before the jobs past their ttl are left out.
 local now = now_ms()
 local limit = tonumber(ARGV[7])
 local out = {0, 0}
@@ -25,6 +26,20 @@ for _, p in ipairs(redis.call('ZREVRANGE', K_PRIOS, 0, -1)) do
         pos = pos + 1
         n = n + 1
       end
+    end
+  end
+end
+
+-- Then the callback lane (jobs only the callback deliverer gets), in the order it leases them.
+total = total + redis.call('LLEN', callbacks_key())
+if n < limit then
+  local at = 0
+  for _, id in ipairs(redis.call('LRANGE', callbacks_key(), 0, limit - n - 1)) do
+    local rec = load(id)
+    if rec and live(rec) then
+      reply_job(out, id, rec, at)
+      at = at + 1
+      n = n + 1
     end
   end
 end

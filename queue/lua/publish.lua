@@ -1,10 +1,12 @@
 -- publish.lua: add jobs to one queue.
 -- KEYS: the queue keys (lib.lua).
--- ARGV[7]: number of jobs n; then 13 fields per job:
+-- ARGV[7]: number of jobs n; then 14 fields per job:
 --   id, payload, priority, tries, ttl_ms, ttr_ms, delay_ms, run_at_ms (0: use delay),
---   backoff_base_ms, backoff_max_ms, unique_key ('' none), unique_for_ms, attributes (JSON or '')
+--   backoff_base_ms, backoff_max_ms, unique_key ('' none), unique_for_ms, attributes (JSON or ''),
+--   callback (JSON or '')
 -- Returns: flat array of n pairs {id, duplicate (0|1)}; a duplicate names the job already holding
--- the unique key. Jobs due now go to the tail of their priority's ready list, others to delayed.
+-- the unique key. Jobs due now go to the tail of their priority's ready list (a job with a callback:
+-- of the callback lane), others to delayed.
 -- The writes of jobs due now are batched: one HSET, one RPUSH per priority, one ZADD of priorities.
 -- Ids are made by the client per publish, so an id already stored means this call is being sent
 -- again (a client retry after a lost reply): that job is answered as published and not written
@@ -12,7 +14,7 @@
 local now = now_ms()
 local n = tonumber(ARGV[7])
 local ids = {}
-for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 13] end
+for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 14] end
 local stored = {}
 for i = 1, n, 1000 do
   local got = redis.call('HMGET', K_JOBS, unpack(ids, i, math.min(i + 999, n)))
@@ -24,7 +26,7 @@ local writes, expiries = {}, {}
 local ready_by_pri, pris = {}, {}
 local fresh = {} -- jobs of this call, so a unique key held by one of them is seen before the HSET
 for i = 0, n - 1 do
-  local a = 8 + i * 13
+  local a = 8 + i * 14
   local id, unique = ARGV[a], ARGV[a + 10]
   local dup = nil
   if stored[i + 1] then
@@ -51,10 +53,13 @@ for i = 0, n - 1 do
       S_READY, pri, tries, tries, 0,
       ttl, expire_at, tonumber(ARGV[a + 5]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]),
       now, due, 0, unique, ARGV[a + 12],
-      ARGV[a + 1], '', '', 0,
+      ARGV[a + 1], '', '', 0, ARGV[a + 13],
     }
     if due > now then
       push_delayed(id, rec, due)
+    elseif ARGV[a + 13] ~= '' then
+      rec[R_DUE] = now
+      push_ready(id, rec, false)
     else
       rec[R_DUE] = now
       local list = ready_by_pri[pri]

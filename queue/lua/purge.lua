@@ -7,7 +7,8 @@ local n = redis.call('HLEN', K_JOBS)
 for _, p in ipairs(redis.call('ZRANGE', K_PRIOS, 0, -1)) do
   redis.call('UNLINK', K_READY .. p)
 end
-redis.call('UNLINK', K_JOBS, K_PRIOS, K_DELAYED, K_LEASED, K_LEASE, K_EXPIRY, K_DEAD, K_DONE)
+redis.call('UNLINK', K_JOBS, K_PRIOS, K_DELAYED, K_LEASED, K_LEASE, K_EXPIRY, K_DEAD, K_DONE,
+  callbacks_key())
 if ARGV[7] == '1' then
   redis.call('UNLINK', K_STATS, K_META)
 else

@@ -1,7 +1,7 @@
 -- stats.lua: queue depths and counters, in O(number of priorities in use) — never O(jobs).
 -- KEYS: the queue keys (lib.lua).
--- Returns: {ready, delayed, leased, dead, done, paused (0|1), counter name, value, ...}.
-local ready = 0
+-- Returns: {ready (callback lane included), delayed, leased, dead, done, paused (0|1), counter name, value, ...}.
+local ready = redis.call('LLEN', callbacks_key())
 for _, p in ipairs(redis.call('ZRANGE', K_PRIOS, 0, -1)) do
   ready = ready + redis.call('LLEN', K_READY .. p)
 end

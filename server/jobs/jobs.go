@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -40,6 +42,16 @@ type publishJob struct {
 	UniqueKey     *string           `json:"unique_key"`
 	UniqueFor     *float64          `json:"unique_for"`
 	Attributes    map[string]string `json:"attributes"`
+	Callback      *CallbackJSON     `json:"callback"`
+}
+
+// CallbackJSON is a job's callback: where Sluice sends the job when it is due (docs/callbacks.md).
+// Timeout is in seconds.
+type CallbackJSON struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Timeout *float64          `json:"timeout,omitempty"`
 }
 
 type backoffJSON struct {
@@ -56,7 +68,7 @@ type publishRequest struct {
 func (j *publishJob) empty() bool {
 	return j.Payload == nil && j.PayloadBase64 == nil && j.Priority == nil && j.Delay == nil && j.RunAt == nil &&
 		j.Tries == nil && j.TTL == nil && j.TTR == nil && j.Backoff == nil && j.UniqueKey == nil &&
-		j.UniqueFor == nil && j.Attributes == nil
+		j.UniqueFor == nil && j.Attributes == nil && j.Callback == nil
 }
 
 // PublishResult is the answer to a publish: one, or one per job of a batch under "jobs".
@@ -76,6 +88,9 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) error {
 	if req.Jobs == nil {
 		p, err := req.params(tok, ns, q, "")
 		if err != nil {
+			return err
+		}
+		if err := a.checkCallbacks(r.Context(), ns, []queue.PublishParams{p}, false); err != nil {
 			return err
 		}
 		res, err := a.queue.Publish(r.Context(), p)
@@ -98,6 +113,9 @@ func (a *API) publish(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		ps[i] = p
+	}
+	if err := a.checkCallbacks(r.Context(), ns, ps, true); err != nil {
+		return err
 	}
 	res, err := a.queue.PublishMany(r.Context(), ps)
 	if err != nil {
@@ -195,6 +213,16 @@ func (j *publishJob) params(tok tenant.Token, ns, q, prefix string) (queue.Publi
 		}
 	}
 	p.Attributes = j.Attributes
+	if c := j.Callback; c != nil {
+		timeout, err := httpapi.Seconds(f("callback.timeout"), c.Timeout)
+		if err != nil {
+			return p, err
+		}
+		if c.Timeout != nil && timeout < time.Millisecond {
+			return p, httpapi.InvalidArg(f("callback.timeout"), "must be at least 0.001 seconds (leave it out for the default of 30)")
+		}
+		p.Callback = &queue.Callback{URL: c.URL, Method: c.Method, Header: c.Headers, Timeout: timeout}
+	}
 	// The encoding mark is only needed for bytes that would otherwise come back as JSON; it counts
 	// against the engine's MaxAttributes, so it is left off when it is not needed.
 	if j.PayloadBase64 != nil && isJSONText(p.Payload) {
@@ -209,6 +237,36 @@ func (j *publishJob) params(tok tenant.Token, ns, q, prefix string) (queue.Publi
 		p.Attributes[attrEncoding] = "base64"
 	}
 	return p, nil
+}
+
+// checkCallbacks refuses callbacks whose URL is not under one of the namespace's allowed
+// destinations (one settings read per request), naming the job's field.
+func (a *API) checkCallbacks(ctx context.Context, ns string, ps []queue.PublishParams, batch bool) error {
+	if a.cfg.CallbackDestinations == nil {
+		return nil
+	}
+	var allowed []string
+	read := false
+	for i, p := range ps {
+		if p.Callback == nil {
+			continue
+		}
+		if !read {
+			var err error
+			if allowed, err = a.cfg.CallbackDestinations(ctx, ns); err != nil {
+				return err
+			}
+			read = true
+		}
+		if !outbound.UnderPrefix(p.Callback.URL, allowed...) {
+			field := "callback.url"
+			if batch {
+				field = fmt.Sprintf("jobs[%d].callback.url", i)
+			}
+			return httpapi.InvalidArg(field, "%q is not under any of the namespace's allowed callback destinations (admin API: /v1/namespaces/%s/callbacks)", p.Callback.URL, ns)
+		}
+	}
+	return nil
 }
 
 // payloadJSON renders stored bytes: as a JSON value when they are valid JSON and were not
@@ -259,6 +317,7 @@ type JobJSON struct {
 	LeaseUntil     *time.Time        `json:"lease_until,omitempty"`
 	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
+	Callback       *CallbackJSON     `json:"callback,omitempty"`
 }
 
 // BackoffJSON is a job's backoff policy in seconds.
@@ -287,6 +346,10 @@ func toJobJSON(j *queue.Job) JobJSON {
 		UniqueKey: j.UniqueKey, TTL: secondsOf(j.TTL), TTR: secondsOf(j.TTR), LastError: j.LastError,
 		PublishedAt: j.PublishedAt.UTC(), DueAt: timePtr(j.DueAt), LeaseUntil: timePtr(j.LeaseUntil),
 		ExpiresAt: timePtr(j.ExpiresAt), FinishedAt: timePtr(j.FinishedAt),
+	}
+	if c := j.Callback; c != nil {
+		timeout := secondsOf(c.Timeout)
+		out.Callback = &CallbackJSON{URL: c.URL, Method: c.Method, Headers: c.Header, Timeout: &timeout}
 	}
 	if j.State == queue.StateReady {
 		pos := j.Position

@@ -17,6 +17,10 @@ type Config struct {
 	MaxConsumeTimeout time.Duration
 	// Drain ends when a graceful shutdown starts: blocked consumes return at once. Required.
 	Drain context.Context
+	// CallbackDestinations returns the URL prefixes a namespace's callbacks may call, so that a
+	// publish naming another URL is refused at once rather than dead-lettered when due. Nil: the
+	// deliverer alone checks.
+	CallbackDestinations func(ctx context.Context, ns string) ([]string, error)
 }
 
 // API serves the native job routes.

@@ -1,0 +1,244 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/outbound"
+)
+
+// Limits on a job's callback.
+const (
+	// MaxCallbackURL bounds the length of Callback.URL.
+	MaxCallbackURL = 2048
+	// MaxCallbackHeaders bounds the number of Callback.Header entries.
+	MaxCallbackHeaders = 32
+	// MaxCallbackHeaderValue bounds the length of one header value.
+	MaxCallbackHeaderValue = 1024
+	// DefaultCallbackTimeout is a callback's timeout when it names none.
+	DefaultCallbackTimeout = 30 * time.Second
+	// MaxCallbackTimeout bounds Callback.Timeout.
+	MaxCallbackTimeout = 5 * time.Minute
+	// callbackLeaseSlack is what a callback job's default lease adds to the callback's timeout, so
+	// a deliverer that is alive never loses the lease of a call that is still allowed to run.
+	callbackLeaseSlack = 5 * time.Second
+)
+
+// The Backoff of a callback job that names none: a destination that failed is not called again at
+// once.
+const (
+	DefaultCallbackBackoffBase = time.Second
+	DefaultCallbackBackoffMax  = 10 * time.Minute
+)
+
+// Callback makes a job a callback: when it is due, the callback deliverer (relay.Deliverer, run by
+// `sluice server` or by a Go service itself) sends the job's payload to URL instead of handing the
+// job to a consumer. A 2xx ends the job (done, with the response body as its result); a connection
+// error, timeout, 5xx or 429 is a failed try (retried with the job's backoff, or after the
+// Retry-After the destination asked for); any other status sends it to the dead letter at once.
+type Callback struct {
+	// URL is the absolute http or https URL to call. The deliverer also checks it against the
+	// namespace's allowed prefixes before each call.
+	URL string `json:"url"`
+	// Method is the HTTP method. Default POST.
+	Method string `json:"method,omitempty"`
+	// Header is sent with the call. The Standard Webhooks headers (webhook-id, webhook-timestamp,
+	// webhook-signature) are the deliverer's and cannot be set here, nor can Host or the framing
+	// headers.
+	Header map[string]string `json:"headers,omitempty"`
+	// Timeout bounds one call. Default 30s; at most 5m. The job's lease (TTR) must be longer: by
+	// default it is the longer of Config.DefaultTTR and Timeout + 5s. A callback job's Backoff
+	// defaults to DefaultCallbackBackoffBase/Max rather than to retrying at once.
+	Timeout time.Duration `json:"-"`
+}
+
+// callbackRecord is how a callback is stored with its job.
+type callbackRecord struct {
+	Callback
+	TimeoutMs int64 `json:"timeout_ms"`
+}
+
+// reservedCallbackHeaders are set by the deliverer or by net/http, never by a job.
+var reservedCallbackHeaders = map[string]bool{
+	"webhook-id": true, "webhook-timestamp": true, "webhook-signature": true,
+	"host": true, "content-length": true, "transfer-encoding": true, "connection": true,
+	"te": true, "trailer": true, "upgrade": true, "keep-alive": true, "proxy-connection": true,
+}
+
+// validate checks the callback and fills in its defaults.
+func (cb *Callback) validate() error {
+	if cb.URL == "" {
+		return invalid("callback.url", "is required")
+	}
+	if len(cb.URL) > MaxCallbackURL {
+		return invalid("callback.url", "longer than %d bytes", MaxCallbackURL)
+	}
+	if err := outbound.CheckPrefix(cb.URL); err != nil {
+		return invalid("callback.url", "%s", strings.TrimPrefix(err.Error(), "outbound: "))
+	}
+	if cb.Method == "" {
+		cb.Method = http.MethodPost
+	}
+	if !validToken(cb.Method) || len(cb.Method) > 32 {
+		return invalid("callback.method", "%q is not an HTTP method", cb.Method)
+	}
+	if len(cb.Header) > MaxCallbackHeaders {
+		return invalid("callback.headers", "%d entries is over the limit of %d", len(cb.Header), MaxCallbackHeaders)
+	}
+	for k, v := range cb.Header {
+		if !validToken(k) || len(k) > 128 {
+			return invalid("callback.headers", "%q is not a header name", k)
+		}
+		if reservedCallbackHeaders[strings.ToLower(k)] {
+			return invalid("callback.headers", "%q is set by the deliverer", k)
+		}
+		if len(v) > MaxCallbackHeaderValue || strings.ContainsAny(v, "\r\n\x00") {
+			return invalid("callback.headers", "value of %q must be at most %d bytes without line breaks", k, MaxCallbackHeaderValue)
+		}
+	}
+	if cb.Timeout < 0 {
+		return invalid("callback.timeout", "must not be negative")
+	}
+	if cb.Timeout == 0 {
+		cb.Timeout = DefaultCallbackTimeout
+	}
+	if cb.Timeout < time.Millisecond || cb.Timeout > MaxCallbackTimeout {
+		return invalid("callback.timeout", "must be 1ms..%s", MaxCallbackTimeout)
+	}
+	return nil
+}
+
+func (cb Callback) encode() string {
+	b, _ := json.Marshal(callbackRecord{Callback: cb, TimeoutMs: cb.Timeout.Milliseconds()}) // strings and a map of strings: cannot fail
+	return string(b)
+}
+
+func decodeCallback(s string) *Callback {
+	var r callbackRecord
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return &Callback{URL: "", Method: http.MethodPost} // written by Publish from a struct: not reached
+	}
+	r.Timeout = time.Duration(r.TimeoutMs) * time.Millisecond
+	return &r.Callback
+}
+
+// validToken reports whether s is an HTTP token (RFC 9110): a method or a header name.
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// WithCallback makes the produced job a callback: it is delivered to cb.URL when due instead of
+// to the queue's consumers (Callback).
+func WithCallback(cb Callback) ProduceOption {
+	return func(pp *PublishParams) { pp.Callback = &cb }
+}
+
+// QueueRef names one queue.
+type QueueRef struct {
+	Namespace string
+	Queue     string
+}
+
+// CallbackJob is a leased job of a callback lane, handed to a deliverer. Ack (with the response as
+// the result) or Nack it by its Delivery number like any delivery.
+type CallbackJob struct {
+	Delivery
+	Callback Callback
+	// DueAt is when the job became due; LeasedAt is when it was leased, by Redis's clock, so
+	// LeasedAt - DueAt is how late the delivery started (never negative).
+	DueAt    time.Time
+	LeasedAt time.Time
+	// LastError is the error of the previous try ("" on the first).
+	LastError string
+}
+
+// CallbackBatch is what one ConsumeCallbacks call leased.
+type CallbackBatch struct {
+	Jobs []CallbackJob
+	// More says jobs were left on the lane: call again without waiting.
+	More bool
+	// Wake is how long until time next changes something in the queue (a delayed job comes due or
+	// a lease ends, its own included); 0 when nothing is scheduled.
+	Wake time.Duration
+}
+
+// ConsumeCallbacks leases up to count jobs (1..1000) of the callback lane of one queue, running the
+// queue's housekeeping first so that due callback jobs come in. It is the deliverer's read; ordinary
+// consumers never get callback jobs. One script call.
+func (c *Client) ConsumeCallbacks(ctx context.Context, ns, q string, count int) (CallbackBatch, error) {
+	if err := validateQueue(ns, q); err != nil {
+		return CallbackBatch{}, err
+	}
+	if count < 1 || count > MaxConsumeCount {
+		return CallbackBatch{}, invalid("count", "%d is outside 1..%d", count, MaxConsumeCount)
+	}
+	reply, err := c.run(ctx, scriptConsumeCallbacks, c.keys.get(ns, q), count).Slice()
+	if err != nil {
+		return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
+	}
+	now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
+	out := CallbackBatch{Jobs: make([]CallbackJob, 0, n), More: more == 1}
+	if next > 0 {
+		out.Wake = max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+	}
+	for i := range n {
+		j := parseJob(ns, q, reply[4+i*fieldsPerJob:4+(i+1)*fieldsPerJob])
+		d := j.delivery()
+		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
+		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(now), LastError: j.LastError}
+		if j.Callback != nil {
+			cj.Callback = *j.Callback
+		}
+		out.Jobs = append(out.Jobs, cj)
+	}
+	return out, nil
+}
+
+// CallbackQueues lists the queues that have had callback jobs: the ones a deliverer visits.
+func (c *Client) CallbackQueues(ctx context.Context) ([]QueueRef, error) {
+	members, err := c.rdb.SMembers(ctx, callbackQueuesKey(c.cfg.Prefix)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: callback queues: %w", err)
+	}
+	out := make([]QueueRef, 0, len(members))
+	for _, m := range members {
+		if ns, q, ok := strings.Cut(m, ":"); ok {
+			out = append(out, QueueRef{Namespace: ns, Queue: q})
+		}
+	}
+	return out, nil
+}
+
+// CallbackChannel is the Pub/Sub channel on which the queue announces callback work: a job put on
+// a callback lane, or a new earliest delayed callback job. ParseCallbackNotification reads its
+// messages.
+func (c *Client) CallbackChannel() string { return callbackChannel(c.cfg.Prefix) }
+
+// ParseCallbackNotification returns the queue a message of CallbackChannel names.
+func ParseCallbackNotification(msg string) (QueueRef, bool) {
+	inner, ok := strings.CutPrefix(msg, "{")
+	if !ok {
+		return QueueRef{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "}")
+	if !ok {
+		return QueueRef{}, false
+	}
+	ns, q, ok := strings.Cut(inner, ":")
+	if !ok || !validName(ns) || !validName(q) {
+		return QueueRef{}, false
+	}
+	return QueueRef{Namespace: ns, Queue: q}, true
+}

@@ -1,0 +1,153 @@
+package relay_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
+)
+
+// benchCallbacks sets up a namespace whose callbacks go to a local no-op receiver.
+func benchCallbacks(b *testing.B) (*redistest.Env, *queue.Client, *httptest.Server, *atomic.Int64) {
+	env := redistest.New(b)
+	q, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = q.Close() })
+	calls := new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	b.Cleanup(srv.Close)
+	store, err := relay.NewCallbackStore(env.Client, env.Prefix)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.RotateSecret(ctx, "bench", ""); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := store.AddDestination(ctx, "bench", srv.URL); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.SetAllowPrivate(ctx, "bench", true); err != nil {
+		b.Fatal(err)
+	}
+	return env, q, srv, calls
+}
+
+func startDeliverer(b *testing.B, cfg relay.DelivererConfig) *relay.Deliverer {
+	d, err := relay.NewDeliverer(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(d.Stop)
+	return d
+}
+
+// BenchmarkCallbackDeliveries measures signed callbacks delivered per second to a local no-op
+// receiver: b.N jobs due at once, then one deliverer with 64 workers leases, signs, calls and acks
+// them all.
+func BenchmarkCallbackDeliveries(b *testing.B) {
+	env, q, srv, calls := benchCallbacks(b)
+	ctx := context.Background()
+	cb := &queue.Callback{URL: srv.URL + "/hook", Timeout: 5 * time.Second}
+	for i := 0; i < b.N; i += 1000 {
+		ps := make([]queue.PublishParams, min(1000, b.N-i))
+		for j := range ps {
+			ps[j] = queue.PublishParams{Namespace: "bench", Queue: "q", Payload: []byte(`{"order":1}`), Callback: cb}
+		}
+		if _, err := q.PublishMany(ctx, ps); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	d := startDeliverer(b, relay.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64})
+	for d.Stats().Delivered < int64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
+	if got := calls.Load(); got != int64(b.N) {
+		b.Fatalf("receiver got %d calls for %d jobs", got, b.N)
+	}
+}
+
+// BenchmarkCallbackLateness publishes callback jobs that come due at 1,000 a second (each 200ms
+// after its publish) for 10 s and reports how late they were sent (the deliverer's lease by
+// Redis's clock after the due time, plus the time to send), b.N ignored: run with -benchtime 1x.
+// early counts calls sent before they were due; it must be 0.
+func BenchmarkCallbackLateness(b *testing.B) {
+	const perSecond, seconds = 1000, 10
+	env, q, srv, _ := benchCallbacks(b)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var lateness []time.Duration
+	startDeliverer(b, relay.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, OnDelivery: func(ev relay.CallbackEvent) {
+		mu.Lock()
+		lateness = append(lateness, ev.Lateness)
+		mu.Unlock()
+	}})
+	cb := &queue.Callback{URL: srv.URL + "/hook", Timeout: 5 * time.Second}
+	b.ResetTimer()
+	// 10 jobs every 10ms, each due 200ms later.
+	tick := time.NewTicker(10 * time.Millisecond)
+	total := 0
+	for range seconds * 100 {
+		<-tick.C
+		ps := make([]queue.PublishParams, perSecond/100)
+		for j := range ps {
+			ps[j] = queue.PublishParams{Namespace: "bench", Queue: "q", Callback: cb, Delay: 200 * time.Millisecond}
+		}
+		if _, err := q.PublishMany(ctx, ps); err != nil {
+			b.Fatal(err)
+		}
+		total += len(ps)
+	}
+	tick.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(lateness)
+		mu.Unlock()
+		if n >= total {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d callbacks delivered", n, total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(lateness)
+	early := 0
+	for _, l := range lateness {
+		if l < 0 {
+			early++
+		}
+	}
+	pct := func(p float64) float64 {
+		return float64(lateness[int(p*float64(len(lateness)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.5), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(1), "max-ms")
+	b.ReportMetric(float64(early), "early")
+}

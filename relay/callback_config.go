@@ -1,0 +1,113 @@
+package relay
+
+import (
+	"cmp"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/queue"
+)
+
+// DelivererConfig configures a Deliverer. Queue and Redis are required; every other field's
+// comment states its default.
+type DelivererConfig struct {
+	// Queue is the job queue whose callback jobs are delivered. Required.
+	Queue *queue.Client
+	// Redis is the Redis of Queue: the deliverer subscribes to callback notifications on it and
+	// reads namespaces' callback settings from it (under Queue's prefix). Required.
+	Redis redis.UniversalClient
+
+	// Workers is the number of calls in flight at once, and of callback jobs leased at once (a
+	// job is leased only when a worker is free for it, so deliverers sharing a Redis share the
+	// work instead of hoarding leases). Default 32.
+	Workers int
+
+	// AllowPrivate lets every namespace's callbacks reach loopback, private and other
+	// special-purpose addresses. Default false: only namespaces whose settings allow it may, and
+	// the check is made on the address dialled (a name resolving to 127.0.0.1 is refused too).
+	AllowPrivate bool
+
+	// MaxResultBytes bounds how much of a response is read and kept as the job's result. Default
+	// 64 KiB.
+	MaxResultBytes int64
+
+	// DestinationConcurrency caps the calls in flight to one destination (scheme, host and port)
+	// across every deliverer on the Redis. Default 0: no cap beyond Workers. A job waits for the
+	// destination's limits at most as long as its lease leaves beyond the call (TTR - timeout, 5s by
+	// default); then it is given back, without using a try, and leased again.
+	DestinationConcurrency int
+	// DestinationRate caps the calls started per second to one destination across every
+	// deliverer. Default 0: no cap.
+	DestinationRate int
+
+	// SettingsTTL is how long a namespace's callback settings are cached; a change made with
+	// CallbackStore applies within about this long. Default 1s.
+	SettingsTTL time.Duration
+
+	// SweepInterval is how often every queue with callback jobs is visited even without a
+	// notification (a notification lost while the subscription reconnected). Default 1s.
+	SweepInterval time.Duration
+
+	// ShutdownTimeout is how long Stop lets calls in flight finish before it cancels them (a
+	// cancelled call is retried later, with the same webhook-id). Default 10s.
+	ShutdownTimeout time.Duration
+
+	// TLSConfig is used for https destinations. Default nil: system roots.
+	TLSConfig *tls.Config
+
+	// UserAgent is sent unless the callback sets one. Default "sluice-callbacks".
+	UserAgent string
+
+	// OnDelivery, when set, is called after every try with its outcome (for metrics). It runs on
+	// the worker: keep it fast. Default nil.
+	OnDelivery func(CallbackEvent)
+
+	// Logger receives the deliverer's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c DelivererConfig) withDefaults() DelivererConfig {
+	c.Workers = cmp.Or(c.Workers, 32)
+	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, 64<<10)
+	c.SettingsTTL = cmp.Or(c.SettingsTTL, time.Second)
+	c.SweepInterval = cmp.Or(c.SweepInterval, time.Second)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
+	c.UserAgent = cmp.Or(c.UserAgent, "sluice-callbacks")
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c DelivererConfig) validate() error {
+	var errs []error
+	if c.Queue == nil {
+		errs = append(errs, errors.New("relay: DelivererConfig.Queue is required"))
+	}
+	if c.Redis == nil {
+		errs = append(errs, errors.New("relay: DelivererConfig.Redis is required"))
+	}
+	checks := []struct {
+		name string
+		bad  bool
+	}{
+		{"Workers", c.Workers < 1 || c.Workers > queue.MaxConsumeCount},
+		{"MaxResultBytes", c.MaxResultBytes < 1},
+		{"DestinationConcurrency", c.DestinationConcurrency < 0},
+		{"DestinationRate", c.DestinationRate < 0},
+		{"SettingsTTL", c.SettingsTTL < time.Millisecond},
+		{"SweepInterval", c.SweepInterval < time.Millisecond},
+		{"ShutdownTimeout", c.ShutdownTimeout < time.Millisecond},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			errs = append(errs, fmt.Errorf("relay: DelivererConfig.%s is out of range", ch.name))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,564 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/ratelimit"
+)
+
+// CallbackOutcome is what one try of a callback came to.
+type CallbackOutcome string
+
+// The outcomes of a try.
+const (
+	// CallbackDelivered: a 2xx; the job is done with the response body as its result.
+	CallbackDelivered CallbackOutcome = "delivered"
+	// CallbackRetried: a failed try (connection error, timeout, 5xx, 429) with tries left.
+	CallbackRetried CallbackOutcome = "retried"
+	// CallbackDead: out of tries, or a final answer (4xx other than 429, a refused destination):
+	// the job is in the dead letter with the last status and error.
+	CallbackDead CallbackOutcome = "dead"
+	// CallbackExpired: the job's ttl ended before its next try.
+	CallbackExpired CallbackOutcome = "expired"
+	// CallbackReleased: the try was not made (shutdown, destination limits); the job was given
+	// back without using a try.
+	CallbackReleased CallbackOutcome = "released"
+	// CallbackLost: the outcome could not be recorded (the lease had run out, or Redis failed); the
+	// job is delivered again after its lease, with the same webhook-id.
+	CallbackLost CallbackOutcome = "lost"
+)
+
+// CallbackEvent describes one try, for metrics (DelivererConfig.OnDelivery).
+type CallbackEvent struct {
+	Namespace string
+	Queue     string
+	JobID     string
+	Delivery  int
+	Outcome   CallbackOutcome
+	// Status is the HTTP status (0 when no response arrived).
+	Status int
+	// Error is what went wrong ("" on success).
+	Error string
+	// Duration is the HTTP call, from sending to the end of the response body.
+	Duration time.Duration
+	// Lateness is how long after the job was due the call was sent: the lease's lag behind the
+	// due time by Redis's clock, plus the time the deliverer took to send it.
+	Lateness time.Duration
+}
+
+// DelivererStats counts tries by outcome since Start.
+type DelivererStats struct {
+	Delivered, Retried, Dead, Expired, Released, Lost int64
+	// InFlight is the number of callback jobs leased and not yet finished.
+	InFlight int
+}
+
+// Deliverer sends due callback jobs (queue.Callback) to their URLs: signed with the Standard
+// Webhooks headers, checked against the namespace's allowed destinations, through the outbound
+// engine (private addresses refused at dial time unless allowed, bounded reads), within the
+// per-destination limits; then it acks the job with the response or nacks it for a retry or the
+// dead letter. Any number of Deliverers, in any number of processes, share one Redis: each job
+// is leased by one of them, and a deliverer that dies mid-call loses nothing, since the lease runs
+// out and the job is delivered again with the same webhook-id.
+//
+// It finds work without scanning every queue: scripts announce callback work on one Pub/Sub
+// channel naming the queue, each visit learns when the queue next has something due, and a sweep
+// of the queues that have had callback jobs covers lost notifications.
+type Deliverer struct {
+	cfg    DelivererConfig
+	store  *CallbackStore
+	strict *outbound.Sender // refuses private addresses
+	open   *outbound.Sender // allows them (DelivererConfig.AllowPrivate or the namespace's setting)
+	rate   *ratelimit.Limiter
+	conc   *ratelimit.Concurrency
+
+	settingsMu sync.Mutex
+	settings   map[string]cachedSettings
+
+	notes chan queue.QueueRef // queues named by notifications
+	freed chan struct{}       // a leased job finished: there may be room to lease more
+	slots chan struct{}       // one token per leased, unfinished job (capacity Workers)
+
+	delivered, retried, dead, expired, released, lost atomic.Int64
+	stopping                                          atomic.Bool
+
+	mu         sync.Mutex
+	running    bool
+	stopFetch  context.CancelFunc
+	stopCalls  context.CancelFunc
+	fetchDone  chan struct{}
+	listenDone chan struct{}
+	workerDone sync.WaitGroup
+}
+
+type cachedSettings struct {
+	s  CallbackSettings
+	at time.Time
+}
+
+// callbackWork is one leased job on its way to a worker.
+type callbackWork struct {
+	job      queue.CallbackJob
+	received time.Time
+}
+
+// NewDeliverer returns a stopped Deliverer.
+func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	prefix := cfg.Queue.Config().Prefix
+	store, err := NewCallbackStore(cfg.Redis, prefix)
+	if err != nil {
+		return nil, err
+	}
+	ocfg := outbound.Config{
+		MaxResponseBytes:    cfg.MaxResultBytes,
+		Timeout:             queue.MaxCallbackTimeout,
+		UserAgent:           cfg.UserAgent,
+		TLSConfig:           cfg.TLSConfig,
+		Logger:              cfg.Logger,
+		MaxIdleConnsPerHost: max(cfg.Workers, 2),
+	}
+	strict, err := outbound.New(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	ocfg.AllowPrivate = true
+	open, err := outbound.New(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Deliverer{
+		cfg:      cfg,
+		store:    store,
+		strict:   strict,
+		open:     open,
+		settings: make(map[string]cachedSettings),
+		notes:    make(chan queue.QueueRef, 1024),
+		freed:    make(chan struct{}, 1),
+		slots:    make(chan struct{}, cfg.Workers),
+	}
+	if cfg.DestinationRate > 0 {
+		d.rate, err = ratelimit.New(cfg.Redis, ratelimit.Config{
+			Prefix: prefix, Name: "callback-destination", Limit: ratelimit.PerSecond(cfg.DestinationRate),
+			Logger: cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.DestinationConcurrency > 0 {
+		if d.conc, err = ratelimit.NewConcurrency(cfg.Redis, ratelimit.ConcurrencyConfig{Prefix: prefix}); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Store returns the callback settings store the deliverer reads (under the queue's prefix).
+func (d *Deliverer) Store() *CallbackStore { return d.store }
+
+// Start subscribes to callback notifications and starts the workers. They run until ctx ends or
+// Stop is called.
+func (d *Deliverer) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.running {
+		return errors.New("relay: deliverer already started")
+	}
+	ps := d.cfg.Redis.Subscribe(ctx, d.cfg.Queue.CallbackChannel())
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("relay: deliverer: subscribe: %w", err)
+	}
+	fetchCtx, stopFetch := context.WithCancel(ctx)
+	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
+	d.stopFetch, d.stopCalls = stopFetch, stopCalls
+	d.fetchDone, d.listenDone = make(chan struct{}), make(chan struct{})
+	d.stopping.Store(false)
+	d.running = true
+
+	jobs := make(chan callbackWork, d.cfg.Workers)
+	go func() {
+		defer close(d.listenDone)
+		d.listen(fetchCtx, ps)
+	}()
+	go func() {
+		defer close(d.fetchDone)
+		defer close(jobs)
+		d.fetchLoop(fetchCtx, jobs)
+		// Stop, or the caller's ctx ended: jobs leased and not yet sent are given back.
+		d.stopping.Store(true)
+	}()
+	d.workerDone.Add(d.cfg.Workers)
+	for range d.cfg.Workers {
+		go func() {
+			defer d.workerDone.Done()
+			for w := range jobs {
+				d.deliver(callCtx, w)
+			}
+		}()
+	}
+	return nil
+}
+
+// Stop stops leasing, gives back leased jobs not yet sent, lets calls in flight finish for up to
+// ShutdownTimeout (then cancels them: they are retried later), and waits for the workers.
+func (d *Deliverer) Stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.running {
+		return
+	}
+	d.stopping.Store(true)
+	d.stopFetch()
+	<-d.fetchDone
+	<-d.listenDone
+	done := make(chan struct{})
+	go func() {
+		d.workerDone.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(d.cfg.ShutdownTimeout)
+	select {
+	case <-done:
+	case <-timer.C:
+		d.stopCalls()
+		<-done
+	}
+	timer.Stop()
+	d.stopCalls()
+	d.strict.Close()
+	d.open.Close()
+	d.running = false
+}
+
+// Stats returns the deliverer's counters.
+func (d *Deliverer) Stats() DelivererStats {
+	return DelivererStats{
+		Delivered: d.delivered.Load(), Retried: d.retried.Load(), Dead: d.dead.Load(),
+		Expired: d.expired.Load(), Released: d.released.Load(), Lost: d.lost.Load(),
+		InFlight: len(d.slots),
+	}
+}
+
+// listen turns callback notifications into queue visits until ctx ends.
+func (d *Deliverer) listen(ctx context.Context, ps *redis.PubSub) {
+	ch := ps.Channel()
+	defer func() { _ = ps.Close() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			if ref, ok := queue.ParseCallbackNotification(m.Payload); ok {
+				select {
+				case d.notes <- ref:
+				default: // full: the sweep finds the work
+				}
+			}
+		}
+	}
+}
+
+// fetchLoop leases callback jobs while workers are free: from queues named by notifications, from
+// queues whose next due time has come, and from every callback queue once per SweepInterval.
+func (d *Deliverer) fetchLoop(ctx context.Context, jobs chan<- callbackWork) {
+	hot := map[queue.QueueRef]bool{}
+	wakes := map[queue.QueueRef]time.Time{}
+	var nextSweep time.Time
+	for ctx.Err() == nil {
+		now := time.Now()
+		if !now.Before(nextSweep) {
+			refs, err := d.cfg.Queue.CallbackQueues(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.cfg.Logger.Warn("callback deliverer: list callback queues", "error", err)
+			}
+			for _, r := range refs {
+				hot[r] = true
+			}
+			nextSweep = now.Add(d.cfg.SweepInterval)
+		}
+		d.drainNotes(hot)
+		for r, at := range wakes {
+			if !now.Before(at) {
+				hot[r] = true
+				delete(wakes, r)
+			}
+		}
+		// With most workers busy, lease again only once a quarter of them are free: leasing for
+		// every call that ends would cost a script call per job when a backlog drains.
+		minLease := max(1, cap(d.slots)/4)
+		full := false
+		for r := range hot {
+			free := cap(d.slots) - len(d.slots)
+			if free < minLease {
+				full = true
+				break
+			}
+			b, err := d.cfg.Queue.ConsumeCallbacks(ctx, r.Namespace, r.Queue, free)
+			if err != nil {
+				if ctx.Err() == nil {
+					d.cfg.Logger.Warn("callback deliverer: lease callback jobs", "namespace", r.Namespace, "queue", r.Queue, "error", err)
+					wakes[r] = now.Add(d.cfg.SweepInterval)
+				}
+				delete(hot, r)
+				continue
+			}
+			received := time.Now()
+			for _, j := range b.Jobs {
+				d.slots <- struct{}{}
+				jobs <- callbackWork{job: j, received: received}
+			}
+			if !b.More {
+				delete(hot, r)
+			}
+			if b.Wake > 0 {
+				at := received.Add(b.Wake)
+				if old, ok := wakes[r]; !ok || at.Before(old) {
+					wakes[r] = at
+				}
+			}
+		}
+		if len(hot) > 0 && !full {
+			continue // queues with more work and room to take it
+		}
+		next := nextSweep
+		for _, at := range wakes {
+			if at.Before(next) {
+				next = at
+			}
+		}
+		timer := time.NewTimer(max(time.Until(next), 0))
+		var freed <-chan struct{}
+		if full {
+			freed = d.freed
+		}
+		select {
+		case <-ctx.Done():
+		case r := <-d.notes:
+			hot[r] = true
+		case <-freed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+func (d *Deliverer) drainNotes(hot map[queue.QueueRef]bool) {
+	for {
+		select {
+		case r := <-d.notes:
+			hot[r] = true
+		default:
+			return
+		}
+	}
+}
+
+// finish frees the job's slot and tells the fetch loop.
+func (d *Deliverer) finish() {
+	<-d.slots
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+// deliver makes one try of a leased callback job and records its outcome.
+func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
+	defer d.finish()
+	job := w.job
+	ev := CallbackEvent{Namespace: job.Namespace, Queue: job.Queue, JobID: job.ID, Delivery: job.Delivery.Delivery}
+	// Reports go through even while calls are being cancelled at shutdown.
+	report := context.WithoutCancel(ctx)
+	if d.stopping.Load() {
+		d.release(report, job, &ev)
+		return
+	}
+	set, err := d.settingsFor(ctx, job.Namespace)
+	if err != nil {
+		d.nack(report, job, &ev, "callback: read namespace settings: "+err.Error(), nil, false)
+		return
+	}
+	cb := job.Callback
+	if !outbound.UnderPrefix(cb.URL, set.Destinations...) {
+		d.nack(report, job, &ev, "callback: destination not allowed: the url is not under any of the namespace's allowed destinations", nil, true)
+		return
+	}
+	// The wait for destination limits must end while the lease still covers the call.
+	limitCtx, cancelLimit := context.WithDeadline(ctx, job.LeaseUntil.Add(-cb.Timeout))
+	defer cancelLimit()
+	dest := destination(cb.URL)
+	if d.rate != nil {
+		if _, err := d.rate.Wait(limitCtx, dest); err != nil {
+			d.release(report, job, &ev)
+			return
+		}
+	}
+	if d.conc != nil {
+		lease, err := d.conc.AcquireWait(limitCtx, dest, d.cfg.DestinationConcurrency, cb.Timeout+time.Second)
+		if err != nil || !lease.Acquired {
+			d.release(report, job, &ev)
+			return
+		}
+		defer func() { _ = d.conc.Release(report, dest, lease.LeaseID) }()
+	}
+
+	header := make(http.Header, len(cb.Header)+4)
+	for k, v := range cb.Header {
+		header.Set(k, v)
+	}
+	if header.Get("Content-Type") == "" {
+		if json.Valid(job.Payload) {
+			header.Set("Content-Type", "application/json")
+		} else {
+			header.Set("Content-Type", "application/octet-stream")
+		}
+	}
+	sent := time.Now()
+	SignWebhook(header, set.Secrets, job.ID, sent, job.Payload)
+	ev.Lateness = job.LeasedAt.Sub(job.DueAt) + sent.Sub(w.received)
+	sender := d.strict
+	if d.cfg.AllowPrivate || set.AllowPrivate {
+		sender = d.open
+	}
+	resp, callErr := sender.Do(ctx, outbound.Request{
+		Method: cb.Method, URL: cb.URL, Header: header, Body: job.Payload, Timeout: cb.Timeout,
+	})
+	ev.Duration, ev.Status = resp.Duration, resp.Status
+	outcome, retryAfter := outbound.Classify(resp, callErr)
+	switch outcome {
+	case outbound.Success:
+		result := resp.Body
+		if result == nil {
+			result = []byte{}
+		}
+		err := d.cfg.Queue.Ack(report, queue.AckParams{Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery, Result: result})
+		if err != nil {
+			d.lostReport(job, &ev, err)
+			return
+		}
+		ev.Outcome = CallbackDelivered
+		d.delivered.Add(1)
+		d.emit(ev)
+	default:
+		var after *time.Duration
+		if retryAfter > 0 {
+			after = &retryAfter
+		}
+		d.nack(report, job, &ev, describeFailure(resp, callErr), after, outcome == outbound.Final)
+	}
+}
+
+// describeFailure is the error kept with the job: the status and the start of the body, or the
+// error of a call that got no response.
+func describeFailure(resp outbound.Response, err error) string {
+	if resp.Status != 0 {
+		body := resp.Body
+		if len(body) > 200 {
+			body = body[:200]
+		}
+		return fmt.Sprintf("callback: HTTP %d: %s", resp.Status, body)
+	}
+	return "callback: " + err.Error()
+}
+
+func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *CallbackEvent, reason string, after *time.Duration, final bool) {
+	ev.Error = reason
+	out, err := d.cfg.Queue.Nack(ctx, queue.NackParams{
+		Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery,
+		Error: reason, RetryAfter: after, NoRetry: final,
+	})
+	if err != nil {
+		d.lostReport(job, ev, err)
+		return
+	}
+	switch out {
+	case queue.NackRetried:
+		ev.Outcome = CallbackRetried
+		d.retried.Add(1)
+	case queue.NackExpired:
+		ev.Outcome = CallbackExpired
+		d.expired.Add(1)
+	default:
+		ev.Outcome = CallbackDead
+		d.dead.Add(1)
+	}
+	d.emit(*ev)
+}
+
+func (d *Deliverer) release(ctx context.Context, job queue.CallbackJob, ev *CallbackEvent) {
+	err := d.cfg.Queue.Release(ctx, queue.ReleaseParams{Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery})
+	if err != nil {
+		d.lostReport(job, ev, err)
+		return
+	}
+	ev.Outcome = CallbackReleased
+	d.released.Add(1)
+	d.emit(*ev)
+}
+
+func (d *Deliverer) lostReport(job queue.CallbackJob, ev *CallbackEvent, err error) {
+	ev.Outcome = CallbackLost
+	if ev.Error == "" {
+		ev.Error = err.Error()
+	}
+	d.lost.Add(1)
+	d.cfg.Logger.Warn("callback deliverer: could not record a try; the job is delivered again after its lease",
+		"namespace", job.Namespace, "queue", job.Queue, "job_id", job.ID, "error", err)
+	d.emit(*ev)
+}
+
+func (d *Deliverer) emit(ev CallbackEvent) {
+	if d.cfg.OnDelivery != nil {
+		d.cfg.OnDelivery(ev)
+	}
+}
+
+// settingsFor returns a namespace's callback settings, cached for SettingsTTL.
+func (d *Deliverer) settingsFor(ctx context.Context, ns string) (CallbackSettings, error) {
+	d.settingsMu.Lock()
+	c, ok := d.settings[ns]
+	d.settingsMu.Unlock()
+	if ok && time.Since(c.at) < d.cfg.SettingsTTL {
+		return c.s, nil
+	}
+	s, err := d.store.Settings(ctx, ns)
+	if err != nil {
+		return CallbackSettings{}, err
+	}
+	d.settingsMu.Lock()
+	if len(d.settings) >= maxCachedKeys {
+		clear(d.settings)
+	}
+	d.settings[ns] = cachedSettings{s: s, at: time.Now()}
+	d.settingsMu.Unlock()
+	return s, nil
+}
+
+// destination is the key of per-destination limits: scheme, host and port.
+func destination(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	return u.Scheme + "://" + u.Host
+}

@@ -1,0 +1,31 @@
+package callbacks
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/relay"
+)
+
+func TestAPIErrorMapsTheStoresErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err   error
+		code  httpapi.Code
+		field string
+	}{
+		{&relay.FieldError{Field: "prefix", Reason: "no"}, httpapi.CodeInvalidArgument, "prefix"},
+		{fmt.Errorf("%w: shop has 100", relay.ErrTooManyDestinations), httpapi.CodeConflict, ""},
+	} {
+		var e *httpapi.Error
+		if !errors.As(apiError(tc.err), &e) || e.Code != tc.code || e.Field != tc.field {
+			t.Errorf("apiError(%v) = %v, want %s %q", tc.err, apiError(tc.err), tc.code, tc.field)
+		}
+	}
+	other := errors.New("redis down")
+	if got := apiError(other); got != other { //nolint:errorlint // the very same error value, not one wrapping it
+		t.Error("other errors must reach the server's mapping unchanged")
+	}
+}
