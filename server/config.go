@@ -66,6 +66,14 @@ type Config struct {
 	// leases of queues no consumer is reading. Default 500ms.
 	MaintainInterval time.Duration
 
+	// ReplicaAcks is how many replicas must acknowledge a published job before the publish
+	// answers (queue.Config.ReplicaAcks): with Sentinel and 1, an acknowledged job survives the
+	// primary's death. Default 0.
+	ReplicaAcks int
+
+	// ReplicaAckTimeout bounds the wait for ReplicaAcks. Default 1s.
+	ReplicaAckTimeout time.Duration
+
 	// Logger receives the server's logs. Default: a text logger on stderr at level info.
 	Logger *slog.Logger
 
@@ -87,6 +95,7 @@ func (c Config) withDefaults() Config {
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
 	c.MetricsMaxQueues = cmp.Or(c.MetricsMaxQueues, 1000)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, 500*time.Millisecond)
+	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -118,6 +127,12 @@ func (c Config) validate() error {
 	}
 	if c.MaintainInterval < time.Millisecond {
 		errs = append(errs, errors.New("config: maintain_interval must be at least 1ms"))
+	}
+	if c.ReplicaAcks < 0 {
+		errs = append(errs, errors.New("config: replica_acks must not be negative"))
+	}
+	if c.ReplicaAckTimeout < time.Millisecond {
+		errs = append(errs, errors.New("config: replica_ack_timeout must be at least 1ms"))
 	}
 	if _, _, err := net.SplitHostPort(c.PublicAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: public_addr %q: %w", c.PublicAddr, err))

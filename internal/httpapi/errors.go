@@ -34,6 +34,7 @@ const (
 	CodeRateLimited      Code = "rate_limited"
 	CodeInternal         Code = "internal"
 	CodeUnavailable      Code = "unavailable"
+	CodeNotReplicated    Code = "not_replicated"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -49,6 +50,7 @@ var statusOf = map[Code]int{
 	CodeRateLimited:      http.StatusTooManyRequests,
 	CodeInternal:         http.StatusInternalServerError,
 	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeNotReplicated:    http.StatusServiceUnavailable,
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -134,6 +136,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeNotFound, Message: "not found", Cause: err}
 	case errors.Is(err, queue.ErrLeaseLost):
 		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
+	case errors.Is(err, queue.ErrNotReplicated):
+		return &Error{Code: CodeNotReplicated, Message: "the job is on the Redis primary but fewer replicas than replica_acks acknowledged it in time; publishing again adds a second job unless it has a unique_key", RetryAfter: time.Second, Cause: err}
 	case errors.As(err, &tooBig):
 		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), Cause: err}
 	case IsUnavailable(err):
