@@ -208,7 +208,7 @@ func buildSluice(t *testing.T) string {
 // instance is one `sluice server` process on fixed loopback ports, so a restart comes back where
 // clients expect it.
 type instance struct {
-	bin, redisURL        string
+	bin, redisURL         string
 	publicPort, adminPort int
 	cmd                   *exec.Cmd
 }

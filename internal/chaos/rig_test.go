@@ -119,7 +119,7 @@ type rig struct {
 	mu        sync.Mutex
 	kills     []time.Time
 	killedPID map[string]time.Time // worker pid → when it was killed
-	published map[string]bool // ids whose publish was acknowledged
+	published map[string]bool      // ids whose publish was acknowledged
 }
 
 func newRig(t *testing.T, name, url string) *rig {
