@@ -70,3 +70,19 @@ func TestSentinelFailsOver(t *testing.T) {
 		t.Fatalf("primary still %s", old)
 	}
 }
+
+func TestSlotRangesCoverEverySlot(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 5; n++ {
+		next := 0
+		for _, r := range slotRanges(n) {
+			if r[0] != next || r[1] < r[0] {
+				t.Fatalf("%d masters: range %v after slot %d", n, r, next-1)
+			}
+			next = r[1] + 1
+		}
+		if next != 16384 {
+			t.Fatalf("%d masters: ranges end at %d, want 16383", n, next-1)
+		}
+	}
+}
