@@ -30,7 +30,7 @@ import (
 func TestWorkersKilled(t *testing.T) {
 	srv := redistest.StartServer(t, "appendfsync everysec")
 	r := newRig(t, "workers", srv.URL())
-	n := envInt("SLUICE_CHAOS_JOBS", 20000)
+	n := envInt("SLUICE_CHAOS_JOBS", 50000)
 	ctx := context.Background()
 	q, err := queue.NewQueue[job](r.client, r.spec.NS, r.spec.Queue, queue.QueueConfig{})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestServersKilled(t *testing.T) {
 	r.startWorker()
 	r.startWorker()
 
-	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 60)) * time.Second
+	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
 	stop := make(chan struct{})
 	var (
 		wg             sync.WaitGroup
@@ -141,7 +141,7 @@ func TestRedisKilled(t *testing.T) {
 	ctx := context.Background()
 	r.startWorker()
 	r.startWorker()
-	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 60)) * time.Second
+	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
 	stop := make(chan struct{})
 	var (
 		wg             sync.WaitGroup

@@ -6,6 +6,6 @@
 //	make chaos                                  # all three scenarios
 //	go test -tags chaos -v -run Workers ./internal/chaos/   # one of them
 //
-// Knobs (environment): SLUICE_CHAOS_JOBS (jobs of the worker scenario, default 20000) and
-// SLUICE_CHAOS_SECONDS (load time of the server and Redis scenarios, default 60).
+// Knobs (environment): SLUICE_CHAOS_JOBS (jobs of the worker scenario, default 50000) and
+// SLUICE_CHAOS_SECONDS (load time of the server and Redis scenarios, default 75).
 package chaos
