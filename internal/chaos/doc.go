@@ -1,7 +1,7 @@
 // Package chaos holds the chaos suite that `make chaos` runs: real processes (SDK workers,
 // `sluice server` instances, redis-server) killed with real signals under load, counting jobs,
 // kills, lost and duplicated jobs and redelivery time, and failing on any lost job. The suite
-// builds with the "chaos" tag only, so `make test` does not run it; it takes about five minutes.
+// builds with the "chaos" tag only, so `make test` does not run it; it takes about three minutes.
 //
 //	make chaos                                  # all three scenarios
 //	go test -tags chaos -v -run Workers ./internal/chaos/   # one of them

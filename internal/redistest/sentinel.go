@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,9 +98,9 @@ func (s *Sentinel) Primary(ctx context.Context) (string, error) {
 		if err == nil && len(addr) == 2 {
 			return net.JoinHostPort(addr[0], addr[1]), nil
 		}
-		lastErr = err
+		lastErr = cmp.Or(err, fmt.Errorf("sentinel %s: unexpected reply %q", p.Addr(), addr))
 	}
-	return "", fmt.Errorf("no sentinel named the primary: %v", lastErr)
+	return "", fmt.Errorf("no sentinel named the primary: %w", lastErr)
 }
 
 // KillPrimary SIGKILLs the current primary (no shutdown, no last write to disk) and returns its
@@ -129,7 +130,7 @@ func (s *Sentinel) WaitFailover(ctx context.Context, old string) (string, error)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("no failover away from %s: %w (last: %q, %v)", old, ctx.Err(), now, err)
+			return "", fmt.Errorf("no failover away from %s: %w (last: %q, %w)", old, ctx.Err(), now, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -142,8 +143,11 @@ func (s *Sentinel) agreedPrimary(ctx context.Context) (string, error) {
 		c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr()})
 		addr, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
 		_ = c.Close()
-		if err != nil || len(addr) != 2 {
-			return "", fmt.Errorf("sentinel %s: %v", p.Addr(), err)
+		if err == nil && len(addr) != 2 {
+			err = fmt.Errorf("unexpected reply %q", addr)
+		}
+		if err != nil {
+			return "", fmt.Errorf("sentinel %s: %w", p.Addr(), err)
 		}
 		a := net.JoinHostPort(addr[0], addr[1])
 		if seen != "" && a != seen {
