@@ -6,6 +6,10 @@
 // installs it; it never skips. Set SLUICE_TEST_REDIS_URL to use a server you run yourself
 // (and SLUICE_TEST_REDIS_CLUSTER_URL for a cluster, in the redisx URL form).
 //
+// Tests that kill Redis under the code they test get processes of their own: StartServer (one
+// server with append-only persistence, to kill and restart), StartSentinel (a primary, a replica
+// and three sentinels, to fail over) and StartCluster (a cluster of n masters).
+//
 // Use Main from TestMain so the servers stop when the tests end:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
