@@ -23,6 +23,10 @@ test: ## Run every test with the race detector against a real redis-server
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
+.PHONY: chaos
+chaos: ## Kill workers, servers and Redis under load (about 3 minutes); fails on any lost job
+	$(GO) test -tags chaos -count=1 -timeout 15m -v ./internal/chaos/
+
 .PHONY: bench
 bench: ## Run the Go benchmarks (BENCH=regexp BENCHTIME=1s); side-by-side ones: make bench-peers
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) ./...

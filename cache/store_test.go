@@ -103,65 +103,68 @@ func TestGetLoadsOnceThenHits(t *testing.T) {
 
 func TestNotFoundIsCached(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{EmptyTTL: 30 * time.Second})
-	var calls atomic.Int64
-	load := func(context.Context, string) (string, error) {
-		calls.Add(1)
-		return "", fmt.Errorf("row 7: %w", ErrNotFound)
-	}
-	for range 3 {
-		if _, err := s.Get(ctx, "missing", load); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Get error = %v, want ErrNotFound", err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{EmptyTTL: 30 * time.Second})
+		var calls atomic.Int64
+		load := func(context.Context, string) (string, error) {
+			calls.Add(1)
+			return "", fmt.Errorf("row 7: %w", ErrNotFound)
 		}
-	}
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("loader called %d times, want 1", n)
-	}
-	rec, ok := rawRecord(t, env, s, "missing")
-	if !ok || rec.state != stateNotFound {
-		t.Fatalf("record = %+v, %v", rec, ok)
-	}
-	if pttl := env.Client.PTTL(ctx, s.keys.record("missing")).Val(); pttl > 33*time.Second {
-		t.Fatalf("not-found marker pttl = %v, want about EmptyTTL", pttl)
-	}
+		for range 3 {
+			if _, err := s.Get(ctx, "missing", load); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get error = %v, want ErrNotFound", err)
+			}
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("loader called %d times, want 1", n)
+		}
+		rec, ok := rawRecord(t, env, s, "missing")
+		if !ok || rec.state != stateNotFound {
+			t.Fatalf("record = %+v, %v", rec, ok)
+		}
+		if pttl := env.Client.PTTL(ctx, s.keys.record("missing")).Val(); pttl > 33*time.Second {
+			t.Fatalf("not-found marker pttl = %v, want about EmptyTTL", pttl)
+		}
+	})
 }
 
 func TestLoaderErrorIsNotCached(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{})
-	boom := errors.New("db down")
-	if _, err := s.Get(ctx, "k", func(context.Context, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
-		t.Fatalf("Get error = %v, want %v", err, boom)
-	}
-	if _, ok := rawRecord(t, env, s, "k"); ok {
-		t.Fatalf("a failed load left a record")
-	}
-	var calls atomic.Int64
-	if v, err := s.Get(ctx, "k", constLoader("ok", &calls)); err != nil || v != "ok" {
-		t.Fatalf("Get after failure = %q, %v", v, err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{})
+		boom := errors.New("db down")
+		if _, err := s.Get(ctx, "k", func(context.Context, string) (string, error) { return "", boom }); !errors.Is(err, boom) {
+			t.Fatalf("Get error = %v, want %v", err, boom)
+		}
+		if _, ok := rawRecord(t, env, s, "k"); ok {
+			t.Fatalf("a failed load left a record")
+		}
+		var calls atomic.Int64
+		if v, err := s.Get(ctx, "k", constLoader("ok", &calls)); err != nil || v != "ok" {
+			t.Fatalf("Get after failure = %q, %v", v, err)
+		}
+	})
 }
 
 func TestLoaderPanicReleasesLock(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{LockTTL: time.Minute})
-	_, err := s.Get(ctx, "k", func(context.Context, string) (string, error) { panic("bad row") })
-	if !errors.Is(err, ErrLoaderPanic) {
-		t.Fatalf("Get error = %v, want ErrLoaderPanic", err)
-	}
-	if _, ok := rawRecord(t, env, s, "k"); ok {
-		t.Fatalf("the lock survived the panic")
-	}
-	var calls atomic.Int64
-	if v, err := s.Get(ctx, "k", constLoader("ok", &calls)); err != nil || v != "ok" {
-		t.Fatalf("Get after panic = %q, %v", v, err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{LockTTL: time.Minute})
+		_, err := s.Get(ctx, "k", func(context.Context, string) (string, error) { panic("bad row") })
+		if !errors.Is(err, ErrLoaderPanic) {
+			t.Fatalf("Get error = %v, want ErrLoaderPanic", err)
+		}
+		if _, ok := rawRecord(t, env, s, "k"); ok {
+			t.Fatalf("the lock survived the panic")
+		}
+		var calls atomic.Int64
+		if v, err := s.Get(ctx, "k", constLoader("ok", &calls)); err != nil || v != "ok" {
+			t.Fatalf("Get after panic = %q, %v", v, err)
+		}
+	})
 }
 
 // blockingLoader returns a loader whose first call signals started and then waits for release;
@@ -236,49 +239,51 @@ func TestDeleteFencesLoadInFlight(t *testing.T) {
 
 func TestStrongDeleteMakesReadersReload(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[int](t, env, Config{Mode: Strong})
-	var db atomic.Int64
-	db.Store(1)
-	load := func(context.Context, string) (int, error) { return int(db.Load()), nil }
-	if v, _ := s.Get(ctx, "k", load); v != 1 {
-		t.Fatalf("Get = %d", v)
-	}
-	db.Store(2)
-	if err := s.Delete(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := s.Get(ctx, "k", load); v != 2 {
-		t.Fatalf("Get after strong delete = %d, want 2", v)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[int](t, env, Config{Mode: Strong})
+		var db atomic.Int64
+		db.Store(1)
+		load := func(context.Context, string) (int, error) { return int(db.Load()), nil }
+		if v, _ := s.Get(ctx, "k", load); v != 1 {
+			t.Fatalf("Get = %d", v)
+		}
+		db.Store(2)
+		if err := s.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Get(ctx, "k", load); v != 2 {
+			t.Fatalf("Get after strong delete = %d, want 2", v)
+		}
+	})
 }
 
 func TestEventualDeleteServesOldWhileReloading(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[int](t, env, Config{})
-	var db atomic.Int64
-	db.Store(1)
-	load := func(context.Context, string) (int, error) { return int(db.Load()), nil }
-	if v, _ := s.Get(ctx, "k", load); v != 1 {
-		t.Fatalf("Get = %d", v)
-	}
-	db.Store(2)
-	if err := s.Delete(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	rec, ok := rawRecord(t, env, &Store[string, string]{keys: s.keys}, "k")
-	if !ok || !rec.stale() || rec.payload != "1" {
-		t.Fatalf("record after eventual delete = %+v, %v; want the old value marked stale", rec, ok)
-	}
-	eventually(t, "reload to 2", func() bool {
-		v, err := s.Get(ctx, "k", load)
-		if err != nil || (v != 1 && v != 2) {
-			t.Fatalf("Get = %d, %v", v, err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[int](t, env, Config{})
+		var db atomic.Int64
+		db.Store(1)
+		load := func(context.Context, string) (int, error) { return int(db.Load()), nil }
+		if v, _ := s.Get(ctx, "k", load); v != 1 {
+			t.Fatalf("Get = %d", v)
 		}
-		return v == 2
+		db.Store(2)
+		if err := s.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		rec, ok := rawRecord(t, env, &Store[string, string]{keys: s.keys}, "k")
+		if !ok || !rec.stale() || rec.payload != "1" {
+			t.Fatalf("record after eventual delete = %+v, %v; want the old value marked stale", rec, ok)
+		}
+		eventually(t, "reload to 2", func() bool {
+			v, err := s.Get(ctx, "k", load)
+			if err != nil || (v != 1 && v != 2) {
+				t.Fatalf("Get = %d, %v", v, err)
+			}
+			return v == 2
+		})
 	})
 }
 
@@ -353,136 +358,141 @@ func TestWaiterIsWokenByTheWrite(t *testing.T) {
 
 func TestCancelledCallerDoesNotAbortSharedLoad(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	s := newStore[string](t, env, Config{})
-	bl := newBlockingLoader()
-	bl.version.Store(3)
-	cctx, cancel := context.WithCancel(context.Background())
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.Get(cctx, "k", bl.load)
-		first <- err
-	}()
-	<-bl.started
-	second := make(chan string, 1)
-	go func() {
-		v, _ := s.Get(context.Background(), "k", bl.load)
-		second <- v
-	}()
-	cancel()
-	if err := <-first; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled caller got %v", err)
-	}
-	close(bl.release)
-	if v := <-second; v != "v3" {
-		t.Fatalf("second caller got %q, want v3 from the shared load", v)
-	}
-	if n := bl.calls.Load(); n != 1 {
-		t.Fatalf("loader called %d times", n)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		s := newStore[string](t, env, Config{})
+		bl := newBlockingLoader()
+		bl.version.Store(3)
+		cctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() {
+			_, err := s.Get(cctx, "k", bl.load)
+			first <- err
+		}()
+		<-bl.started
+		second := make(chan string, 1)
+		go func() {
+			v, _ := s.Get(context.Background(), "k", bl.load)
+			second <- v
+		}()
+		cancel()
+		if err := <-first; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled caller got %v", err)
+		}
+		close(bl.release)
+		if v := <-second; v != "v3" {
+			t.Fatalf("second caller got %q, want v3 from the shared load", v)
+		}
+		if n := bl.calls.Load(); n != 1 {
+			t.Fatalf("loader called %d times", n)
+		}
+	})
 }
 
 func TestRefreshAhead(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[int](t, env, Config{TTL: 2 * time.Second, RefreshAhead: 1950 * time.Millisecond, Jitter: -1})
-	var db, calls atomic.Int64
-	db.Store(1)
-	load := func(context.Context, string) (int, error) {
-		calls.Add(1)
-		return int(db.Load()), nil
-	}
-	if v, err := s.Get(ctx, "k", load); err != nil || v != 1 {
-		t.Fatalf("Get = %d, %v", v, err)
-	}
-	db.Store(2)
-	// Within 50ms the value is due; readers keep getting 1 until the background reload lands.
-	eventually(t, "refresh-ahead to load 2", func() bool {
-		v, err := s.Get(ctx, "k", load)
-		if err != nil || (v != 1 && v != 2) {
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[int](t, env, Config{TTL: 2 * time.Second, RefreshAhead: 1950 * time.Millisecond, Jitter: -1})
+		var db, calls atomic.Int64
+		db.Store(1)
+		load := func(context.Context, string) (int, error) {
+			calls.Add(1)
+			return int(db.Load()), nil
+		}
+		if v, err := s.Get(ctx, "k", load); err != nil || v != 1 {
 			t.Fatalf("Get = %d, %v", v, err)
 		}
-		return v == 2
+		db.Store(2)
+		// Within 50ms the value is due; readers keep getting 1 until the background reload lands.
+		eventually(t, "refresh-ahead to load 2", func() bool {
+			v, err := s.Get(ctx, "k", load)
+			if err != nil || (v != 1 && v != 2) {
+				t.Fatalf("Get = %d, %v", v, err)
+			}
+			return v == 2
+		})
+		if s.Stats().Refreshes == 0 {
+			t.Fatalf("no refresh counted: %+v", s.Stats())
+		}
 	})
-	if s.Stats().Refreshes == 0 {
-		t.Fatalf("no refresh counted: %+v", s.Stats())
-	}
 }
 
 func TestTinyTTLStillCaches(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{TTL: 300 * time.Millisecond})
-	var calls atomic.Int64
-	if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil {
-		t.Fatal(err)
-	}
-	pttl := env.Client.PTTL(ctx, s.keys.record("k")).Val()
-	if pttl <= 0 || pttl > 330*time.Millisecond {
-		t.Fatalf("pttl = %v, want about 300ms", pttl)
-	}
-	eventually(t, "the value to expire", func() bool {
-		return env.Client.Exists(ctx, s.keys.record("k")).Val() == 0
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{TTL: 300 * time.Millisecond})
+		var calls atomic.Int64
+		if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil {
+			t.Fatal(err)
+		}
+		pttl := env.Client.PTTL(ctx, s.keys.record("k")).Val()
+		if pttl <= 0 || pttl > 330*time.Millisecond {
+			t.Fatalf("pttl = %v, want about 300ms", pttl)
+		}
+		eventually(t, "the value to expire", func() bool {
+			return env.Client.Exists(ctx, s.keys.record("k")).Val() == 0
+		})
+		if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil || calls.Load() != 2 {
+			t.Fatalf("reload after expiry: calls %d, err %v", calls.Load(), err)
+		}
 	})
-	if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil || calls.Load() != 2 {
-		t.Fatalf("reload after expiry: calls %d, err %v", calls.Load(), err)
-	}
 }
 
 func TestSetFencesAndWrites(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{LockTTL: time.Minute})
-	bl := newBlockingLoader()
-	bl.version.Store(1)
-	done := make(chan string, 1)
-	go func() {
-		v, _ := s.Get(ctx, "k", bl.load)
-		done <- v
-	}()
-	<-bl.started
-	if err := s.Set(ctx, "k", "written"); err != nil {
-		t.Fatal(err)
-	}
-	close(bl.release)
-	<-done
-	var calls atomic.Int64
-	if v, err := s.Get(ctx, "k", constLoader("x", &calls)); err != nil || v != "written" {
-		t.Fatalf("Get after Set = %q, %v", v, err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{LockTTL: time.Minute})
+		bl := newBlockingLoader()
+		bl.version.Store(1)
+		done := make(chan string, 1)
+		go func() {
+			v, _ := s.Get(ctx, "k", bl.load)
+			done <- v
+		}()
+		<-bl.started
+		if err := s.Set(ctx, "k", "written"); err != nil {
+			t.Fatal(err)
+		}
+		close(bl.release)
+		<-done
+		var calls atomic.Int64
+		if v, err := s.Get(ctx, "k", constLoader("x", &calls)); err != nil || v != "written" {
+			t.Fatalf("Get after Set = %q, %v", v, err)
+		}
+	})
 }
 
 func TestBypassSwitches(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{BypassReads: true})
-	var calls atomic.Int64
-	for range 2 {
-		if v, err := s.Get(ctx, "k", constLoader("db", &calls)); err != nil || v != "db" {
-			t.Fatalf("bypassed Get = %q, %v", v, err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{BypassReads: true})
+		var calls atomic.Int64
+		for range 2 {
+			if v, err := s.Get(ctx, "k", constLoader("db", &calls)); err != nil || v != "db" {
+				t.Fatalf("bypassed Get = %q, %v", v, err)
+			}
 		}
-	}
-	if calls.Load() != 2 || s.Stats().Degraded != 2 {
-		t.Fatalf("calls %d, stats %+v", calls.Load(), s.Stats())
-	}
-	if n := env.Client.Exists(ctx, s.keys.record("k")).Val(); n != 0 {
-		t.Fatalf("a bypassed read wrote to Redis")
-	}
-	s.BypassReads(false)
-	if _, err := s.Get(ctx, "k", constLoader("db", &calls)); err != nil {
-		t.Fatal(err)
-	}
-	s.BypassDeletes(true)
-	if err := s.Delete(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	if rec, ok := rawRecord(t, env, s, "k"); !ok || rec.stale() {
-		t.Fatalf("a bypassed delete changed the record: %+v %v", rec, ok)
-	}
+		if calls.Load() != 2 || s.Stats().Degraded != 2 {
+			t.Fatalf("calls %d, stats %+v", calls.Load(), s.Stats())
+		}
+		if n := env.Client.Exists(ctx, s.keys.record("k")).Val(); n != 0 {
+			t.Fatalf("a bypassed read wrote to Redis")
+		}
+		s.BypassReads(false)
+		if _, err := s.Get(ctx, "k", constLoader("db", &calls)); err != nil {
+			t.Fatal(err)
+		}
+		s.BypassDeletes(true)
+		if err := s.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if rec, ok := rawRecord(t, env, s, "k"); !ok || rec.stale() {
+			t.Fatalf("a bypassed delete changed the record: %+v %v", rec, ok)
+		}
+	})
 }
 
 // failHook makes every command of a client fail, as if Redis were down.
@@ -600,62 +610,65 @@ func TestTakesOverTheLockOfADeadLoader(t *testing.T) {
 
 func TestWaitTimeout(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{WaitTimeout: 50 * time.Millisecond})
-	now, err := env.Client.Time(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	busy := record{state: stateEmpty, lockUntil: now.UnixMilli() + 60_000, owner: "slow"}
-	if err := env.Client.Set(ctx, s.keys.record("k"), busy.encode(), time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int64
-	if _, err := s.Get(ctx, "k", constLoader("x", &calls)); !errors.Is(err, ErrWaitTimeout) || calls.Load() != 0 {
-		t.Fatalf("Get = %v (loader calls %d), want ErrWaitTimeout", err, calls.Load())
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{WaitTimeout: 50 * time.Millisecond})
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := record{state: stateEmpty, lockUntil: now.UnixMilli() + 60_000, owner: "slow"}
+		if err := env.Client.Set(ctx, s.keys.record("k"), busy.encode(), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int64
+		if _, err := s.Get(ctx, "k", constLoader("x", &calls)); !errors.Is(err, ErrWaitTimeout) || calls.Load() != 0 {
+			t.Fatalf("Get = %v (loader calls %d), want ErrWaitTimeout", err, calls.Load())
+		}
+	})
 }
 
 func TestClosedStore(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	s := newStore[string](t, env, Config{})
-	_ = s.Close()
-	var calls atomic.Int64
-	if _, err := s.Get(context.Background(), "k", constLoader("x", &calls)); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Get on a closed store = %v, want ErrClosed", err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		s := newStore[string](t, env, Config{})
+		_ = s.Close()
+		var calls atomic.Int64
+		if _, err := s.Get(context.Background(), "k", constLoader("x", &calls)); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Get on a closed store = %v, want ErrClosed", err)
+		}
+	})
 }
 
 // A Strong-mode caller must not take the result of an in-process flight whose deciding command ran
 // before the caller's own GET: a Delete may have run in between.
 func TestStrongLateJoinerDoesNotTakeAnOlderResult(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx := context.Background()
-	s := newStore[string](t, env, Config{Mode: Strong})
-	// A flight that decided (read "old" from Redis) before the Delete below.
-	f, leader := s.flights.join("k")
-	if !leader {
-		t.Fatal("the test must lead the flight")
-	}
-	f.decided = time.Now()
-	if err := s.Delete(ctx, "k"); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	go func() {
-		var calls atomic.Int64
-		v, err := s.Get(ctx, "k", constLoader("new", &calls))
-		if err != nil {
-			v = err.Error()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		s := newStore[string](t, env, Config{Mode: Strong})
+		// A flight that decided (read "old" from Redis) before the Delete below.
+		f, leader := s.flights.join("k")
+		if !leader {
+			t.Fatal("the test must lead the flight")
 		}
-		got <- v
-	}()
-	eventually(t, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
-	s.flights.finish("k", f, "old", nil)
-	if v := <-got; v != "new" {
-		t.Fatalf("Get started after the Delete returned %q, want new", v)
-	}
+		f.decided = time.Now()
+		if err := s.Delete(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			var calls atomic.Int64
+			v, err := s.Get(ctx, "k", constLoader("new", &calls))
+			if err != nil {
+				v = err.Error()
+			}
+			got <- v
+		}()
+		eventually(t, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
+		s.flights.finish("k", f, "old", nil)
+		if v := <-got; v != "new" {
+			t.Fatalf("Get started after the Delete returned %q, want new", v)
+		}
+	})
 }

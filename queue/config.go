@@ -50,6 +50,17 @@ type Config struct {
 	// delay if a notification is lost while the subscription reconnects. Default 1s.
 	WakeupInterval time.Duration
 
+	// ReplicaAcks is how many replicas must acknowledge a publish before it returns (Redis WAIT on
+	// the connection that wrote the job). With 1 and one replica, a job whose publish returned
+	// survives the primary's death followed by a Sentinel failover. Fewer acknowledgements within
+	// ReplicaAckTimeout make the publish fail with ErrNotReplicated (the job was written to the
+	// primary). Default 0: a publish returns as soon as the primary has the job, and a failover can
+	// lose the last jobs written (docs/reliability.md).
+	ReplicaAcks int
+
+	// ReplicaAckTimeout bounds the wait for ReplicaAcks. Default 1s.
+	ReplicaAckTimeout time.Duration
+
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -67,6 +78,7 @@ func (c Config) withDefaults() Config {
 	c.MaxDead = cmp.Or(c.MaxDead, 100_000)
 	c.Batch = cmp.Or(c.Batch, 1000)
 	c.WakeupInterval = cmp.Or(c.WakeupInterval, time.Second)
+	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -92,6 +104,10 @@ func (c Config) validate() error {
 		{"MaxDead", int64(c.MaxDead)},
 		{"Batch", int64(c.Batch)},
 		{"WakeupInterval", int64(c.WakeupInterval / time.Millisecond)},
+		{"ReplicaAckTimeout", int64(c.ReplicaAckTimeout / time.Millisecond)},
+	}
+	if c.ReplicaAcks < 0 {
+		errs = append(errs, errors.New("config: ReplicaAcks must not be negative"))
 	}
 	for _, f := range positive {
 		if f.v <= 0 {

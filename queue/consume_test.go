@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
@@ -87,65 +91,146 @@ func TestBlockingConsumeWokenByPublish(t *testing.T) {
 
 func TestBlockingConsumeTimesOutEmpty(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	start := time.Now()
-	ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Timeout: 100 * time.Millisecond})
-	if len(ds) != 0 {
-		t.Fatalf("got %d jobs from an empty queue", len(ds))
-	}
-	if time.Since(start) < 100*time.Millisecond {
-		t.Fatalf("returned after %s, before its timeout", time.Since(start))
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		start := time.Now()
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Timeout: 100 * time.Millisecond})
+		if len(ds) != 0 {
+			t.Fatalf("got %d jobs from an empty queue", len(ds))
+		}
+		if time.Since(start) < 100*time.Millisecond {
+			t.Fatalf("returned after %s, before its timeout", time.Since(start))
+		}
+	})
 }
 
 func TestBlockingConsumeEndsWithContext(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.client.Consume(ctx, queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: time.Minute})
-		done <- err
-	}()
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Consume error = %v, want context.Canceled", err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.client.Consume(ctx, queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: time.Minute})
+			done <- err
+		}()
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Consume error = %v, want context.Canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Consume did not return when its context ended")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Consume did not return when its context ended")
-	}
+	})
 }
 
 func TestCloseReleasesBlockedConsumers(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	c, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	started := make(chan struct{})
-	go func() {
-		close(started)
-		_, err := c.Consume(context.Background(), queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Timeout: time.Minute})
-		done <- err
-	}()
-	<-started
-	// Let the consumer subscribe, then close: it must return either way.
-	eventually(t, 5*time.Second, "consumer to block", func() bool {
-		return env.Client.PubSubNumSub(ctxT(t), env.Prefix+":{ns:q}:notify").Val()[env.Prefix+":{ns:q}:notify"] > 0
-	})
-	_ = c.Close()
-	select {
-	case err := <-done:
-		if !errors.Is(err, queue.ErrClosed) {
-			t.Fatalf("Consume error = %v, want ErrClosed", err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close did not release a blocked consumer")
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Consume(context.Background(), queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Timeout: time.Minute})
+			done <- err
+		}()
+		// Let the consumer subscribe, then close: it must return either way.
+		eventually(t, 5*time.Second, "consumer to block", func() bool {
+			return subscribers(t, env, env.Prefix+":{ns:q}:notify") > 0
+		})
+		_ = c.Close()
+		select {
+		case err := <-done:
+			if !errors.Is(err, queue.ErrClosed) {
+				t.Fatalf("Consume error = %v, want ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not release a blocked consumer")
+		}
+	})
+}
+
+// TestBlockingConsumeAcrossNodes blocks one consumer on three queues whose keys live on three
+// different masters of the cluster, and wakes it by publishing to each in turn: the notification
+// of every node must reach it (on a standalone server the three are just three queues).
+func TestBlockingConsumeAcrossNodes(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{WakeupInterval: time.Minute}) // only a notification can wake it
+		queues := queuesOnDistinctMasters(t, env, f.ns, 3)
+		for _, q := range queues {
+			got := make(chan []queue.Delivery, 1)
+			go func() {
+				ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: queues, Timeout: 30 * time.Second})
+				got <- ds
+			}()
+			eventually(t, 10*time.Second, "consumer to subscribe on every queue", func() bool {
+				for _, q := range queues {
+					if subscribers(t, env, env.Prefix+":{"+f.ns+":"+q+"}:notify") == 0 {
+						return false
+					}
+				}
+				return true
+			})
+			id := f.publish(t, queue.PublishParams{Queue: q})
+			select {
+			case ds := <-got:
+				if len(ds) != 1 || ds[0].ID != id {
+					t.Fatalf("blocked consume got %v, want %s of %s", deliveryIDs(ds), id, q)
+				}
+				f.ack(t, ds[0])
+			case <-time.After(20 * time.Second):
+				t.Fatalf("a consumer blocked on %v was not woken by a publish to %s", queues, q)
+			}
+		}
+	})
+}
+
+// queuesOnDistinctMasters returns n queue names of ns whose keys live on n different masters of a
+// cluster (any n names on a standalone server).
+func queuesOnDistinctMasters(t *testing.T, env *redistest.Env, ns string, n int) []string {
+	t.Helper()
+	cc, ok := env.Client.(*redis.ClusterClient)
+	var out []string
+	seen := map[string]bool{}
+	for i := 0; len(out) < n && i < 1000; i++ {
+		q := "q" + strconv.Itoa(i)
+		if !ok {
+			out = append(out, q)
+			continue
+		}
+		node, err := cc.MasterForKey(ctxT(t), env.Prefix+":{"+ns+":"+q+"}:notify")
+		if err != nil {
+			t.Fatalf("master for %s: %v", q, err)
+		}
+		if addr := node.Options().Addr; !seen[addr] {
+			seen[addr] = true
+			out = append(out, q)
+		}
 	}
+	if len(out) < n {
+		t.Fatalf("found queues on %d masters, want %d", len(out), n)
+	}
+	return out
+}
+
+// subscribers counts the subscribers of a channel on every master (Pub/Sub counts are per node).
+func subscribers(t *testing.T, env *redistest.Env, channel string) int64 {
+	t.Helper()
+	cc, ok := env.Client.(*redis.ClusterClient)
+	if !ok {
+		return env.Client.PubSubNumSub(ctxT(t), channel).Val()[channel]
+	}
+	var total atomic.Int64
+	_ = cc.ForEachShard(ctxT(t), func(ctx context.Context, c *redis.Client) error {
+		total.Add(c.PubSubNumSub(ctx, channel).Val()[channel])
+		return nil
+	})
+	return total.Load()
 }
 
 func TestDelayedJobNeverEarlyAndOnTime(t *testing.T) {
@@ -175,17 +260,19 @@ func TestDelayedJobNeverEarlyAndOnTime(t *testing.T) {
 
 func TestRunAt(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
-	id := f.publish(t, queue.PublishParams{Queue: "q", RunAt: at})
-	j, err := f.client.Get(ctxT(t), f.ns, "q", id)
-	if err != nil || j.State != queue.StateDelayed || !j.DueAt.Equal(at) {
-		t.Fatalf("job = %+v, %v; want delayed until %s", j, err, at)
-	}
-	past := f.publish(t, queue.PublishParams{Queue: "q", RunAt: time.Now().Add(-time.Hour)})
-	if d := f.consumeOne(t, "q"); d.ID != past {
-		t.Fatalf("a run_at in the past should be ready at once")
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		id := f.publish(t, queue.PublishParams{Queue: "q", RunAt: at})
+		j, err := f.client.Get(ctxT(t), f.ns, "q", id)
+		if err != nil || j.State != queue.StateDelayed || !j.DueAt.Equal(at) {
+			t.Fatalf("job = %+v, %v; want delayed until %s", j, err, at)
+		}
+		past := f.publish(t, queue.PublishParams{Queue: "q", RunAt: time.Now().Add(-time.Hour)})
+		if d := f.consumeOne(t, "q"); d.ID != past {
+			t.Fatalf("a run_at in the past should be ready at once")
+		}
+	})
 }
 
 func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
@@ -221,29 +308,31 @@ func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
 
 func TestExpiredJobsLeaveEveryStructure(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	f.publish(t, queue.PublishParams{Queue: "q", TTL: 20 * time.Millisecond})
-	f.publish(t, queue.PublishParams{Queue: "q", TTL: 200 * time.Millisecond, Delay: 100 * time.Millisecond})
-	eventually(t, 5*time.Second, "both jobs to expire", func() bool {
-		if _, err := f.client.MaintainOnce(ctxT(t)); err != nil {
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "q", TTL: 20 * time.Millisecond})
+		f.publish(t, queue.PublishParams{Queue: "q", TTL: 200 * time.Millisecond, Delay: 100 * time.Millisecond})
+		eventually(t, 5*time.Second, "both jobs to expire", func() bool {
+			if _, err := f.client.MaintainOnce(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			s := f.stats(t, "q")
+			return s.Expired == 2
+		})
+		if s := f.stats(t, "q"); s.Ready != 0 || s.Delayed != 0 {
+			t.Fatalf("expired jobs left behind: %+v", s)
+		}
+		// Redis drops empty containers: only counters and the queue registry may remain.
+		keys, err := f.env.Client.Keys(ctxT(t), f.env.Prefix+"*").Result()
+		if err != nil {
 			t.Fatal(err)
 		}
-		s := f.stats(t, "q")
-		return s.Expired == 2
-	})
-	if s := f.stats(t, "q"); s.Ready != 0 || s.Delayed != 0 {
-		t.Fatalf("expired jobs left behind: %+v", s)
-	}
-	// Redis drops empty containers: only counters and the queue registry may remain.
-	keys, err := f.env.Client.Keys(ctxT(t), f.env.Prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys {
-		if !strings.HasSuffix(k, ":stats") && !strings.HasSuffix(k, ":namespaces") && !strings.HasSuffix(k, ":queues") {
-			t.Errorf("key %s is left behind by expired jobs", k)
+		for _, k := range keys {
+			if !strings.HasSuffix(k, ":stats") && !strings.HasSuffix(k, ":namespaces") && !strings.HasSuffix(k, ":queues") {
+				t.Errorf("key %s is left behind by expired jobs", k)
+			}
 		}
-	}
+	})
 }
 
 func TestPauseAndResume(t *testing.T) {

@@ -15,6 +15,11 @@ var (
 	// delivery took it. Nothing was changed.
 	ErrLeaseLost = errors.New("queue: lease lost")
 
+	// ErrNotReplicated means fewer replicas than Config.ReplicaAcks acknowledged a publish within
+	// Config.ReplicaAckTimeout. The job is on the primary and will run unless the primary fails
+	// before a replica has it; publishing again adds a second job unless it carries a UniqueKey.
+	ErrNotReplicated = errors.New("queue: not acknowledged by enough replicas")
+
 	// ErrInvalidArgument is matched (errors.Is) by every *ValidationError.
 	ErrInvalidArgument = errors.New("queue: invalid argument")
 )

@@ -52,34 +52,36 @@ func TestLeaseExpiryRedeliversThenDeadLetters(t *testing.T) {
 
 func TestAckAfterLeaseEndedIsLost(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	f.publish(t, queue.PublishParams{Queue: "q", TTR: 20 * time.Millisecond})
-	d := f.consumeOne(t, "q")
-	eventually(t, 5*time.Second, "the lease to end", func() bool { return time.Now().After(d.LeaseUntil.Add(10 * time.Millisecond)) })
-	// Nobody reaped the lease yet: it must still be refused.
-	for name, call := range map[string]func() error{
-		"ack": func() error {
-			return f.client.Ack(ctxT(t), queue.AckParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
-		},
-		"nack": func() error {
-			_, err := f.client.Nack(ctxT(t), queue.NackParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
-			return err
-		},
-		"touch": func() error {
-			_, err := f.client.Touch(ctxT(t), queue.TouchParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
-			return err
-		},
-		"release": func() error {
-			return f.client.Release(ctxT(t), queue.ReleaseParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
-		},
-	} {
-		if err := call(); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Errorf("%s after the lease ended = %v, want ErrLeaseLost", name, err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "q", TTR: 20 * time.Millisecond})
+		d := f.consumeOne(t, "q")
+		eventually(t, 5*time.Second, "the lease to end", func() bool { return time.Now().After(d.LeaseUntil.Add(10 * time.Millisecond)) })
+		// Nobody reaped the lease yet: it must still be refused.
+		for name, call := range map[string]func() error{
+			"ack": func() error {
+				return f.client.Ack(ctxT(t), queue.AckParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
+			},
+			"nack": func() error {
+				_, err := f.client.Nack(ctxT(t), queue.NackParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
+				return err
+			},
+			"touch": func() error {
+				_, err := f.client.Touch(ctxT(t), queue.TouchParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
+				return err
+			},
+			"release": func() error {
+				return f.client.Release(ctxT(t), queue.ReleaseParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery})
+			},
+		} {
+			if err := call(); !errors.Is(err, queue.ErrLeaseLost) {
+				t.Errorf("%s after the lease ended = %v, want ErrLeaseLost", name, err)
+			}
 		}
-	}
-	if s := f.stats(t, "q"); s.Acked != 0 || s.Nacked != 0 {
-		t.Fatalf("a refused call changed counters: %+v", s)
-	}
+		if s := f.stats(t, "q"); s.Acked != 0 || s.Nacked != 0 {
+			t.Fatalf("a refused call changed counters: %+v", s)
+		}
+	})
 }
 
 func TestNack(t *testing.T) {
@@ -144,22 +146,24 @@ func TestNackLastTryAndNoRetryDeadLetter(t *testing.T) {
 
 func TestBackoffPolicyDelaysRetries(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	ctx := ctxT(t)
-	id := f.publish(t, queue.PublishParams{Queue: "q", Tries: 4, Backoff: queue.Backoff{Base: 10 * time.Second, Max: 25 * time.Second}})
-	for _, want := range []time.Duration{10 * time.Second, 20 * time.Second, 25 * time.Second} {
-		d := f.consumeOne(t, "q")
-		if _, err := f.client.Nack(ctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery}); err != nil {
-			t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		id := f.publish(t, queue.PublishParams{Queue: "q", Tries: 4, Backoff: queue.Backoff{Base: 10 * time.Second, Max: 25 * time.Second}})
+		for _, want := range []time.Duration{10 * time.Second, 20 * time.Second, 25 * time.Second} {
+			d := f.consumeOne(t, "q")
+			if _, err := f.client.Nack(ctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery}); err != nil {
+				t.Fatal(err)
+			}
+			j, _ := f.client.Get(ctx, f.ns, "q", id)
+			got := j.DueAt.Sub(d.LeaseUntil.Add(-30 * time.Second)) // lease started at LeaseUntil - default TTR
+			if j.State != queue.StateDelayed || got < want || got > want+2*time.Second {
+				t.Fatalf("retry %d: due in %s, want %s (job %+v)", d.Delivery, got, want, j)
+			}
+			// Make the retry due now (a raw edit of the schedule) so the next try can be consumed.
+			f.env.Client.ZAdd(ctx, f.env.Prefix+":{ns:q}:delayed", redisZ(0, id))
 		}
-		j, _ := f.client.Get(ctx, f.ns, "q", id)
-		got := j.DueAt.Sub(d.LeaseUntil.Add(-30 * time.Second)) // lease started at LeaseUntil - default TTR
-		if j.State != queue.StateDelayed || got < want || got > want+2*time.Second {
-			t.Fatalf("retry %d: due in %s, want %s (job %+v)", d.Delivery, got, want, j)
-		}
-		// Make the retry due now (a raw edit of the schedule) so the next try can be consumed.
-		f.env.Client.ZAdd(ctx, f.env.Prefix+":{ns:q}:delayed", redisZ(0, id))
-	}
+	})
 }
 
 func TestTouchExtendsTheLease(t *testing.T) {
@@ -205,24 +209,26 @@ func TestReleaseGivesTheJobBackWithoutATry(t *testing.T) {
 
 func TestAckWithResultKeepsIt(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	ctx := ctxT(t)
-	id := f.publish(t, queue.PublishParams{Queue: "q", Payload: []byte("in")})
-	d := f.consumeOne(t, "q")
-	if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery, Result: []byte(`{"ok":true}`)}); err != nil {
-		t.Fatal(err)
-	}
-	j, err := f.client.Get(ctx, f.ns, "q", id)
-	if err != nil || j.State != queue.StateDone || string(j.Result) != `{"ok":true}` || j.Payload != nil || j.FinishedAt.IsZero() {
-		t.Fatalf("done job = %+v, %v", j, err)
-	}
-	if s := f.stats(t, "q"); s.Done != 1 || s.Acked != 1 {
-		t.Fatalf("stats = %+v", s)
-	}
-	// Acking again is refused and changes nothing.
-	if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery}); !errors.Is(err, queue.ErrLeaseLost) {
-		t.Fatalf("second ack = %v, want ErrLeaseLost", err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		id := f.publish(t, queue.PublishParams{Queue: "q", Payload: []byte("in")})
+		d := f.consumeOne(t, "q")
+		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery, Result: []byte(`{"ok":true}`)}); err != nil {
+			t.Fatal(err)
+		}
+		j, err := f.client.Get(ctx, f.ns, "q", id)
+		if err != nil || j.State != queue.StateDone || string(j.Result) != `{"ok":true}` || j.Payload != nil || j.FinishedAt.IsZero() {
+			t.Fatalf("done job = %+v, %v", j, err)
+		}
+		if s := f.stats(t, "q"); s.Done != 1 || s.Acked != 1 {
+			t.Fatalf("stats = %+v", s)
+		}
+		// Acking again is refused and changes nothing.
+		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: d.Delivery}); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("second ack = %v, want ErrLeaseLost", err)
+		}
+	})
 }
 
 func TestResultsAreBounded(t *testing.T) {
@@ -251,21 +257,23 @@ func TestResultsAreBounded(t *testing.T) {
 
 func TestAckManyReportsEachAck(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	f.publish(t, queue.PublishParams{Queue: "a"})
-	f.publish(t, queue.PublishParams{Queue: "b"})
-	da, db := f.consumeOne(t, "a"), f.consumeOne(t, "b")
-	errs, err := f.client.AckMany(ctxT(t), []queue.AckParams{
-		{Namespace: f.ns, Queue: "a", ID: da.ID, Delivery: da.Delivery},
-		{Namespace: f.ns, Queue: "b", ID: db.ID, Delivery: db.Delivery + 1},
-		{Namespace: f.ns, Queue: "b", ID: "nope", Delivery: 1},
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "a"})
+		f.publish(t, queue.PublishParams{Queue: "b"})
+		da, db := f.consumeOne(t, "a"), f.consumeOne(t, "b")
+		errs, err := f.client.AckMany(ctxT(t), []queue.AckParams{
+			{Namespace: f.ns, Queue: "a", ID: da.ID, Delivery: da.Delivery},
+			{Namespace: f.ns, Queue: "b", ID: db.ID, Delivery: db.Delivery + 1},
+			{Namespace: f.ns, Queue: "b", ID: "nope", Delivery: 1},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs[0] != nil || !errors.Is(errs[1], queue.ErrLeaseLost) || !errors.Is(errs[2], queue.ErrNotFound) {
+			t.Fatalf("AckMany errors = %v", errs)
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs[0] != nil || !errors.Is(errs[1], queue.ErrLeaseLost) || !errors.Is(errs[2], queue.ErrNotFound) {
-		t.Fatalf("AckMany errors = %v", errs)
-	}
 }
 
 func TestDeleteInEveryState(t *testing.T) {

@@ -39,31 +39,35 @@ func TestMaintainerMovesUnreadQueues(t *testing.T) {
 
 func TestMaintainerStartTwiceAndStop(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	m := queue.NewMaintainer(f.client, queue.MaintainerConfig{})
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Start(context.Background()); err == nil {
-		t.Fatal("a second Start should fail")
-	}
-	m.Stop()
-	m.Stop() // idempotent
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		m := queue.NewMaintainer(f.client, queue.MaintainerConfig{})
+		if err := m.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(context.Background()); err == nil {
+			t.Fatal("a second Start should fail")
+		}
+		m.Stop()
+		m.Stop() // idempotent
+	})
 }
 
 func TestMaintainOnceCountsWork(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	f.publish(t, queue.PublishParams{Queue: "q", Delay: 20 * time.Millisecond})
-	var res queue.MaintainResult
-	eventually(t, 5*time.Second, "a pass to promote the job", func() bool {
-		var err error
-		if res, err = f.client.MaintainOnce(ctxT(t)); err != nil {
-			t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		f.publish(t, queue.PublishParams{Queue: "q", Delay: 20 * time.Millisecond})
+		var res queue.MaintainResult
+		eventually(t, 5*time.Second, "a pass to promote the job", func() bool {
+			var err error
+			if res, err = f.client.MaintainOnce(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			return res.Promoted == 1
+		})
+		if res.Queues < 1 {
+			t.Fatalf("MaintainOnce = %+v", res)
 		}
-		return res.Promoted == 1
 	})
-	if res.Queues < 1 {
-		t.Fatalf("MaintainOnce = %+v", res)
-	}
 }

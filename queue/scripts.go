@@ -132,6 +132,15 @@ func (c *Client) commonArgs(k queueKeys, extra int) []any {
 
 // run runs a script on one queue's keys with the common ARGV followed by args.
 func (c *Client) run(ctx context.Context, name scriptName, k queueKeys, args ...any) *redis.Cmd {
+	if c.waitsForReplicas(name) {
+		cmds, err := c.runReplicated(ctx, []scriptCall{{script: name, keys: k, args: args}})
+		if err != nil {
+			cmd := redis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd
+		}
+		return cmds[0]
+	}
 	argv := append(c.commonArgs(k, len(args)), args...)
 	if !c.useFunctions(ctx) {
 		return c.scripts.evals[name].Run(ctx, c.rdb, k.all, argv...)
@@ -160,6 +169,9 @@ type scriptCall struct {
 // script either ran whole or not at all, and a missing script did not run; the others did (on a
 // cluster one node can lose its cache alone), so they must not run twice.
 func (c *Client) runMany(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+	if len(calls) > 0 && c.waitsForReplicas(calls[0].script) {
+		return c.runReplicated(ctx, calls)
+	}
 	if err := c.loadOnce(ctx); err != nil {
 		return nil, err
 	}

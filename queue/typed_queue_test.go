@@ -84,18 +84,20 @@ func TestProduceOptions(t *testing.T) {
 
 func TestProduceManyKeepsOrder(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{})
-	ids := produceN(t, q, 25, queue.WithPriority(3))
-	if len(ids) != 25 || !slices.IsSorted(ids) {
-		t.Fatalf("ids = %v", ids)
-	}
-	ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 25})
-	for i, d := range ds {
-		if d.ID != ids[i] || d.Priority != 3 {
-			t.Fatalf("delivery %d = %s (priority %d), want %s", i, d.ID, d.Priority, ids[i])
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{})
+		ids := produceN(t, q, 25, queue.WithPriority(3))
+		if len(ids) != 25 || !slices.IsSorted(ids) {
+			t.Fatalf("ids = %v", ids)
 		}
-	}
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 25})
+		for i, d := range ds {
+			if d.ID != ids[i] || d.Priority != 3 {
+				t.Fatalf("delivery %d = %s (priority %d), want %s", i, d.ID, d.Priority, ids[i])
+			}
+		}
+	})
 }
 
 // b64Codec is a Codec of its own: base64 of the name.

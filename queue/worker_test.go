@@ -129,34 +129,36 @@ func TestWorkerProcessesAndAcks(t *testing.T) {
 
 func TestWorkerConcurrencyLimit(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{})
-	const n, limit = 60, 5
-	produceN(t, q, n)
-	var running, peak, done atomic.Int64
-	release := make(chan struct{})
-	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
-		r := running.Add(1)
-		for {
-			p := peak.Load()
-			if r <= p || peak.CompareAndSwap(p, r) {
-				break
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{})
+		const n, limit = 60, 5
+		produceN(t, q, n)
+		var running, peak, done atomic.Int64
+		release := make(chan struct{})
+		stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+			r := running.Add(1)
+			for {
+				p := peak.Load()
+				if r <= p || peak.CompareAndSwap(p, r) {
+					break
+				}
 			}
+			if v.N < limit {
+				<-release // the first jobs hold their slots until the pool is seen full
+			}
+			running.Add(-1)
+			done.Add(1)
+			return nil
+		}, queue.ConsumeConfig{Concurrency: limit, Prefetch: 3})
+		eventually(t, 10*time.Second, "the pool to fill", func() bool { return running.Load() == limit })
+		close(release)
+		eventually(t, 10*time.Second, "all jobs handled", func() bool { return done.Load() == n })
+		stop()
+		if p := peak.Load(); p > limit {
+			t.Fatalf("%d handlers ran at once, limit %d", p, limit)
 		}
-		if v.N < limit {
-			<-release // the first jobs hold their slots until the pool is seen full
-		}
-		running.Add(-1)
-		done.Add(1)
-		return nil
-	}, queue.ConsumeConfig{Concurrency: limit, Prefetch: 3})
-	eventually(t, 10*time.Second, "the pool to fill", func() bool { return running.Load() == limit })
-	close(release)
-	eventually(t, 10*time.Second, "all jobs handled", func() bool { return done.Load() == n })
-	stop()
-	if p := peak.Load(); p > limit {
-		t.Fatalf("%d handlers ran at once, limit %d", p, limit)
-	}
+	})
 }
 
 func TestWorkerRetriesWithBackoffThenDeadLetters(t *testing.T) {
@@ -323,106 +325,112 @@ func TestWorkerTimeoutFailsTheRun(t *testing.T) {
 
 func TestWorkerExtendsTheLeaseWhileTheHandlerRuns(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{TTR: 600 * time.Millisecond})
-	id, _ := q.Produce(ctxT(t), &task{}, 0)
-	var runs atomic.Int64
-	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
-		runs.Add(1)
-		first, err := f.client.Get(ctx, f.ns, "q", id)
-		if err != nil {
-			return err
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{TTR: 600 * time.Millisecond})
+		id, _ := q.Produce(ctxT(t), &task{}, 0)
+		var runs atomic.Int64
+		stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+			runs.Add(1)
+			first, err := f.client.Get(ctx, f.ns, "q", id)
+			if err != nil {
+				return err
+			}
+			// Hold the job until its lease was extended past twice its first end.
+			eventually(t, 10*time.Second, "the lease to be extended", func() bool {
+				j, err := f.client.Get(ctx, f.ns, "q", id)
+				return err == nil && j.LeaseUntil.Sub(first.LeaseUntil) > 700*time.Millisecond
+			})
+			return nil
+		}, queue.ConsumeConfig{})
+		eventually(t, 15*time.Second, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
+		stop()
+		if runs.Load() != 1 || q.WorkerStats().LeasesLost != 0 {
+			t.Fatalf("runs = %d, stats = %+v", runs.Load(), q.WorkerStats())
 		}
-		// Hold the job until its lease was extended past twice its first end.
-		eventually(t, 10*time.Second, "the lease to be extended", func() bool {
-			j, err := f.client.Get(ctx, f.ns, "q", id)
-			return err == nil && j.LeaseUntil.Sub(first.LeaseUntil) > 700*time.Millisecond
-		})
-		return nil
-	}, queue.ConsumeConfig{})
-	eventually(t, 15*time.Second, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
-	stop()
-	if runs.Load() != 1 || q.WorkerStats().LeasesLost != 0 {
-		t.Fatalf("runs = %d, stats = %+v", runs.Load(), q.WorkerStats())
-	}
+	})
 }
 
 func TestWorkerPriorityOrder(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{})
-	for i, p := range []int{0, 5, 1, 9, 5, 0} {
-		if _, err := q.Produce(ctxT(t), &task{N: i}, 0, queue.WithPriority(p)); err != nil {
-			t.Fatal(err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{})
+		for i, p := range []int{0, 5, 1, 9, 5, 0} {
+			if _, err := q.Produce(ctxT(t), &task{N: i}, 0, queue.WithPriority(p)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	var mu sync.Mutex
-	var order []int
-	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
-		mu.Lock()
-		order = append(order, v.N)
-		mu.Unlock()
-		return nil
-	}, queue.ConsumeConfig{Concurrency: 1})
-	eventually(t, 10*time.Second, "all jobs handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(order) == 6
+		var mu sync.Mutex
+		var order []int
+		stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+			mu.Lock()
+			order = append(order, v.N)
+			mu.Unlock()
+			return nil
+		}, queue.ConsumeConfig{Concurrency: 1})
+		eventually(t, 10*time.Second, "all jobs handled", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(order) == 6
+		})
+		stop()
+		// Priority 9, then the two 5s in publish order, then 1, then the two 0s in publish order.
+		if want := []int{3, 1, 4, 2, 0, 5}; !slices.Equal(order, want) {
+			t.Fatalf("order = %v, want %v", order, want)
+		}
 	})
-	stop()
-	// Priority 9, then the two 5s in publish order, then 1, then the two 0s in publish order.
-	if want := []int{3, 1, 4, 2, 0, 5}; !slices.Equal(order, want) {
-		t.Fatalf("order = %v, want %v", order, want)
-	}
 }
 
 func TestWorkerGracefulShutdownLosesNothing(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{})
-	const n = 40
-	produceN(t, q, n)
-	var handled sync.Map
-	var count atomic.Int64
-	gate := make(chan struct{})
-	handle := func(ctx context.Context, v *task) error {
-		if _, dup := handled.LoadOrStore(v.N, true); dup {
-			t.Errorf("job %d handled twice", v.N)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{})
+		const n = 40
+		produceN(t, q, n)
+		var handled sync.Map
+		var count atomic.Int64
+		gate := make(chan struct{})
+		handle := func(ctx context.Context, v *task) error {
+			if _, dup := handled.LoadOrStore(v.N, true); dup {
+				t.Errorf("job %d handled twice", v.N)
+			}
+			count.Add(1)
+			<-gate
+			return nil
 		}
-		count.Add(1)
-		<-gate
-		return nil
-	}
-	// 4 running and 4 prefetched when the shutdown starts; the running ones finish during the drain.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- q.Consume(ctx, handle, queue.ConsumeConfig{Concurrency: 4, Prefetch: 4}) }()
-	eventually(t, 10*time.Second, "4 running and 4 prefetched", func() bool {
-		return count.Load() == 4 && f.stats(t, "q").Leased == 8
+		// 4 running and 4 prefetched when the shutdown starts; the running ones finish during the drain.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- q.Consume(ctx, handle, queue.ConsumeConfig{Concurrency: 4, Prefetch: 4}) }()
+		eventually(t, 10*time.Second, "4 running and 4 prefetched", func() bool {
+			return count.Load() == 4 && f.stats(t, "q").Leased == 8
+		})
+		cancel()
+		// The prefetched jobs come back at once, while the running ones drain.
+		eventually(t, 10*time.Second, "the prefetched jobs released", func() bool { return f.stats(t, "q").Released == 4 })
+		close(gate)
+		if err := <-done; err != nil {
+			t.Fatalf("Consume: %v", err)
+		}
+		s := f.stats(t, "q")
+		if s.Acked != 4 || s.Leased != 0 || s.Ready != n-4 || s.Retried != 0 || s.Nacked != 0 {
+			t.Fatalf("after shutdown: stats = %+v", s)
+		}
+		// A second worker gets every other job, each on its first try.
+		stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+			if d, _ := queue.DeliveryFromContext(ctx); d.RemainingTries != 2 {
+				t.Errorf("job %d has %d tries left after a release, want 2", v.N, d.RemainingTries)
+			}
+			return handle(ctx, v)
+		}, queue.ConsumeConfig{Concurrency: 4})
+		eventually(t, 10*time.Second, "every job handled", func() bool { return f.stats(t, "q").Acked == n })
+		stop()
+		if count.Load() != n {
+			t.Fatalf("handled %d jobs, want %d", count.Load(), n)
+		}
 	})
-	cancel()
-	// The prefetched jobs come back at once, while the running ones drain.
-	eventually(t, 10*time.Second, "the prefetched jobs released", func() bool { return f.stats(t, "q").Released == 4 })
-	close(gate)
-	if err := <-done; err != nil {
-		t.Fatalf("Consume: %v", err)
-	}
-	s := f.stats(t, "q")
-	if s.Acked != 4 || s.Leased != 0 || s.Ready != n-4 || s.Retried != 0 || s.Nacked != 0 {
-		t.Fatalf("after shutdown: stats = %+v", s)
-	}
-	// A second worker gets every other job, each on its first try.
-	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
-		if d, _ := queue.DeliveryFromContext(ctx); d.RemainingTries != 2 {
-			t.Errorf("job %d has %d tries left after a release, want 2", v.N, d.RemainingTries)
-		}
-		return handle(ctx, v)
-	}, queue.ConsumeConfig{Concurrency: 4})
-	eventually(t, 10*time.Second, "every job handled", func() bool { return f.stats(t, "q").Acked == n })
-	stop()
-	if count.Load() != n {
-		t.Fatalf("handled %d jobs, want %d", count.Load(), n)
-	}
 }
 
 func TestWorkerDrainTimeoutHandsBackRunningJobs(t *testing.T) {
@@ -655,31 +663,33 @@ func TestWorkerBatchesFetchesAndAcks(t *testing.T) {
 
 func TestWorkerCancelsAHandlerWhoseLeaseIsLost(t *testing.T) {
 	t.Parallel()
-	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{TTR: 100 * time.Millisecond, Logger: (&quietLog{}).logger()})
-	id, _ := q.Produce(ctxT(t), &task{}, 0)
-	started := make(chan struct{})
-	cause := make(chan error, 1)
-	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
-		close(started)
-		<-ctx.Done()
-		cause <- context.Cause(ctx)
-		return ctx.Err()
-	}, queue.ConsumeConfig{})
-	<-started
-	if n, err := f.client.Delete(ctxT(t), f.ns, "q", id); err != nil || n != 1 {
-		t.Fatalf("Delete = %d, %v", n, err)
-	}
-	select {
-	case err := <-cause:
-		if !errors.Is(err, queue.ErrLeaseLost) {
-			t.Fatalf("handler context cancelled with %v, want ErrLeaseLost", err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		q := newTyped(t, f, queue.QueueConfig{TTR: 100 * time.Millisecond, Logger: (&quietLog{}).logger()})
+		id, _ := q.Produce(ctxT(t), &task{}, 0)
+		started := make(chan struct{})
+		cause := make(chan error, 1)
+		stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		}, queue.ConsumeConfig{})
+		<-started
+		if n, err := f.client.Delete(ctxT(t), f.ns, "q", id); err != nil || n != 1 {
+			t.Fatalf("Delete = %d, %v", n, err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler of a deleted job was not cancelled")
-	}
-	stop()
-	if ws := q.WorkerStats(); ws.LeasesLost != 1 || ws.Failed != 0 || ws.Succeeded != 0 {
-		t.Fatalf("worker stats = %+v", ws)
-	}
+		select {
+		case err := <-cause:
+			if !errors.Is(err, queue.ErrLeaseLost) {
+				t.Fatalf("handler context cancelled with %v, want ErrLeaseLost", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handler of a deleted job was not cancelled")
+		}
+		stop()
+		if ws := q.WorkerStats(); ws.LeasesLost != 1 || ws.Failed != 0 || ws.Succeeded != 0 {
+			t.Fatalf("worker stats = %+v", ws)
+		}
+	})
 }

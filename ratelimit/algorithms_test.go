@@ -194,24 +194,25 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	for _, alg := range []ratelimit.Algorithm{ratelimit.GCRA, ratelimit.SlidingLog, ratelimit.SlidingWindow, ratelimit.FixedWindow} {
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
-			env := redistest.New(t)
-			lim := ratelimit.PerMinute(10)
-			l := newLimiter(t, env, ratelimit.Config{Algorithm: alg, Limit: lim})
-			decide(t, l, "k", 3)
-			decide(t, l, "k", 1) // a second write keeps (or renews) the TTL
-			ttl, err := env.Client.PTTL(context.Background(), ratelimit.LimiterKey(env.Prefix, alg.String(), "k")).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Sliding window state matters for two windows; the others for one period. GCRA's
-			// TTL has the time to fill the bucket (one period here) to spare.
-			maxTTL := lim.Period
-			if alg == ratelimit.SlidingWindow || alg == ratelimit.GCRA {
-				maxTTL = 2 * lim.Period
-			}
-			if ttl <= 0 || ttl > maxTTL+time.Millisecond {
-				t.Fatalf("PTTL = %s, want in (0, %s]", ttl, maxTTL)
-			}
+			redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+				lim := ratelimit.PerMinute(10)
+				l := newLimiter(t, env, ratelimit.Config{Algorithm: alg, Limit: lim})
+				decide(t, l, "k", 3)
+				decide(t, l, "k", 1) // a second write keeps (or renews) the TTL
+				ttl, err := env.Client.PTTL(context.Background(), ratelimit.LimiterKey(env.Prefix, alg.String(), "k")).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Sliding window state matters for two windows; the others for one period. GCRA's
+				// TTL has the time to fill the bucket (one period here) to spare.
+				maxTTL := lim.Period
+				if alg == ratelimit.SlidingWindow || alg == ratelimit.GCRA {
+					maxTTL = 2 * lim.Period
+				}
+				if ttl <= 0 || ttl > maxTTL+time.Millisecond {
+					t.Fatalf("PTTL = %s, want in (0, %s]", ttl, maxTTL)
+				}
+			})
 		})
 	}
 }

@@ -153,25 +153,26 @@ func TestAcquireWaitWokenByRelease(t *testing.T) {
 // end; the waiter sleeps until then instead of polling.
 func TestAcquireWaitAfterCrash(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c := newConcurrency(t, env.Client, env.Prefix)
-	for range 2 {
-		if r := acquire(t, c, "k", 2, 150*time.Millisecond); !r.Acquired {
-			t.Fatal("setup acquire failed")
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := newConcurrency(t, env.Client, env.Prefix)
+		for range 2 {
+			if r := acquire(t, c, "k", 2, 150*time.Millisecond); !r.Acquired {
+				t.Fatal("setup acquire failed")
+			}
 		}
-	}
-	res, err := c.AcquireWait(ctx, "k", 2, time.Minute)
-	if err != nil || !res.Acquired || res.Held > 2 {
-		t.Fatalf("AcquireWait = %+v, %v; want acquired once a crashed lease ended", res, err)
-	}
+		res, err := c.AcquireWait(ctx, "k", 2, time.Minute)
+		if err != nil || !res.Acquired || res.Held > 2 {
+			t.Fatalf("AcquireWait = %+v, %v; want acquired once a crashed lease ended", res, err)
+		}
 
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if _, err := c.AcquireWait(cctx, "k", 1, time.Minute); !errors.Is(err, context.Canceled) {
-		t.Fatalf("AcquireWait on a canceled context: %v", err)
-	}
+		cctx, ccancel := context.WithCancel(context.Background())
+		ccancel()
+		if _, err := c.AcquireWait(cctx, "k", 1, time.Minute); !errors.Is(err, context.Canceled) {
+			t.Fatalf("AcquireWait on a canceled context: %v", err)
+		}
+	})
 }
 
 // TestConcurrencyNeverOverLimit: workers on two clients take turns through a semaphore of 3,

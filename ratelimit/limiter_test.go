@@ -125,38 +125,40 @@ func TestAccuracyOverTime(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.Limit{Rate: 1, Period: 30 * time.Millisecond, Burst: 1}})
-	ctx := context.Background()
-	decide(t, l, "k", 1)
-	for range 3 {
-		res, err := l.Wait(ctx, "k")
-		if err != nil || !res.Allowed {
-			t.Fatalf("Wait = %+v, %v; want allowed", res, err)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.Limit{Rate: 1, Period: 30 * time.Millisecond, Burst: 1}})
+		ctx := context.Background()
+		decide(t, l, "k", 1)
+		for range 3 {
+			res, err := l.Wait(ctx, "k")
+			if err != nil || !res.Allowed {
+				t.Fatalf("Wait = %+v, %v; want allowed", res, err)
+			}
 		}
-	}
-	if l.Stats().Allowed != 4 {
-		t.Fatalf("Stats().Allowed = %d, want 4", l.Stats().Allowed)
-	}
+		if l.Stats().Allowed != 4 {
+			t.Fatalf("Stats().Allowed = %d, want 4", l.Stats().Allowed)
+		}
+	})
 }
 
 func TestWaitPastDeadline(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerHour(1)})
-	decide(t, l, "k", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := l.Wait(ctx, "k")
-	if !errors.Is(err, context.DeadlineExceeded) || res.Allowed || res.RetryAfter < 59*time.Minute {
-		t.Fatalf("Wait = %+v, %v; want a denial with context.DeadlineExceeded right away", res, err)
-	}
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerHour(1)})
+		decide(t, l, "k", 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := l.Wait(ctx, "k")
+		if !errors.Is(err, context.DeadlineExceeded) || res.Allowed || res.RetryAfter < 59*time.Minute {
+			t.Fatalf("Wait = %+v, %v; want a denial with context.DeadlineExceeded right away", res, err)
+		}
 
-	cctx, ccancel := context.WithCancel(context.Background())
-	ccancel()
-	if _, err := l.Wait(cctx, "k"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Wait on a canceled context: %v, want context.Canceled", err)
-	}
+		cctx, ccancel := context.WithCancel(context.Background())
+		ccancel()
+		if _, err := l.Wait(cctx, "k"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait on a canceled context: %v, want context.Canceled", err)
+		}
+	})
 }
 
 func TestResetAndNames(t *testing.T) {

@@ -24,103 +24,106 @@ func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 
 func TestMiddlewareHeaders(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerMinute(2)})
-	h := l.Middleware(ratelimit.MiddlewareConfig{})(ok)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerMinute(2)})
+		h := l.Middleware(ratelimit.MiddlewareConfig{})(ok)
 
-	tests := []struct {
-		remote     string
-		status     int
-		remaining  string
-		retryAfter bool
-	}{
-		{"10.0.0.1:1234", http.StatusOK, "1", false},
-		{"10.0.0.1:5678", http.StatusOK, "0", false},
-		{"10.0.0.1:1234", http.StatusTooManyRequests, "0", true},
-		{"10.0.0.2:1234", http.StatusOK, "1", false}, // another IP has its own limit
-	}
-	for i, tt := range tests {
-		r := httptest.NewRequest(http.MethodGet, "/x", nil)
-		r.RemoteAddr = tt.remote
-		w := serve(h, r)
-		if w.Code != tt.status {
-			t.Fatalf("request %d: status %d, want %d", i, w.Code, tt.status)
+		tests := []struct {
+			remote     string
+			status     int
+			remaining  string
+			retryAfter bool
+		}{
+			{"10.0.0.1:1234", http.StatusOK, "1", false},
+			{"10.0.0.1:5678", http.StatusOK, "0", false},
+			{"10.0.0.1:1234", http.StatusTooManyRequests, "0", true},
+			{"10.0.0.2:1234", http.StatusOK, "1", false}, // another IP has its own limit
 		}
-		hd := w.Header()
-		if hd.Get("RateLimit-Limit") != "2" || hd.Get("RateLimit-Remaining") != tt.remaining {
-			t.Fatalf("request %d: headers %v, want limit 2 remaining %s", i, hd, tt.remaining)
-		}
-		if reset, err := strconv.Atoi(hd.Get("RateLimit-Reset")); err != nil || reset < 1 || reset > 60 {
-			t.Fatalf("request %d: RateLimit-Reset %q, want 1..60 seconds", i, hd.Get("RateLimit-Reset"))
-		}
-		retry := hd.Get("Retry-After")
-		if tt.retryAfter {
-			if s, err := strconv.Atoi(retry); err != nil || s < 1 || s > 30 {
-				t.Fatalf("request %d: Retry-After %q, want 1..30 seconds", i, retry)
+		for i, tt := range tests {
+			r := httptest.NewRequest(http.MethodGet, "/x", nil)
+			r.RemoteAddr = tt.remote
+			w := serve(h, r)
+			if w.Code != tt.status {
+				t.Fatalf("request %d: status %d, want %d", i, w.Code, tt.status)
 			}
-		} else if retry != "" {
-			t.Fatalf("request %d: Retry-After %q on an allowed request", i, retry)
+			hd := w.Header()
+			if hd.Get("RateLimit-Limit") != "2" || hd.Get("RateLimit-Remaining") != tt.remaining {
+				t.Fatalf("request %d: headers %v, want limit 2 remaining %s", i, hd, tt.remaining)
+			}
+			if reset, err := strconv.Atoi(hd.Get("RateLimit-Reset")); err != nil || reset < 1 || reset > 60 {
+				t.Fatalf("request %d: RateLimit-Reset %q, want 1..60 seconds", i, hd.Get("RateLimit-Reset"))
+			}
+			retry := hd.Get("Retry-After")
+			if tt.retryAfter {
+				if s, err := strconv.Atoi(retry); err != nil || s < 1 || s > 30 {
+					t.Fatalf("request %d: Retry-After %q, want 1..30 seconds", i, retry)
+				}
+			} else if retry != "" {
+				t.Fatalf("request %d: Retry-After %q on an allowed request", i, retry)
+			}
 		}
-	}
+	})
 }
 
 func TestMiddlewareShadow(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerHour(1)})
-	var denied atomic.Int64
-	h := l.Middleware(ratelimit.MiddlewareConfig{
-		Shadow: true,
-		Key:    ratelimit.KeyByHeader("X-Api-Key"),
-		OnDenied: func(_ *http.Request, key string, res ratelimit.Result) {
-			if key == "a" && !res.Allowed {
-				denied.Add(1)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.PerHour(1)})
+		var denied atomic.Int64
+		h := l.Middleware(ratelimit.MiddlewareConfig{
+			Shadow: true,
+			Key:    ratelimit.KeyByHeader("X-Api-Key"),
+			OnDenied: func(_ *http.Request, key string, res ratelimit.Result) {
+				if key == "a" && !res.Allowed {
+					denied.Add(1)
+				}
+			},
+		})(ok)
+		for range 3 {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set("X-Api-Key", "a")
+			w := serve(h, r)
+			if w.Code != http.StatusOK || w.Header().Get("RateLimit-Limit") != "" {
+				t.Fatalf("shadow mode: status %d headers %v, want 200 and no headers", w.Code, w.Header())
 			}
-		},
-	})(ok)
-	for range 3 {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.Header.Set("X-Api-Key", "a")
-		w := serve(h, r)
-		if w.Code != http.StatusOK || w.Header().Get("RateLimit-Limit") != "" {
-			t.Fatalf("shadow mode: status %d headers %v, want 200 and no headers", w.Code, w.Header())
 		}
-	}
-	if denied.Load() != 2 || l.Stats().Denied != 2 || l.Stats().Allowed != 1 {
-		t.Fatalf("shadow denials seen %d, stats %+v; want 2 denied, 1 allowed", denied.Load(), l.Stats())
-	}
-	// No key: not limited at all.
-	if w := serve(h, httptest.NewRequest(http.MethodGet, "/", nil)); w.Code != http.StatusOK || l.Stats().Allowed != 1 {
-		t.Fatalf("request without a key: %d, stats %+v", w.Code, l.Stats())
-	}
+		if denied.Load() != 2 || l.Stats().Denied != 2 || l.Stats().Allowed != 1 {
+			t.Fatalf("shadow denials seen %d, stats %+v; want 2 denied, 1 allowed", denied.Load(), l.Stats())
+		}
+		// No key: not limited at all.
+		if w := serve(h, httptest.NewRequest(http.MethodGet, "/", nil)); w.Code != http.StatusOK || l.Stats().Allowed != 1 {
+			t.Fatalf("request without a key: %d, stats %+v", w.Code, l.Stats())
+		}
+	})
 }
 
 func TestMiddlewareCostAndErrors(t *testing.T) {
 	t.Parallel()
-	env := redistest.New(t)
-	l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.Limit{Rate: 10, Period: time.Minute, Burst: 5}})
-	h := l.Middleware(ratelimit.MiddlewareConfig{
-		Key: ratelimit.KeyByRoute,
-		Cost: func(r *http.Request) int {
-			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
-			return n
-		},
-		DeniedHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }),
-	})(ok)
-	for _, tt := range []struct {
-		n      string
-		status int
-	}{
-		{"3", http.StatusOK},
-		{"3", http.StatusServiceUnavailable},  // only 2 left; the custom denied handler answers
-		{"6", http.StatusInternalServerError}, // more than the burst can ever allow
-		{"2", http.StatusOK},
-	} {
-		w := serve(h, httptest.NewRequest(http.MethodPost, "/upload?n="+tt.n, nil))
-		if w.Code != tt.status {
-			t.Fatalf("cost %s: status %d, want %d", tt.n, w.Code, tt.status)
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		l := newLimiter(t, env, ratelimit.Config{Limit: ratelimit.Limit{Rate: 10, Period: time.Minute, Burst: 5}})
+		h := l.Middleware(ratelimit.MiddlewareConfig{
+			Key: ratelimit.KeyByRoute,
+			Cost: func(r *http.Request) int {
+				n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+				return n
+			},
+			DeniedHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }),
+		})(ok)
+		for _, tt := range []struct {
+			n      string
+			status int
+		}{
+			{"3", http.StatusOK},
+			{"3", http.StatusServiceUnavailable},  // only 2 left; the custom denied handler answers
+			{"6", http.StatusInternalServerError}, // more than the burst can ever allow
+			{"2", http.StatusOK},
+		} {
+			w := serve(h, httptest.NewRequest(http.MethodPost, "/upload?n="+tt.n, nil))
+			if w.Code != tt.status {
+				t.Fatalf("cost %s: status %d, want %d", tt.n, w.Code, tt.status)
+			}
 		}
-	}
+	})
 }
 
 func TestKeyFuncs(t *testing.T) {

@@ -100,6 +100,13 @@ type Config struct {
 	// CallbackDestinationRate caps the callbacks started per second to one destination across
 	// every instance. Default 0: no cap.
 	CallbackDestinationRate int
+	// ReplicaAcks is how many replicas must acknowledge a published job before the publish
+	// answers (queue.Config.ReplicaAcks): with Sentinel and 1, an acknowledged job survives the
+	// primary's death. Default 0.
+	ReplicaAcks int
+
+	// ReplicaAckTimeout bounds the wait for ReplicaAcks. Default 1s.
+	ReplicaAckTimeout time.Duration
 
 	// Logger receives the server's logs. Default: a text logger on stderr at level info.
 	Logger *slog.Logger
@@ -124,6 +131,7 @@ func (c Config) withDefaults() Config {
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, 500*time.Millisecond)
 	c.CallbackWorkers = cmp.Or(c.CallbackWorkers, 32)
 	c.CallbackMaxResultBytes = cmp.Or(c.CallbackMaxResultBytes, 64<<10)
+	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -175,6 +183,12 @@ func (c Config) validate() error {
 	}
 	if c.CallbackDestinationRate < 0 {
 		errs = append(errs, errors.New("config: callback_destination_rate must not be negative"))
+	}
+	if c.ReplicaAcks < 0 {
+		errs = append(errs, errors.New("config: replica_acks must not be negative"))
+	}
+	if c.ReplicaAckTimeout < time.Millisecond {
+		errs = append(errs, errors.New("config: replica_ack_timeout must be at least 1ms"))
 	}
 	if _, _, err := net.SplitHostPort(c.PublicAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: public_addr %q: %w", c.PublicAddr, err))

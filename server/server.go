@@ -106,9 +106,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	q, err := queue.NewClient(s.rdb, queue.Config{
-		Prefix:          cfg.Prefix,
-		MaxPayloadBytes: int(cfg.MaxBodyBytes),
-		Logger:          s.log,
+		Prefix:            cfg.Prefix,
+		MaxPayloadBytes:   int(cfg.MaxBodyBytes),
+		ReplicaAcks:       cfg.ReplicaAcks,
+		ReplicaAckTimeout: cfg.ReplicaAckTimeout,
+		Logger:            s.log,
 	})
 	if err != nil {
 		_ = s.closeStore()

@@ -38,6 +38,7 @@ const (
 	// CodeUpstreamUnavailable: a waiting room's reverse proxy could not reach its upstream, or the
 	// room has none.
 	CodeUpstreamUnavailable Code = "upstream_unavailable"
+	CodeNotReplicated       Code = "not_replicated"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -54,6 +55,7 @@ var statusOf = map[Code]int{
 	CodeInternal:            http.StatusInternalServerError,
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeUpstreamUnavailable: http.StatusBadGateway,
+	CodeNotReplicated:       http.StatusServiceUnavailable,
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -147,6 +149,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: Code(whe.Code), Message: whe.Message, RetryAfter: whe.RetryAfter, Cause: err}
 	case errors.Is(err, queue.ErrLeaseLost):
 		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
+	case errors.Is(err, queue.ErrNotReplicated):
+		return &Error{Code: CodeNotReplicated, Message: "the job is on the Redis primary but fewer replicas than replica_acks acknowledged it in time; publishing again adds a second job unless it has a unique_key", RetryAfter: time.Second, Cause: err}
 	case errors.As(err, &tooBig):
 		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), Cause: err}
 	case IsUnavailable(err):

@@ -4,24 +4,48 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// clusterSlotRanges splits the 16384 hash slots over three masters.
-var clusterSlotRanges = [3][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+// slotRanges splits the 16384 hash slots evenly over n masters.
+func slotRanges(n int) [][2]int {
+	out := make([][2]int, n)
+	for i := range out {
+		out[i] = [2]int{i * 16384 / n, (i+1)*16384/n - 1}
+	}
+	return out
+}
 
-// startCluster starts three cluster-enabled redis-servers, gives each a third of the slots, joins
-// them and waits until every node reports a healthy cluster.
-func startCluster() (string, func(), error) {
+// startCluster starts the shared 3-master test cluster.
+func startCluster() (string, func(), error) { return startClusterOf(3) }
+
+// StartCluster starts a Redis Cluster of the given number of masters (no replicas) for one test
+// or benchmark, such as a scale-out benchmark comparing 1, 2 and 3 shards; it is stopped when the
+// test ends. It returns the redis+cluster:// URL. Most tests want NewCluster (or Each), which
+// share one 3-master cluster per test binary.
+func StartCluster(t testing.TB, masters int) string {
+	t.Helper()
+	url, stop, err := startClusterOf(masters)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(stop)
+	return url
+}
+
+// startClusterOf starts n cluster-enabled redis-servers, gives each an equal share of the slots,
+// joins them and waits until every node reports a healthy cluster.
+func startClusterOf(n int) (string, func(), error) {
 	var nodes []*process
 	stop := func() {
 		for _, n := range nodes {
 			n.stop()
 		}
 	}
-	for range clusterSlotRanges {
+	for range n {
 		p, err := startServer("cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000")
 		if err != nil {
 			stop()
@@ -48,8 +72,9 @@ func formCluster(nodes []*process) error {
 		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
 		defer clients[i].Close()
 	}
+	ranges := slotRanges(len(nodes))
 	for i, c := range clients {
-		r := clusterSlotRanges[i]
+		r := ranges[i]
 		if err := c.ClusterAddSlotsRange(ctx, r[0], r[1]).Err(); err != nil {
 			return fmt.Errorf("addslots on %s: %w", nodes[i].Addr(), err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -49,5 +50,39 @@ func TestClusterSpreadsSlots(t *testing.T) {
 	}
 	if len(slots) != 3 {
 		t.Fatalf("cluster has %d slot ranges, want 3", len(slots))
+	}
+}
+
+func TestSentinelFailsOver(t *testing.T) {
+	t.Parallel()
+	s := StartSentinel(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	old, err := s.KillPrimary(ctx)
+	if err != nil {
+		t.Fatalf("kill primary: %v", err)
+	}
+	now, err := s.WaitFailover(ctx, old)
+	if err != nil {
+		t.Fatalf("failover: %v", err)
+	}
+	if now == old {
+		t.Fatalf("primary still %s", old)
+	}
+}
+
+func TestSlotRangesCoverEverySlot(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 5; n++ {
+		next := 0
+		for _, r := range slotRanges(n) {
+			if r[0] != next || r[1] < r[0] {
+				t.Fatalf("%d masters: range %v after slot %d", n, r, next-1)
+			}
+			next = r[1] + 1
+		}
+		if next != 16384 {
+			t.Fatalf("%d masters: ranges end at %d, want 16383", n, next-1)
+		}
 	}
 }

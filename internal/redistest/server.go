@@ -6,6 +6,10 @@
 // installs it; it never skips. Set SLUICE_TEST_REDIS_URL to use a server you run yourself
 // (and SLUICE_TEST_REDIS_CLUSTER_URL for a cluster, in the redisx URL form).
 //
+// Tests that kill Redis under the code they test get processes of their own: StartServer (one
+// server with append-only persistence, to kill and restart), StartSentinel (a primary, a replica
+// and three sentinels, to fail over) and StartCluster (a cluster of n masters).
+//
 // Use Main from TestMain so the servers stop when the tests end:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
@@ -40,12 +44,17 @@ type process struct {
 // Addr is the loopback address the server listens on.
 func (p *process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
 
-// stop kills the server and removes its data directory.
-func (p *process) stop() {
+// kill sends SIGKILL and waits for the process to exit; its data directory stays.
+func (p *process) kill() {
 	if p.cmd.Process != nil {
 		_ = p.cmd.Process.Kill()
 		_, _ = p.cmd.Process.Wait()
 	}
+}
+
+// stop kills the server and removes its data directory.
+func (p *process) stop() {
+	p.kill()
 	_ = os.RemoveAll(p.dir)
 }
 
@@ -59,7 +68,7 @@ func startServer(extra ...string) (*process, error) {
 	}
 	var lastErr error
 	for range 5 {
-		p, err := tryStart(bin, extra)
+		p, err := tryStart(bin, false, extra)
 		if err == nil {
 			return p, nil
 		}
@@ -68,7 +77,9 @@ func startServer(extra ...string) (*process, error) {
 	return nil, lastErr
 }
 
-func tryStart(bin string, extra []string) (*process, error) {
+// tryStart starts one server; a sentinel gets only the lines a sentinel understands and runs with
+// --sentinel.
+func tryStart(bin string, sentinel bool, extra []string) (*process, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -80,11 +91,12 @@ func tryStart(bin string, extra []string) (*process, error) {
 	conf := []string{
 		"port " + strconv.Itoa(port),
 		"bind 127.0.0.1",
-		"save \"\"",
-		"appendonly no",
 		"dir " + dir,
 		"loglevel warning",
 		"logfile " + filepath.Join(dir, "redis.log"),
+	}
+	if !sentinel {
+		conf = append(conf, "save \"\"", "appendonly no")
 	}
 	conf = append(conf, extra...)
 	confPath := filepath.Join(dir, "redis.conf")
@@ -92,7 +104,11 @@ func tryStart(bin string, extra []string) (*process, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	cmd := exec.Command(bin, confPath)
+	args := []string{confPath}
+	if sentinel {
+		args = append(args, "--sentinel")
+	}
+	cmd := exec.Command(bin, args...)
 	// The server dies with the test binary even when TestMain never gets to stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -117,6 +117,10 @@ func (s *Server) Restart() {
 	}
 }
 
+// Kill SIGKILLs the server (no shutdown: what the append-only file has is what survives) and waits
+// for it to exit. Restart starts it again.
+func (s *Server) Kill() { s.kill() }
+
 func (s *Server) kill() {
 	s.mu.Lock()
 	cmd := s.cmd

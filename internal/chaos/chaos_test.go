@@ -1,0 +1,312 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// TestWorkersKilled publishes SLUICE_CHAOS_JOBS jobs and runs them through three SDK worker
+// processes, one of which is SIGKILLed (and started again) every 200-600ms until the queue is
+// empty. Jobs held by a killed worker must run elsewhere once their lease ends; none may be lost.
+func TestWorkersKilled(t *testing.T) {
+	srv := redistest.StartServer(t, "appendfsync everysec")
+	r := newRig(t, "workers", srv.URL())
+	n := envInt("SLUICE_CHAOS_JOBS", 50000)
+	ctx := context.Background()
+	q, err := queue.NewQueue[job](r.client, r.spec.NS, r.spec.Queue, queue.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := 0; start < n; start += 500 {
+		batch := make([]*job, 0, 500)
+		for i := start; i < min(start+500, n); i++ {
+			batch = append(batch, &job{ID: "w-" + strconv.Itoa(i)})
+		}
+		if _, err := q.ProduceMany(ctx, batch, 0, queue.WithTries(1000)); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		for _, j := range batch {
+			r.acknowledged(j.ID)
+		}
+	}
+	workers := []*worker{r.startWorker(), r.startWorker(), r.startWorker()}
+	deadline := time.Now().Add(3 * time.Minute)
+	for !r.drained(ctx) && time.Now().Before(deadline) {
+		time.Sleep(jitter(200*time.Millisecond, 600*time.Millisecond)) // the chaos: time between kills
+		i := rand.IntN(len(workers))
+		workers[i].kill()
+		r.killedWorker(workers[i])
+		workers[i] = r.startWorker()
+	}
+	r.waitDrained(30 * time.Second)
+	for _, w := range workers {
+		w.kill()
+	}
+	r.report("")
+}
+
+// TestServersKilled sends jobs over HTTP to two `sluice server` instances for
+// SLUICE_CHAOS_SECONDS while one of them is SIGKILLed and started again every 1-3s; two SDK
+// worker processes run the jobs. Every publish answered 201 must run.
+func TestServersKilled(t *testing.T) {
+	bin := buildSluice(t)
+	srv := redistest.StartServer(t, "appendfsync everysec")
+	r := newRig(t, "servers", srv.URL())
+	instances := []*instance{startInstance(t, bin, srv.URL()), startInstance(t, bin, srv.URL())}
+	token := adminSetup(t, instances[0])
+	r.startWorker()
+	r.startWorker()
+
+	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
+	stop := make(chan struct{})
+	var (
+		wg             sync.WaitGroup
+		seq, ok, fails atomic.Int64
+	)
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := "s-" + strconv.FormatInt(seq.Add(1), 10)
+				in := instances[rand.IntN(len(instances))]
+				if publishHTTP(hc, in.publicURL(), token, id) {
+					r.acknowledged(id)
+					ok.Add(1)
+				} else {
+					fails.Add(1)
+					time.Sleep(10 * time.Millisecond) // a dead instance refuses at once; do not spin
+				}
+			}
+		}()
+	}
+	var recoveries []time.Duration
+	end := time.Now().Add(loadFor)
+	for time.Now().Before(end) {
+		time.Sleep(jitter(time.Second, 3*time.Second)) // the chaos: time between kills
+		in := instances[rand.IntN(len(instances))]
+		in.kill()
+		r.killed()
+		killedAt := time.Now()
+		time.Sleep(200 * time.Millisecond) // the instance stays down a moment, as after a crash
+		in.start(t)
+		recoveries = append(recoveries, time.Since(killedAt))
+	}
+	close(stop)
+	wg.Wait()
+	r.waitDrained(time.Minute)
+	var worst time.Duration
+	for _, d := range recoveries {
+		worst = max(worst, d)
+	}
+	r.report(fmt.Sprintf("; HTTP publishes %d answered 201, %d failed (instance down); kill to ready again at most %s",
+		ok.Load(), fails.Load(), worst.Round(time.Millisecond)))
+}
+
+// TestRedisKilled publishes through the SDK for SLUICE_CHAOS_SECONDS while Redis (append-only,
+// appendfsync always) is SIGKILLed and restarted every 3-6s; two SDK worker processes run the
+// jobs. Every publish that returned without error must run.
+func TestRedisKilled(t *testing.T) {
+	srv := redistest.StartServer(t) // appendfsync always
+	r := newRig(t, "redis", srv.URL())
+	q, err := queue.NewQueue[job](r.client, r.spec.NS, r.spec.Queue, queue.QueueConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r.startWorker()
+	r.startWorker()
+	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
+	stop := make(chan struct{})
+	var (
+		wg             sync.WaitGroup
+		seq, ok, fails atomic.Int64
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := "r-" + strconv.FormatInt(seq.Add(1), 10)
+				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				_, err := q.Produce(pctx, &job{ID: id}, 0, queue.WithTries(1000))
+				cancel()
+				if err == nil {
+					r.acknowledged(id)
+					ok.Add(1)
+				} else {
+					fails.Add(1)
+					time.Sleep(10 * time.Millisecond) // Redis is down; do not spin
+				}
+			}
+		}()
+	}
+	var outages []time.Duration
+	end := time.Now().Add(loadFor)
+	for time.Now().Before(end) {
+		time.Sleep(jitter(3*time.Second, 6*time.Second)) // the chaos: time between kills
+		srv.Kill()
+		r.killed()
+		killedAt := time.Now()
+		time.Sleep(jitter(200*time.Millisecond, time.Second)) // down for a while
+		srv.Restart()
+		outages = append(outages, time.Since(killedAt))
+	}
+	close(stop)
+	wg.Wait()
+	r.waitDrained(time.Minute)
+	var worst time.Duration
+	for _, d := range outages {
+		worst = max(worst, d)
+	}
+	r.report(fmt.Sprintf("; publishes %d acknowledged, %d failed (Redis down); longest outage %s",
+		ok.Load(), fails.Load(), worst.Round(time.Millisecond)))
+}
+
+// buildSluice builds the sluice binary of this checkout.
+func buildSluice(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sluice")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/sluicehq/sluice/cmd/sluice")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go build sluice: %v", err)
+	}
+	return bin
+}
+
+// instance is one `sluice server` process on fixed loopback ports, so a restart comes back where
+// clients expect it.
+type instance struct {
+	bin, redisURL         string
+	publicPort, adminPort int
+	cmd                   *exec.Cmd
+}
+
+func startInstance(t *testing.T, bin, redisURL string) *instance {
+	t.Helper()
+	in := &instance{bin: bin, redisURL: redisURL, publicPort: freePort(t), adminPort: freePort(t)}
+	in.start(t)
+	t.Cleanup(in.kill)
+	return in
+}
+
+func (in *instance) publicURL() string { return "http://127.0.0.1:" + strconv.Itoa(in.publicPort) }
+func (in *instance) adminURL() string  { return "http://127.0.0.1:" + strconv.Itoa(in.adminPort) }
+
+// start runs the server and waits until /readyz answers 200.
+func (in *instance) start(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(in.bin, "server", "--redis-url", in.redisURL, "--prefix", "chaos",
+		"--public-addr", "127.0.0.1:"+strconv.Itoa(in.publicPort),
+		"--admin-addr", "127.0.0.1:"+strconv.Itoa(in.adminPort), "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sluice server: %v", err)
+	}
+	in.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(in.publicURL() + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sluice server on %d not ready: %v", in.publicPort, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (in *instance) kill() {
+	if in.cmd != nil {
+		_ = in.cmd.Process.Kill()
+		_, _ = in.cmd.Process.Wait()
+	}
+}
+
+// adminSetup creates the chaos namespace and a publish token on the instance's admin API.
+func adminSetup(t *testing.T, in *instance) string {
+	t.Helper()
+	post := func(path, body string) map[string]any {
+		resp, err := http.Post(in.adminURL()+path, "application/json", bytes.NewBufferString(body))
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
+		}
+		return out
+	}
+	post("/v1/namespaces", `{"name": "chaos"}`)
+	tok := post("/v1/namespaces/chaos/tokens", `{"description": "chaos", "permissions": ["publish"]}`)
+	s, _ := tok["token"].(string)
+	if s == "" {
+		t.Fatalf("no token in %v", tok)
+	}
+	return s
+}
+
+// publishHTTP publishes job id through the native API and reports a 201.
+func publishHTTP(hc *http.Client, base, token, id string) bool {
+	body := `{"payload": {"id": "` + id + `"}, "tries": 1000}`
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/ns/chaos/queues/servers/jobs", bytes.NewBufferString(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var out struct{}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode == http.StatusCreated
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,111 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// waitsForReplicas reports whether calls of the script wait for Config.ReplicaAcks: the calls
+// that create jobs. Losing an ack or a lease in a failover only redelivers a job, which
+// at-least-once delivery allows; losing a publish loses the job.
+func (c *Client) waitsForReplicas(name scriptName) bool {
+	return c.cfg.ReplicaAcks > 0 && name == scriptPublish
+}
+
+// runReplicated runs script calls like runMany, and after them, in the same pipeline and so on
+// the same connection, WAIT: Redis counts the replicas that have every write of that connection,
+// which a WAIT on any other connection would not see. On a cluster the calls are grouped by the
+// master of their keys, one pipeline per master. A call whose group was acknowledged by fewer
+// replicas than asked carries ErrNotReplicated (unless it failed on its own).
+func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+	if err := c.loadOnce(ctx); err != nil {
+		return nil, err
+	}
+	groups, err := c.byMaster(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	var missing []int
+	for _, g := range groups {
+		pipe := g.client.Pipeline()
+		own := make([]*redis.Cmd, 0, len(g.calls))
+		for _, i := range g.calls {
+			cmds[i] = c.queueCall(ctx, pipe, calls[i])
+			own = append(own, cmds[i])
+		}
+		wait := pipe.Do(ctx, "wait", c.cfg.ReplicaAcks, c.cfg.ReplicaAckTimeout.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		if err != nil && !errors.Is(err, redis.Nil) && !allReplied(own) {
+			return nil, err
+		}
+		acked, err := wait.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("wait for replicas: %w", err)
+		}
+		for _, i := range g.calls {
+			switch {
+			case isMissingScript(cmds[i].Err()):
+				missing = append(missing, i)
+			case cmds[i].Err() == nil && acked < int64(c.cfg.ReplicaAcks):
+				cmds[i].SetErr(fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, acked, c.cfg.ReplicaAcks, c.cfg.ReplicaAckTimeout))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		// Redis lost the scripts (restart, failover, flush): those calls did not run. Load the
+		// scripts and run them once more.
+		if err := c.reload(ctx); err != nil {
+			return nil, err
+		}
+		again := make([]scriptCall, len(missing))
+		for j, i := range missing {
+			again[j] = calls[i]
+		}
+		redone, err := c.runReplicated(ctx, again)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range missing {
+			cmds[i] = redone[j]
+		}
+	}
+	return cmds, nil
+}
+
+// masterCalls are the calls (indexes) that run on one master.
+type masterCalls struct {
+	client redis.Cmdable
+	calls  []int
+}
+
+// byMaster groups calls by the master that holds their keys: one group on anything but a cluster.
+func (c *Client) byMaster(ctx context.Context, calls []scriptCall) ([]*masterCalls, error) {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		g := &masterCalls{client: c.rdb}
+		for i := range calls {
+			g.calls = append(g.calls, i)
+		}
+		return []*masterCalls{g}, nil
+	}
+	var groups []*masterCalls
+	byNode := map[*redis.Client]*masterCalls{}
+	for i, call := range calls {
+		node, err := cc.MasterForKey(ctx, call.keys.all[0])
+		if err != nil {
+			return nil, fmt.Errorf("master of %s: %w", call.keys.all[0], err)
+		}
+		g := byNode[node]
+		if g == nil {
+			g = &masterCalls{client: node}
+			byNode[node] = g
+			groups = append(groups, g)
+		}
+		g.calls = append(g.calls, i)
+	}
+	return groups, nil
+}
