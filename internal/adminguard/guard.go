@@ -54,6 +54,10 @@ type Config struct {
 	// OpenReads are paths whose GET and HEAD skip every check (Prometheus scrapes /metrics under
 	// whatever name it was given; a read there changes nothing). Default none.
 	OpenReads map[string]bool
+	// FormPrefixes are the path prefixes whose state-changing requests may also carry a form
+	// (application/x-www-form-urlencoded or multipart/form-data), as lmstfy's admin tools send.
+	// Elsewhere only JSON is accepted. Default none.
+	FormPrefixes []string
 }
 
 // Check returns why r must be refused, or nil when it may be served.
@@ -72,7 +76,7 @@ func Check(r *http.Request, cfg Config) *Refusal {
 			"refuses requests sent by web pages of other sites", origin, ownOrigin(r))}
 	}
 	if !safe {
-		if msg := contentTypeProblem(r); msg != "" {
+		if msg := contentTypeProblem(r, cfg.formsAllowed(r.URL.Path)); msg != "" {
 			return &Refusal{ContentTypeRefused, msg}
 		}
 	}
@@ -112,24 +116,37 @@ func sameOrigin(origin string, r *http.Request) bool {
 	return strings.EqualFold(u.Host, r.Host)
 }
 
+func (cfg Config) formsAllowed(path string) bool {
+	for _, p := range cfg.FormPrefixes {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // contentTypeProblem checks the body type of a state-changing request; "" when it is accepted.
-func contentTypeProblem(r *http.Request) string {
+func contentTypeProblem(r *http.Request, forms bool) string {
+	want := "application/json"
+	if forms {
+		want = "application/json or a form encoding"
+	}
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		if r.ContentLength == 0 && len(r.TransferEncoding) == 0 {
 			return "" // no body at all: lmstfy's admin tools send their parameters in the query
 		}
-		return r.Method + " with a body needs Content-Type: application/json (or, on lmstfy's routes, " +
-			"a form encoding): a web page can send an untyped body to another site without asking"
+		return fmt.Sprintf("%s with a body needs Content-Type: %s (a web page can send an untyped body "+
+			"to another site without asking)", r.Method, want)
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	switch {
 	case err != nil:
 	case mt == "application/json", strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"):
 		return ""
-	case mt == "application/x-www-form-urlencoded", mt == "multipart/form-data":
+	case forms && (mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data"):
 		return "" // lmstfy's admin routes take their parameters as forms
 	}
-	return fmt.Sprintf("Content-Type %q is not accepted on %s: send application/json (or, on lmstfy's routes, "+
-		"a form encoding); a web page can send %s to another site without asking", ct, r.Method, ct)
+	return fmt.Sprintf("Content-Type %q is not accepted on %s %s: send %s (a web page can send %s to "+
+		"another site without asking; with curl -d, add -H 'Content-Type: application/json')", ct, r.Method, r.URL.Path, want, ct)
 }

@@ -58,7 +58,7 @@ func send(t *testing.T, base string, q req) (int, string) {
 
 func TestCheckWithoutAdminToken(t *testing.T) {
 	t.Parallel()
-	base := serve(t, Config{LoopbackHostsOnly: true, OpenReads: map[string]bool{"/metrics": true}})
+	base := serve(t, Config{LoopbackHostsOnly: true, OpenReads: map[string]bool{"/metrics": true}, FormPrefixes: []string{"/token/"}})
 	for _, tc := range []struct {
 		name   string
 		req    req
@@ -99,6 +99,10 @@ func TestCheckWithoutAdminToken(t *testing.T) {
 			contentType: "application/x-www-form-urlencoded", body: "description=app&token=chosen-token-of-twenty-chars"}, ""},
 		{"lmstfy multipart POST", req{method: "POST", path: "/token/ns", host: "localhost:7778",
 			contentType: "multipart/form-data; boundary=x", body: "--x\r\nContent-Disposition: form-data; name=\"description\"\r\n\r\napp\r\n--x--\r\n"}, ""},
+		{"form on a JSON route", req{method: "POST", path: "/v1/namespaces/ns/tokens", host: "localhost:7778",
+			contentType: "application/x-www-form-urlencoded", body: `{"description":"x"}`}, ContentTypeRefused},
+		{"multipart on a JSON route", req{method: "POST", path: "/v1/namespaces", host: "localhost:7778",
+			contentType: "multipart/form-data; boundary=x", body: "--x--\r\n"}, ContentTypeRefused},
 		{"lmstfy query POST without body", req{method: "POST", path: "/token/ns?description=app", host: "localhost:7778"}, ""},
 		{"DELETE without body", req{method: "DELETE", path: "/token/ns/abc", host: "localhost:7778"}, ""},
 		{"metrics read from any name", req{method: "GET", path: "/metrics", host: "prometheus-target:7778", origin: "http://evil.example"}, ""},
