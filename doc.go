@@ -6,6 +6,9 @@
 //
 //   - [github.com/sluicehq/sluice/queue]: the job queue engine (delayed, prioritised, retried jobs
 //     with leases, ack/nack, dead letter, dedup) and the typed Queue[T] worker SDK.
+//   - [github.com/sluicehq/sluice/queuetest]: helpers for the tests of code that uses queues:
+//     assert that a job was (or was not) enqueued, and drain a queue through a handler
+//     synchronously, on a real Redis.
 //   - [github.com/sluicehq/sluice/ratelimit]: GCRA, sliding log, sliding window, fixed window and
 //     distributed concurrency limits, with net/http middleware.
 //   - [github.com/sluicehq/sluice/cache]: a consistent cache-aside Store[K,V] in which no stale value

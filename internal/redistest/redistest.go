@@ -56,9 +56,11 @@ func (l *lazyServer) shutdown() {
 }
 
 // Main runs the tests of a package, stops the servers they started and fails the run when a
-// test leaked a goroutine. Call it from TestMain.
-func Main(m *testing.M) {
-	goleak.VerifyTestMain(m,
+// test leaked a goroutine. Call it from TestMain. The stops run after the tests and before the
+// leak check; other harnesses pass theirs (mysqltest.Stop) so their shared pools and server
+// processes are gone by then.
+func Main(m *testing.M, stops ...func()) {
+	goleak.VerifyTestMain(runThenStop{m: m, stops: stops},
 		// go-redis pools close their reaper goroutines asynchronously.
 		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
 		goleak.Cleanup(func(code int) {
@@ -67,6 +69,20 @@ func Main(m *testing.M) {
 			os.Exit(code)
 		}),
 	)
+}
+
+// runThenStop runs the tests, then the stops given to Main.
+type runThenStop struct {
+	m     *testing.M
+	stops []func()
+}
+
+func (r runThenStop) Run() int {
+	code := r.m.Run()
+	for _, stop := range r.stops {
+		stop()
+	}
+	return code
 }
 
 // New returns a standalone Redis for the test. It fails the test (never skips) when no server can be

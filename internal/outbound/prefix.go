@@ -1,0 +1,122 @@
+package outbound
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// UnderPrefix reports whether rawURL lies under one of the prefixes: the same scheme, the same host
+// (case-insensitive, a trailing dot ignored) on the same port (the scheme's default port when none
+// is written), and a path equal to the prefix's path or below it at a segment boundary
+// ("https://a.com/api" admits /api and /api/x, not /apix). This is the rule that keeps the request
+// queue and callbacks from being an open relay: a caller names a destination, and only
+// destinations under an operator's prefixes are called.
+//
+// It is strict on purpose. URLs with userinfo are refused (they are a classic way to make a URL
+// look like it goes where it does not); paths are compared after "." and ".." segments are
+// resolved, both percent-decoded and as written, so "/api/../admin" and "/api/%2e%2e/admin" are
+// not under "/api". Queries and fragments are ignored. A prefix that is not an absolute http or
+// https URL matches nothing.
+func UnderPrefix(rawURL string, prefixes ...string) bool {
+	u, ok := parseTarget(rawURL)
+	if !ok {
+		return false
+	}
+	for _, p := range prefixes {
+		pu, ok := parseTarget(p)
+		if !ok {
+			continue
+		}
+		if u.scheme == pu.scheme && u.host == pu.host && u.port == pu.port &&
+			underPath(u.path, pu.path) && underPath(u.escaped, pu.escaped) {
+			return true
+		}
+	}
+	return false
+}
+
+// target is a URL reduced to what UnderPrefix compares.
+type target struct {
+	scheme, host, port string
+	path, escaped      string // cleaned, decoded and as written
+}
+
+func parseTarget(raw string) (target, bool) {
+	t, err := parseTargetErr(raw)
+	return t, err == nil
+}
+
+// CheckPrefix returns an error saying why p cannot serve as a prefix (an endpoint's target URL, a
+// callback destination), or nil. UnderPrefix ignores such prefixes; configuration should refuse
+// them with this error.
+func CheckPrefix(p string) error {
+	_, err := parseTargetErr(p)
+	return err
+}
+
+func parseTargetErr(raw string) (target, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
+		return target{}, fmt.Errorf("outbound: url %q: %w", raw, err)
+	case u.Opaque != "" || u.Scheme == "":
+		return target{}, fmt.Errorf("outbound: url %q is not absolute", raw)
+	case u.User != nil:
+		return target{}, fmt.Errorf("outbound: url %q must not carry userinfo", raw)
+	case strings.Contains(raw, `\`):
+		return target{}, fmt.Errorf("outbound: url %q must not contain a backslash", raw)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	var defaultPort string
+	switch scheme {
+	case "http":
+		defaultPort = "80"
+	case "https":
+		defaultPort = "443"
+	default:
+		return target{}, fmt.Errorf("outbound: url %q: scheme must be http or https", raw)
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return target{}, fmt.Errorf("outbound: url %q has no host", raw)
+	}
+	port := u.Port()
+	if port == "" {
+		if strings.HasSuffix(u.Host, ":") {
+			return target{}, fmt.Errorf("outbound: url %q has an empty port", raw)
+		}
+		port = defaultPort
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.HasPrefix(port, "0") {
+		return target{}, fmt.Errorf("outbound: url %q: port must be 1-65535 without leading zeros", raw)
+	}
+	return target{
+		scheme:  scheme,
+		host:    host,
+		port:    port,
+		path:    cleanPath(u.Path),
+		escaped: cleanPath(u.EscapedPath()),
+	}, nil
+}
+
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return path.Clean("/" + p)
+}
+
+// underPath reports whether the cleaned path p equals prefix or lies below it at a "/" boundary.
+func underPath(p, prefix string) bool {
+	if prefix == "/" {
+		return true
+	}
+	return p == prefix || strings.HasPrefix(p, prefix+"/")
+}

@@ -1,0 +1,135 @@
+package outbound_test
+
+import (
+	"net/url"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/outbound"
+)
+
+func TestUnderPrefix(t *testing.T) {
+	t.Parallel()
+	const api = "https://a.com/api"
+	for _, tc := range []struct {
+		url    string
+		prefix string
+		want   bool
+	}{
+		{"https://a.com/api", api, true},
+		{"https://a.com/api/", api, true},
+		{"https://a.com/api/x/y?q=1#f", api, true},
+		{"https://A.COM/api/x", api, true},
+		{"HTTPS://a.com/api/x", api, true},
+		{"https://a.com:443/api/x", api, true},
+		{"https://a.com./api/x", api, true},
+		{"https://a.com/api/./x", api, true},
+		{"https://a.com/api/x/../y", api, true},
+		{"https://a.com/apix", api, false},
+		{"https://a.com/ap", api, false},
+		{"https://a.com/", api, false},
+		{"https://a.com", api, false},
+		{"https://a.com/API/x", api, false}, // paths are case-sensitive
+		{"http://a.com/api/x", api, false},
+		{"https://a.com:8443/api/x", api, false},
+		{"https://a.com.evil/api", api, false},
+		{"https://evil.com/a.com/api", api, false},
+		{"https://a.com@evil.com/api", api, false},
+		{"https://user:pw@a.com/api", api, false},
+		{"https://evil.com\\@a.com/api", api, false},
+		{"https://a.com/api/../admin", api, false},
+		{"https://a.com/api/%2e%2e/admin", api, false},
+		{"https://a.com/api%2F..%2Fadmin", api, false},
+		{"https://a.com/api/..", api, false},
+		{"https://a.com/api/x/../../admin", api, false},
+		{"https://sub.a.com/api", api, false},
+		{"https://a.com:/api", api, false},
+		{"https://a.com:0443/api", api, false},
+		{"//a.com/api", api, false},
+		{"a.com/api", api, false},
+		{"javascript:alert(1)", api, false},
+		{"", api, false},
+		// Prefix forms.
+		{"https://a.com/api/x", "https://a.com/api/", true},
+		{"https://a.com/api", "https://a.com/api/", true},
+		{"https://a.com/anything", "https://a.com", true},
+		{"https://a.com/anything", "https://a.com/", true},
+		{"https://a.com:443/x", "https://a.com:443", true},
+		{"http://a.com/x", "http://a.com:80/", true},
+		{"http://a.com:8080/x", "http://a.com:8080/", true},
+		{"http://a.com:8081/x", "http://a.com:8080/", false},
+		{"http://[::1]:8080/x", "http://[::1]:8080", true},
+		{"http://[::2]:8080/x", "http://[::1]:8080", false},
+		{"https://a.com/api/x", "ftp://a.com/api", false},
+		{"https://a.com/api/x", "https://u@a.com/api", false},
+		{"https://a.com/api/x", "not a url", false},
+		{"https://a.com/my%20api/x", "https://a.com/my%20api", true},
+	} {
+		if got := outbound.UnderPrefix(tc.url, tc.prefix); got != tc.want {
+			t.Errorf("UnderPrefix(%q, %q) = %v, want %v", tc.url, tc.prefix, got, tc.want)
+		}
+	}
+}
+
+func TestUnderPrefixAnyOfSeveral(t *testing.T) {
+	t.Parallel()
+	prefixes := []string{"https://a.com/api", "http://b.com:8080/hooks"}
+	if !outbound.UnderPrefix("http://b.com:8080/hooks/1", prefixes...) {
+		t.Error("second prefix not matched")
+	}
+	if outbound.UnderPrefix("https://c.com/api") || outbound.UnderPrefix("https://c.com/api", prefixes...) {
+		t.Error("matched without a matching prefix")
+	}
+}
+
+// FuzzUnderPrefix checks that whatever UnderPrefix admits really goes to the prefix's host and path.
+func FuzzUnderPrefix(f *testing.F) {
+	for _, s := range []string{
+		"https://a.com/api/x", "https://a.com/apix", "https://a.com@evil/api", "https://a.com/api/../x",
+		"https://a.com/api/%2e%2e/x", "https://A.com:443/api", "https://a.com\\@b/api", "https://a.com/api%2f..",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !outbound.UnderPrefix(raw, "https://a.com/api") {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("admitted an unparsable URL %q", raw)
+		}
+		if !strings.EqualFold(u.Scheme, "https") || u.User != nil ||
+			strings.TrimSuffix(strings.ToLower(u.Hostname()), ".") != "a.com" || (u.Port() != "" && u.Port() != "443") {
+			t.Fatalf("admitted %q: scheme %q user %v host %q port %q", raw, u.Scheme, u.User, u.Hostname(), u.Port())
+		}
+		for _, p := range []string{u.Path, u.EscapedPath()} {
+			if c := path.Clean("/" + p); c != "/api" && !strings.HasPrefix(c, "/api/") {
+				t.Fatalf("admitted %q whose path %q is not under /api", raw, c)
+			}
+		}
+	})
+}
+
+func TestCheckPrefix(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"https://a.com/api", "http://a.com:8080", "https://[::1]:443/x/"} {
+		if err := outbound.CheckPrefix(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for bad, why := range map[string]string{
+		"ftp://a.com":          "scheme",
+		"https://u:p@a.com/":   "userinfo",
+		"https:///x":           "host",
+		"/api":                 "absolute",
+		"https://a.com:99999/": "port",
+		"https://a.com:/":      "port",
+		"https://a.com/x\\y":   "backslash",
+		"http://a.com/%zz":     "invalid URL escape",
+	} {
+		if err := outbound.CheckPrefix(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: err = %v, want one about %s", bad, err, why)
+		}
+	}
+}
