@@ -15,6 +15,19 @@
 //     survives a delete.
 //
 // The sluice binary (cmd/sluice) serves the job queue over HTTP, natively and as a drop-in for
-// lmstfy's API. Every state change in Redis is one atomic Lua script or one command, with time taken
-// from Redis itself, so any number of processes can share one Redis safely.
+// lmstfy's API. Its HTTP side is laid out by job:
+//
+//   - [github.com/sluicehq/sluice/server]: the composition root: listeners, middleware,
+//     authentication, error rendering, metrics, the embedded Redis, and the mounting of each
+//     system's routes;
+//   - [github.com/sluicehq/sluice/server/jobs]: the native job routes (/v1/ns/{ns}/...);
+//   - [github.com/sluicehq/sluice/server/lmstfy]: the lmstfy-compatible API (/api/...);
+//   - internal/tenant: namespaces, tokens and per-token limits, shared by every system's routes;
+//   - internal/httpapi: the error registry, JSON helpers and the Route description that route
+//     packages declare and the server mounts.
+//
+// docs/server.md says where each piece lives and how a new system adds its routes.
+//
+// Every state change in Redis is one atomic Lua script or one command, with time taken from Redis
+// itself, so any number of processes can share one Redis safely.
 package sluice

@@ -1,0 +1,328 @@
+package tenant
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Permission is what a token may do in its namespace.
+type Permission string
+
+// The permissions a token can carry.
+const (
+	PermPublish Permission = "publish" // publish jobs, read and cancel them
+	PermConsume Permission = "consume" // consume, ack, nack and touch jobs
+	PermManage  Permission = "manage"  // pause, resume and delete queues, work the dead letter
+)
+
+// AllPermissions are the permissions of a token created without a list.
+var AllPermissions = []Permission{PermPublish, PermConsume, PermManage}
+
+// Token is a namespace token as stored (its secret is not: only its SHA-256).
+type Token struct {
+	// ID names the token in lists and revocations; it is not a secret.
+	ID          string       `json:"id"`
+	Namespace   string       `json:"namespace"`
+	Description string       `json:"description"`
+	Permissions []Permission `json:"permissions"`
+	// MaxPriority caps the priority of jobs published with the token; -1: no cap.
+	MaxPriority int       `json:"max_priority"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Allows reports whether the token carries p.
+func (t Token) Allows(p Permission) bool { return slices.Contains(t.Permissions, p) }
+
+// CreateTokenParams describe a new token.
+type CreateTokenParams struct {
+	Namespace   string
+	Description string
+	// Permissions of the token; nil: all of them.
+	Permissions []Permission
+	// MaxPriority caps the priority of jobs published with the token (0..255); nil: no cap.
+	MaxPriority *int
+}
+
+// TokenStore keeps namespace tokens in Redis, hashed, and caches lookups in-process for at most
+// its TTL, which bounds how long a revoked token keeps working on any instance.
+type TokenStore struct {
+	rdb        redis.UniversalClient
+	key        string // hash: token id -> record JSON
+	namespaces *NamespaceStore
+	ttl        time.Duration
+	now        func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cachedToken // secret hash -> lookup result
+}
+
+type cachedToken struct {
+	tok     Token
+	found   bool
+	expires time.Time
+}
+
+// tokenRecord is a token as stored: the Token plus the SHA-256 of its secret.
+type tokenRecord struct {
+	Token
+	Hash string `json:"hash"`
+}
+
+// maxCachedTokens bounds the lookup cache; a full cache is emptied.
+const maxCachedTokens = 10_000
+
+// secretPrefix starts every token secret, so secrets are recognisable in configs and logs.
+const secretPrefix = "sk_"
+
+// idLen is the length of a token id: the first hex digits of the SHA-256 of the secret.
+const idLen = 16
+
+// NewTokenStore returns the token store under prefix.
+func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *NamespaceStore, cacheTTL time.Duration) *TokenStore {
+	return &TokenStore{
+		rdb:        rdb,
+		key:        newKeys(prefix).tokens,
+		namespaces: namespaces,
+		ttl:        cacheTTL,
+		now:        time.Now,
+		cache:      make(map[string]cachedToken),
+	}
+}
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Create makes a token for a namespace, registering the namespace when it is new, and returns
+// the secret (shown once: only its hash is stored).
+func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, Token, error) {
+	if !ValidName(p.Namespace) {
+		return "", Token{}, invalidArg("namespace", "%q %s", p.Namespace, NameRule)
+	}
+	perms := p.Permissions
+	if perms == nil {
+		perms = AllPermissions
+	}
+	if len(perms) == 0 {
+		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage")
+	}
+	seen := map[Permission]bool{}
+	for _, pm := range perms {
+		if !slices.Contains(AllPermissions, pm) {
+			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage", pm)
+		}
+		seen[pm] = true
+	}
+	clean := make([]Permission, 0, len(seen))
+	for _, pm := range AllPermissions {
+		if seen[pm] {
+			clean = append(clean, pm)
+		}
+	}
+	maxPrio := -1
+	if p.MaxPriority != nil {
+		if *p.MaxPriority < 0 || *p.MaxPriority > 255 {
+			return "", Token{}, invalidArg("max_priority", "%d is outside 0..255", *p.MaxPriority)
+		}
+		maxPrio = *p.MaxPriority
+	}
+	if len(p.Description) > 1024 {
+		return "", Token{}, invalidArg("description", "longer than 1024 bytes")
+	}
+	if err := s.namespaces.ensure(ctx, p.Namespace); err != nil {
+		return "", Token{}, err
+	}
+	for range 3 {
+		var raw [24]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return "", Token{}, fmt.Errorf("token: random: %w", err)
+		}
+		secret := secretPrefix + hex.EncodeToString(raw[:])
+		h := hashSecret(secret)
+		rec := tokenRecord{
+			Token: Token{
+				ID:          h[:idLen],
+				Namespace:   p.Namespace,
+				Description: p.Description,
+				Permissions: clean,
+				MaxPriority: maxPrio,
+				CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
+			},
+			Hash: h,
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return "", Token{}, fmt.Errorf("token: %w", err)
+		}
+		ok, err := s.rdb.HSetNX(ctx, s.key, rec.ID, b).Result()
+		if err != nil {
+			return "", Token{}, fmt.Errorf("token: create: %w", err)
+		}
+		if ok {
+			return secret, rec.Token, nil
+		}
+	}
+	return "", Token{}, errors.New("token: could not find a free id")
+}
+
+// Authenticate returns the token of a secret, or ErrUnauthenticated when it is unknown or
+// revoked. Lookups are cached for the store's TTL (revocations take effect within it).
+func (s *TokenStore) Authenticate(ctx context.Context, secret string) (Token, error) {
+	if secret == "" || len(secret) > 512 {
+		return Token{}, ErrUnauthenticated
+	}
+	h := hashSecret(secret)
+	now := s.now()
+	s.mu.Lock()
+	c, ok := s.cache[h]
+	s.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		if !c.found {
+			return Token{}, ErrUnauthenticated
+		}
+		return c.tok, nil
+	}
+	rec, found, err := s.load(ctx, h[:idLen])
+	if err != nil {
+		return Token{}, err
+	}
+	found = found && rec.Hash == h
+	if s.ttl > 0 {
+		s.mu.Lock()
+		if len(s.cache) >= maxCachedTokens {
+			clear(s.cache)
+		}
+		s.cache[h] = cachedToken{tok: rec.Token, found: found, expires: now.Add(s.ttl)}
+		s.mu.Unlock()
+	}
+	if !found {
+		return Token{}, ErrUnauthenticated
+	}
+	return rec.Token, nil
+}
+
+func (s *TokenStore) load(ctx context.Context, id string) (tokenRecord, bool, error) {
+	b, err := s.rdb.HGet(ctx, s.key, id).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return tokenRecord{}, false, nil
+	}
+	if err != nil {
+		return tokenRecord{}, false, fmt.Errorf("token: lookup: %w", err)
+	}
+	var rec tokenRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return tokenRecord{}, false, fmt.Errorf("token: bad record %s: %w", id, err)
+	}
+	return rec, true, nil
+}
+
+// List returns the tokens of a namespace, oldest first ("" lists every namespace's).
+func (s *TokenStore) List(ctx context.Context, ns string) ([]Token, error) {
+	all, err := s.rdb.HGetAll(ctx, s.key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("token: list: %w", err)
+	}
+	out := []Token{}
+	for id, b := range all {
+		var rec tokenRecord
+		if err := json.Unmarshal([]byte(b), &rec); err != nil {
+			return nil, fmt.Errorf("token: bad record %s: %w", id, err)
+		}
+		if ns == "" || rec.Namespace == ns {
+			out = append(out, rec.Token)
+		}
+	}
+	slices.SortFunc(out, func(a, b Token) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Find returns the token of namespace ns named by its secret or its id, or a not_found error.
+func (s *TokenStore) Find(ctx context.Context, ns, secretOrID string) (Token, error) {
+	id := secretOrID
+	if !isTokenID(secretOrID) {
+		id = hashSecret(secretOrID)[:idLen]
+	}
+	rec, found, err := s.load(ctx, id)
+	if err != nil {
+		return Token{}, err
+	}
+	if !found || rec.Namespace != ns {
+		return Token{}, notFound("no such token in namespace " + ns)
+	}
+	return rec.Token, nil
+}
+
+// Revoke deletes a token of namespace ns named by its secret or its id. It returns ErrNotFound
+// when the namespace has no such token. Other instances stop accepting it within their cache TTL.
+func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
+	id := secretOrID
+	if !isTokenID(secretOrID) {
+		id = hashSecret(secretOrID)[:idLen]
+	}
+	rec, found, err := s.load(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !found || rec.Namespace != ns {
+		return notFound("no such token in namespace " + ns)
+	}
+	if err := s.rdb.HDel(ctx, s.key, id).Err(); err != nil {
+		return fmt.Errorf("token: revoke: %w", err)
+	}
+	s.mu.Lock()
+	delete(s.cache, rec.Hash)
+	s.mu.Unlock()
+	return nil
+}
+
+// RevokeNamespace deletes every token of ns and returns how many.
+func (s *TokenStore) RevokeNamespace(ctx context.Context, ns string) (int, error) {
+	toks, err := s.List(ctx, ns)
+	if err != nil {
+		return 0, err
+	}
+	if len(toks) == 0 {
+		return 0, nil
+	}
+	ids := make([]string, len(toks))
+	for i, t := range toks {
+		ids[i] = t.ID
+	}
+	if err := s.rdb.HDel(ctx, s.key, ids...).Err(); err != nil {
+		return 0, fmt.Errorf("token: revoke: %w", err)
+	}
+	s.mu.Lock()
+	clear(s.cache)
+	s.mu.Unlock()
+	return len(ids), nil
+}
+
+// isTokenID reports whether s has the shape of a token id (16 lowercase hex digits).
+func isTokenID(s string) bool {
+	if len(s) != idLen {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}

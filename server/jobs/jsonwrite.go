@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// The answers of the hot job requests (publish, consume) are written here without reflection,
+// byte for byte as httpapi.WriteJSON would write them; jsonwrite_test.go compares the two.
+
+// writePublished answers a single publish: 201 {"job_id","duplicate"}.
+func writePublished(w http.ResponseWriter, res PublishResult) {
+	buf := httpapi.GetBuffer()
+	defer httpapi.PutBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"job_id":`...)
+	b = httpapi.AppendJSONString(b, res.JobID)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, res.Duplicate)
+	b = append(b, "}\n"...)
+	httpapi.WriteBody(w, http.StatusCreated, "application/json", b)
+}
+
+// writeDeliveries answers a consume: 200 {"jobs": [...]}.
+func writeDeliveries(w http.ResponseWriter, ds []DeliveryJSON) {
+	buf := httpapi.GetBuffer()
+	defer httpapi.PutBuffer(buf)
+	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
+	for i := range ds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendDelivery(b, &ds[i]); !ok {
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"jobs": ds}) // not expected: let encoding/json decide
+			return
+		}
+	}
+	b = append(b, "]}\n"...)
+	httpapi.WriteBody(w, http.StatusOK, "application/json", b)
+}
+
+// appendDelivery appends d as encoding/json encodes DeliveryJSON; false when encoding/json would
+// refuse it (a payload that is not valid JSON, a time outside the years 0..9999).
+func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
+	if !jsonTime(d.PublishedAt) || !jsonTime(d.LeaseUntil) || d.ExpiresAt != nil && !jsonTime(*d.ExpiresAt) {
+		return b, false
+	}
+	b = append(b, `{"job_id":`...)
+	b = httpapi.AppendJSONString(b, d.JobID)
+	b = append(b, `,"queue":`...)
+	b = httpapi.AppendJSONString(b, d.Queue)
+	if len(d.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		// encoding/json compacts a RawMessage (HTML escaping is off in httpapi.WriteJSON).
+		out := bytes.NewBuffer(b)
+		if err := json.Compact(out, d.Payload); err != nil {
+			return b, false
+		}
+		b = out.Bytes()
+	}
+	if d.PayloadBase64 != nil {
+		b = append(b, `,"payload_base64":`...)
+		b = httpapi.AppendJSONString(b, *d.PayloadBase64)
+	}
+	b = append(b, `,"delivery":`...)
+	b = strconv.AppendInt(b, int64(d.Delivery), 10)
+	b = append(b, `,"remaining_tries":`...)
+	b = strconv.AppendInt(b, int64(d.RemainingTries), 10)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, int64(d.Priority), 10)
+	b = append(b, `,"attributes":`...)
+	b = appendStringMap(b, d.Attributes)
+	b = append(b, `,"published_at":`...)
+	b = appendJSONTime(b, d.PublishedAt)
+	b = append(b, `,"elapsed_ms":`...)
+	b = strconv.AppendInt(b, d.ElapsedMS, 10)
+	b = append(b, `,"lease_until":`...)
+	b = appendJSONTime(b, d.LeaseUntil)
+	if d.ExpiresAt != nil {
+		b = append(b, `,"expires_at":`...)
+		b = appendJSONTime(b, *d.ExpiresAt)
+	}
+	return append(b, '}'), true
+}
+
+// appendStringMap appends m with its keys sorted, as encoding/json does (nil is null).
+func appendStringMap(b []byte, m map[string]string) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = httpapi.AppendJSONString(b, k)
+		b = append(b, ':')
+		b = httpapi.AppendJSONString(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// jsonTime reports whether time.Time's MarshalJSON can encode t (RFC 3339 has four-digit years).
+func jsonTime(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
+}
+
+// appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds); the caller
+// checks jsonTime first.
+func appendJSONTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
