@@ -126,6 +126,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
 	case errors.As(err, &tv):
 		return &Error{Code: CodeInvalidArgument, Field: tv.Field, Message: tv.Message, Cause: err}
+	case errors.Is(err, tenant.ErrTokenExists):
+		return &Error{Code: CodeConflict, Message: "a token with this secret exists already (in this or another namespace); nothing changed", Cause: err}
 	case errors.Is(err, tenant.ErrUnauthenticated):
 		return &Error{Code: CodeUnauthenticated, Message: ErrUnauthenticated.Message, Cause: err}
 	case errors.As(err, &tnf):
