@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/lmstfyimport"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/tenant"
 )
 
 // importStep is one line of `sluice lmstfy import`'s report.
@@ -172,7 +171,7 @@ func (im *importer) namespace(ctx context.Context, ns string, exists bool) {
 }
 
 func (im *importer) token(ctx context.Context, t lmstfyimport.Token) {
-	id := tokenIDOf(t.Secret)
+	id := tenant.IDOf(t.Secret)
 	name := t.Namespace + "/" + t.Redacted()
 	step := importStep{Kind: "token", Name: name, ID: id}
 	switch owner, ok := im.owner[id]; {
@@ -228,12 +227,6 @@ func (im *importer) limit(ctx context.Context, t lmstfyimport.Token, name, id st
 		}
 	}
 	im.add(step)
-}
-
-// tokenIDOf is the id Sluice gives the token of a secret: the first 16 hex digits of its SHA-256.
-func tokenIDOf(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])[:16]
 }
 
 func printImport(env *Env, rep importReport) {

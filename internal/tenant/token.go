@@ -103,6 +103,10 @@ func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *Namespa
 	}
 }
 
+// IDOf is the id of the token whose secret is secret: the first 16 hex digits of its SHA-256.
+// Tools that know a secret (an import) name the token by it without sending the secret.
+func IDOf(secret string) string { return hashSecret(secret)[:idLen] }
+
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
