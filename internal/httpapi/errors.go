@@ -34,6 +34,10 @@ const (
 	CodeRateLimited      Code = "rate_limited"
 	CodeInternal         Code = "internal"
 	CodeUnavailable      Code = "unavailable"
+	// The admin listener's refusals of what only a web page would send (internal/adminguard).
+	CodeAdminHostRefused        Code = "admin_host_refused"
+	CodeAdminOriginRefused      Code = "admin_origin_refused"
+	CodeAdminContentTypeRefused Code = "admin_content_type_refused"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -49,6 +53,10 @@ var statusOf = map[Code]int{
 	CodeRateLimited:      http.StatusTooManyRequests,
 	CodeInternal:         http.StatusInternalServerError,
 	CodeUnavailable:      http.StatusServiceUnavailable,
+
+	CodeAdminHostRefused:        http.StatusForbidden,
+	CodeAdminOriginRefused:      http.StatusForbidden,
+	CodeAdminContentTypeRefused: http.StatusForbidden,
 }
 
 // Sentinel errors, matched with errors.Is.
