@@ -22,6 +22,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/tenant"
 )
 
 // DefaultPool is lmstfy's default pool (config.DefaultPoolName), the one pool Sluice has: tokens
@@ -125,7 +127,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Plan, er
 			case cmp.Or(pool, DefaultPool) != DefaultPool:
 				p.skip(what, "pool "+pool+": Sluice has one pool ("+DefaultPool+"); a client naming pool "+pool+" would get 404")
 				continue
-			case !validName(ns):
+			case !tenant.ValidName(ns):
 				p.skip(what, "namespace name must match ^[-_A-Za-z0-9]+$ and be at most 255 bytes")
 				continue
 			}
@@ -231,17 +233,4 @@ func globEscape(s string) string {
 
 func isWrongType(err error) bool {
 	return err != nil && !errors.Is(err, redis.Nil) && strings.HasPrefix(err.Error(), "WRONGTYPE")
-}
-
-// validName is the rule for namespace names (Sluice's and lmstfy's).
-func validName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return false
-		}
-	}
-	return true
 }

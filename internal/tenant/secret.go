@@ -17,6 +17,8 @@ const (
 )
 
 // SecretRule says which chosen secrets are accepted, for error messages and docs.
+//
+//nolint:gosec // G101 reads "Secret" in the name: this is a rule for people, not a credential.
 const SecretRule = "20 to 512 bytes of printable ASCII (no spaces or control characters) without ':'"
 
 // CheckSecret reports why a chosen secret cannot be a token's, or nil when it can. A secret is
