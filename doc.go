@@ -13,6 +13,9 @@
 //     distributed concurrency limits, with net/http middleware.
 //   - [github.com/sluicehq/sluice/cache]: a consistent cache-aside Store[K,V] in which no stale value
 //     survives a delete.
+//   - [github.com/sluicehq/sluice/waitroom]: a virtual waiting room: at most N active users, a fair
+//     FIFO line with position and ETA, signed passes and a waiting page, as net/http middleware, a
+//     reverse proxy or an nginx auth_request endpoint.
 //
 // The sluice binary (cmd/sluice) serves the job queue over HTTP, natively and as a drop-in for
 // lmstfy's API. Its HTTP side is laid out by job:

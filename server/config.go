@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/rooms"
 	"io"
 	"log/slog"
 	"net"
@@ -66,6 +67,20 @@ type Config struct {
 	// leases of queues no consumer is reading. Default 500ms.
 	MaintainInterval time.Duration
 
+	// RoomPassKeys sign the waiting rooms' visitor and pass cookies: comma-separated, each at least
+	// 32 bytes, the first signing (two during a rotation). Default "": a key the servers sharing
+	// the Redis make once and keep there (<prefix>:waitroom:pass_key).
+	RoomPassKeys string
+
+	// ProxyRooms names the hosts the public listener serves through a waiting room as a reverse
+	// proxy to the room's upstream: "host=room,host=room", "*=room" for every request no other
+	// route takes. Default "": none.
+	ProxyRooms string
+
+	// Rooms are waiting rooms to create (or replace) at start, by name: the config file's "rooms".
+	// Default none.
+	Rooms map[string]rooms.RoomJSON
+
 	// Logger receives the server's logs. Default: a text logger on stderr at level info.
 	Logger *slog.Logger
 
@@ -118,6 +133,14 @@ func (c Config) validate() error {
 	}
 	if c.MaintainInterval < time.Millisecond {
 		errs = append(errs, errors.New("config: maintain_interval must be at least 1ms"))
+	}
+	if _, err := rooms.ParseProxyHosts(c.ProxyRooms); err != nil {
+		errs = append(errs, fmt.Errorf("config: proxy_rooms: %w", err))
+	}
+	for name, room := range c.Rooms {
+		if _, err := room.Config(); err != nil {
+			errs = append(errs, fmt.Errorf("config: rooms: %s: %w", name, err))
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.PublicAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: public_addr %q: %w", c.PublicAddr, err))

@@ -53,7 +53,7 @@ func newMetrics(s *Server) *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&queueCollector{s: s, m: m})
+		&queueCollector{s: s, m: m}, &roomCollector{s: s, m: m})
 	return m
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/rooms"
 	"io"
 	"log/slog"
 	"os"
@@ -98,6 +99,10 @@ func Options() []Option {
 			integer(func(s *Settings, n int64) { s.MetricsMaxQueues = int(n) })},
 		{"maintain_interval", "SLUICE_MAINTAIN_INTERVAL", "500ms", "how often (`duration`) due jobs are promoted and expired leases reaped",
 			dur(func(s *Settings) *time.Duration { return &s.MaintainInterval })},
+		{"room_pass_keys", "SLUICE_ROOM_PASS_KEYS", `""`, "comma-separated `keys` (32+ bytes each, the first signs) of the waiting rooms' cookies; empty: one kept in Redis",
+			str(func(s *Settings) *string { return &s.RoomPassKeys })},
+		{"proxy_rooms", "SLUICE_PROXY_ROOMS", `""`, "`host=room,...` pairs the public listener serves through a waiting room's reverse proxy (*=room: every other request)",
+			str(func(s *Settings) *string { return &s.ProxyRooms })},
 		{"log_format", "SLUICE_LOG_FORMAT", "text", "log `format`: text or json",
 			str(func(s *Settings) *string { return &s.LogFormat })},
 		{"log_level", "SLUICE_LOG_LEVEL", "info", "log `level`: debug, info, warn or error",
@@ -181,6 +186,12 @@ func loadConfigFile(path string, s *Settings, opts []Option) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		if k == roomsKey {
+			if err := loadRooms(raw[k], s); err != nil {
+				return fmt.Errorf("config file %s: %w", path, err)
+			}
+			continue
+		}
 		i := slices.IndexFunc(opts, func(o Option) bool { return o.Key == k })
 		if i < 0 {
 			return fmt.Errorf("config file %s: unknown key %q", path, k)
@@ -203,6 +214,31 @@ func loadConfigFile(path string, s *Settings, opts []Option) error {
 		if err := opts[i].Set(s, text); err != nil {
 			return fmt.Errorf("config file %s: %w", path, err)
 		}
+	}
+	return nil
+}
+
+// roomsKey is the config file's key of the waiting rooms to create at start: an object of room
+// name to the settings PUT /v1/rooms/{room} takes. It has no flag or environment variable.
+const roomsKey = "rooms"
+
+func loadRooms(raw json.RawMessage, s *Settings) error {
+	var byName map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &byName); err != nil {
+		return fmt.Errorf("rooms: want an object of room name to settings: %w", err)
+	}
+	s.Rooms = make(map[string]rooms.RoomJSON, len(byName))
+	for name, body := range byName {
+		var room rooms.RoomJSON
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&room); err != nil {
+			return fmt.Errorf("rooms: %s: %w", name, err)
+		}
+		if _, err := room.Config(); err != nil {
+			return fmt.Errorf("rooms: %s: %w", name, err)
+		}
+		s.Rooms[name] = room
 	}
 	return nil
 }

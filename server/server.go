@@ -23,9 +23,12 @@ import (
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
+	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/waitroom"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,6 +51,9 @@ type Server struct {
 	lmstfy     *lmstfy.API
 	namespaces *tenant.NamespaceStore
 	maintainer *queue.Maintainer
+	waitroom   *waitroom.Client
+	rooms      *rooms.API
+	roomsMaint *waitroom.Maintainer
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -119,9 +125,52 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
 	})
-	s.public = s.wrap("public", s.publicMux(), false)
+	if err := s.setupRooms(ctx); err != nil {
+		_ = s.closeStore()
+		return nil, err
+	}
+	pub, err := s.publicMux()
+	if err != nil {
+		_ = s.closeStore()
+		return nil, err
+	}
+	s.public = s.wrap("public", pub, false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
+}
+
+// setupRooms makes the waiting room client (docs/waitroom.md) and creates the rooms of the
+// config file.
+func (s *Server) setupRooms(ctx context.Context) error {
+	keys, err := rooms.PassKeys(ctx, s.rdb, s.cfg.Prefix, s.cfg.RoomPassKeys)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.waitroom, err = waitroom.NewClient(s.rdb, waitroom.Config{Prefix: s.cfg.Prefix, PassKeys: keys, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	names := make([]string, 0, len(s.cfg.Rooms))
+	for name := range s.cfg.Rooms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cfg, err := s.cfg.Rooms[name].Config()
+		if err == nil {
+			_, err = s.waitroom.SetRoom(ctx, name, cfg)
+		}
+		if err != nil {
+			return fmt.Errorf("server: config rooms: %s: %w", name, err)
+		}
+	}
+	hosts, err := rooms.ParseProxyHosts(s.cfg.ProxyRooms)
+	if err != nil {
+		return fmt.Errorf("server: proxy_rooms: %w", err)
+	}
+	s.rooms = rooms.New(rooms.Config{Client: s.waitroom, ProxyHosts: hosts})
+	s.roomsMaint = waitroom.NewMaintainer(s.waitroom, waitroom.MaintainerConfig{})
+	return nil
 }
 
 // PublicHandler serves the public API: /v1, the lmstfy-compatible routes, /healthz and /readyz.
@@ -133,11 +182,14 @@ func (s *Server) AdminHandler() http.Handler { return s.admin }
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-func (s *Server) publicMux() *http.ServeMux {
+func (s *Server) publicMux() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	s.mount(mux, s.publicRoutes())
 	s.lmstfy.MountPublic(mux)
-	return mux
+	if err := s.rooms.MountProxies(mux); err != nil {
+		return nil, fmt.Errorf("server: proxy_rooms: %w", err)
+	}
+	return mux, nil
 }
 
 func (s *Server) adminMux() *http.ServeMux {
@@ -205,6 +257,12 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer s.maintainer.Stop()
+	if err := s.roomsMaint.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = public.Close()
+		_ = admin.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	defer s.roomsMaint.Stop()
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -270,6 +328,9 @@ func (s *Server) Close() error {
 		s.drain()
 		if s.maintainer != nil {
 			s.maintainer.Stop()
+		}
+		if s.roomsMaint != nil {
+			s.roomsMaint.Stop()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()

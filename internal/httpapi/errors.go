@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/waitroom"
 )
 
 // Code is a stable machine-readable error code of the native API.
@@ -34,6 +35,9 @@ const (
 	CodeRateLimited      Code = "rate_limited"
 	CodeInternal         Code = "internal"
 	CodeUnavailable      Code = "unavailable"
+	// CodeUpstreamUnavailable: a waiting room's reverse proxy could not reach its upstream, or the
+	// room has none.
+	CodeUpstreamUnavailable Code = "upstream_unavailable"
 	// The admin listener's refusals of what only a web page would send (internal/adminguard).
 	CodeAdminHostRefused        Code = "admin_host_refused"
 	CodeAdminOriginRefused      Code = "admin_origin_refused"
@@ -42,17 +46,18 @@ const (
 
 // statusOf maps each code to its HTTP status.
 var statusOf = map[Code]int{
-	CodeInvalidArgument:  http.StatusBadRequest,
-	CodeUnauthenticated:  http.StatusUnauthorized,
-	CodePermissionDenied: http.StatusForbidden,
-	CodeNotFound:         http.StatusNotFound,
-	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
-	CodeLeaseLost:        http.StatusConflict,
-	CodeConflict:         http.StatusConflict,
-	CodePayloadTooLarge:  http.StatusRequestEntityTooLarge,
-	CodeRateLimited:      http.StatusTooManyRequests,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeInvalidArgument:     http.StatusBadRequest,
+	CodeUnauthenticated:     http.StatusUnauthorized,
+	CodePermissionDenied:    http.StatusForbidden,
+	CodeNotFound:            http.StatusNotFound,
+	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
+	CodeLeaseLost:           http.StatusConflict,
+	CodeConflict:            http.StatusConflict,
+	CodePayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	CodeRateLimited:         http.StatusTooManyRequests,
+	CodeInternal:            http.StatusInternalServerError,
+	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeUpstreamUnavailable: http.StatusBadGateway,
 
 	CodeAdminHostRefused:        http.StatusForbidden,
 	CodeAdminOriginRefused:      http.StatusForbidden,
@@ -129,6 +134,8 @@ func ErrorOf(err error) *Error {
 	var tv *tenant.ValidationError
 	var tnf *tenant.NotFoundError
 	var tooBig *http.MaxBytesError
+	var wce *waitroom.ConfigError
+	var whe *waitroom.HTTPError
 	switch {
 	case errors.As(err, &v):
 		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
@@ -142,6 +149,12 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeNotFound, Message: tnf.Message, Cause: err}
 	case errors.Is(err, queue.ErrNotFound):
 		return &Error{Code: CodeNotFound, Message: "not found", Cause: err}
+	case errors.As(err, &wce):
+		return &Error{Code: CodeInvalidArgument, Field: wce.Field, Message: wce.Reason, Cause: err}
+	case errors.Is(err, waitroom.ErrRoomNotFound):
+		return &Error{Code: CodeNotFound, Message: "no such room", Cause: err}
+	case errors.As(err, &whe) && statusOf[Code(whe.Code)] != 0:
+		return &Error{Code: Code(whe.Code), Message: whe.Message, RetryAfter: whe.RetryAfter, Cause: err}
 	case errors.Is(err, queue.ErrLeaseLost):
 		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
 	case errors.As(err, &tooBig):

@@ -1,0 +1,162 @@
+// Package browsertest drives a real headless Chromium from Go tests (with chromedp), for the pages
+// Sluice serves: the waiting room's page and the dashboard. Like redistest, it never skips: a
+// machine without Chromium fails the test with the command that installs it.
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// installHint is what a machine without Chromium needs (Debian's package, as .ci/run installs it).
+const installHint = "apt-get install -y chromium"
+
+// binary finds the browser: $SLUICE_TEST_CHROMIUM, else chromium on the PATH, else Debian's path.
+func binary() (string, error) {
+	if p := os.Getenv("SLUICE_TEST_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
+		return "/usr/bin/chromium", nil
+	}
+	return "", errors.New("browsertest: no chromium found (set SLUICE_TEST_CHROMIUM or install it: " + installHint + ")")
+}
+
+// Browser is one headless Chromium with one tab, closed when the test ends.
+type Browser struct {
+	// Ctx is the tab's chromedp context: pass it to chromedp.Run for anything the helpers below
+	// do not cover.
+	Ctx context.Context
+	t   testing.TB
+}
+
+// New starts a fresh browser (its own profile directory) for the test.
+func New(t testing.TB) *Browser {
+	t.Helper()
+	path, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	// The first call starts the browser and must not carry a timeout: it would stop the browser.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("browsertest: start %s: %v (install it: %s)", path, err, installHint)
+	}
+	return &Browser{Ctx: ctx, t: t}
+}
+
+// Run runs chromedp actions in order with a one-minute limit and fails the test on an error.
+func (b *Browser) Run(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("browsertest: %v", err)
+	}
+}
+
+// DisableScripts turns the page's JavaScript off (for pages that must work without it); the
+// helpers below still read the page.
+func (b *Browser) DisableScripts() {
+	b.t.Helper()
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+}
+
+// Navigate opens url in the tab and waits for its load event.
+func (b *Browser) Navigate(url string) {
+	b.t.Helper()
+	b.Run(chromedp.Navigate(url))
+}
+
+// Eval evaluates a JavaScript expression in the page and returns its value, decoded from JSON.
+func Eval[T any](b *Browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("browsertest: evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// Text returns the text content of the first element matching the CSS selector, or "" when there
+// is none (without waiting for it to appear).
+func (b *Browser) Text(selector string) string {
+	b.t.Helper()
+	return Eval[string](b, `(function(){var e=document.querySelector(`+quote(selector)+`);return e?e.textContent:""})()`)
+}
+
+// Location returns the page's URL.
+func (b *Browser) Location() string {
+	b.t.Helper()
+	return Eval[string](b, `location.href`)
+}
+
+// WaitUntil polls cond every 50ms until it returns nil, failing the test with cond's last error
+// after within. The page may navigate meanwhile; cond reads it afresh each time.
+func (b *Browser) WaitUntil(within time.Duration, cond func() error) {
+	b.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browsertest: not reached within %s: %v", within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// quote makes a JavaScript string literal of s.
+func quote(s string) string {
+	out := []byte{'"'}
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			out = append(out, '\\', byte(r))
+		case '\n':
+			out = append(out, '\\', 'n')
+		default:
+			out = append(out, string(r)...)
+		}
+	}
+	return string(append(out, '"'))
+}

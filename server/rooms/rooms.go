@@ -1,0 +1,308 @@
+package rooms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// Config is what the room routes need from the server that mounts them.
+type Config struct {
+	// Client is the waiting room client (the server's Redis, prefix and pass keys).
+	Client *waitroom.Client
+	// ProxyHosts maps a Host to the room whose reverse proxy serves it ("*": every request no
+	// other route takes).
+	ProxyHosts map[string]string
+}
+
+// API serves the room routes.
+type API struct {
+	cfg    Config
+	client *waitroom.Client
+	public *waitroom.Handler
+}
+
+// New returns the room routes on cfg's client.
+func New(cfg Config) *API {
+	a := &API{cfg: cfg, client: cfg.Client}
+	if cfg.Client != nil {
+		a.public = cfg.Client.Handler(waitroom.HandlerConfig{})
+	}
+	return a
+}
+
+// AdminRoutes are the room management routes of the admin listener.
+func (a *API) AdminRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /v1/rooms", Handler: a.list},
+		{Pattern: "PUT /v1/rooms/{room}", Handler: a.put},
+		{Pattern: "GET /v1/rooms/{room}", Handler: a.get},
+		{Pattern: "DELETE /v1/rooms/{room}", Handler: a.delete},
+		{Pattern: "POST /v1/rooms/{room}/reset", Handler: a.reset},
+	}
+}
+
+// PublicRoutes are the visitors' routes of the public listener. They need no token: a visitor is
+// its signed cookie, and its polls are limited per visitor by the waitroom package.
+func (a *API) PublicRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /v1/rooms/{room}/status", Handler: a.status},
+		{Pattern: "GET /v1/rooms/{room}/check", Handler: a.check},
+		{Pattern: "POST /v1/rooms/{room}/release", Handler: a.release},
+		{Pattern: "GET /v1/rooms/{room}/wait", Handler: a.wait},
+	}
+}
+
+func (a *API) status(w http.ResponseWriter, r *http.Request) error  { return a.public.Status(w, r) }
+func (a *API) check(w http.ResponseWriter, r *http.Request) error   { return a.public.Check(w, r) }
+func (a *API) release(w http.ResponseWriter, r *http.Request) error { return a.public.Release(w, r) }
+func (a *API) wait(w http.ResponseWriter, r *http.Request) error    { return a.public.Wait(w, r) }
+
+// MountProxies mounts the reverse proxy of each room in ProxyHosts on mux, for its host (or, for
+// "*", for every request no other pattern takes).
+func (a *API) MountProxies(mux *http.ServeMux) error {
+	for host, name := range a.cfg.ProxyHosts {
+		room, err := a.client.Room(name)
+		if err != nil {
+			return fmt.Errorf("proxy host %s: %w", host, err)
+		}
+		pattern := host + "/"
+		if host == "*" {
+			pattern = "/"
+		}
+		mux.Handle(pattern, waitroom.Proxy(room))
+	}
+	return nil
+}
+
+// ParseProxyHosts reads "host=room,host=room" ("*=room" for every host).
+func ParseProxyHosts(s string) (map[string]string, error) {
+	out := make(map[string]string)
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		host, room, ok := strings.Cut(part, "=")
+		host, room = strings.TrimSpace(host), strings.TrimSpace(room)
+		if !ok || host == "" || room == "" || strings.ContainsAny(host, "/ ") {
+			return nil, fmt.Errorf("%q is not host=room", part)
+		}
+		if _, dup := out[host]; dup {
+			return nil, fmt.Errorf("host %s is named twice", host)
+		}
+		out[host] = room
+	}
+	return out, nil
+}
+
+// RoomJSON is a room's settings as the API reads and writes them; durations are in seconds.
+type RoomJSON struct {
+	MaxActive         *int     `json:"max_active"`
+	NewUsersPerMinute *int     `json:"new_users_per_minute,omitempty"`
+	SessionTimeout    *float64 `json:"session_timeout,omitempty"`
+	QueueTimeout      *float64 `json:"queue_timeout,omitempty"`
+	PassTTL           *float64 `json:"pass_ttl,omitempty"`
+	Upstream          *string  `json:"upstream,omitempty"`
+	OpenAt            *string  `json:"open_at,omitempty"`
+	Template          *string  `json:"template,omitempty"`
+	Language          *string  `json:"language,omitempty"`
+	FailOpen          *bool    `json:"fail_open,omitempty"`
+}
+
+// Config turns the JSON into the room's settings; errors name the field.
+func (j RoomJSON) Config() (waitroom.RoomConfig, error) {
+	var c waitroom.RoomConfig
+	if j.MaxActive == nil {
+		return c, httpapi.InvalidArg("max_active", "is required")
+	}
+	c.MaxActive = *j.MaxActive
+	if j.NewUsersPerMinute != nil {
+		c.NewUsersPerMinute = *j.NewUsersPerMinute
+	}
+	var err error
+	if c.SessionTimeout, err = httpapi.Seconds("session_timeout", j.SessionTimeout); err != nil {
+		return c, err
+	}
+	if c.QueueTimeout, err = httpapi.Seconds("queue_timeout", j.QueueTimeout); err != nil {
+		return c, err
+	}
+	if c.PassTTL, err = httpapi.Seconds("pass_ttl", j.PassTTL); err != nil {
+		return c, err
+	}
+	if j.OpenAt != nil && *j.OpenAt != "" {
+		t, err := time.Parse(time.RFC3339, *j.OpenAt)
+		if err != nil {
+			return c, httpapi.InvalidArg("open_at", "%q is not an RFC 3339 time", *j.OpenAt)
+		}
+		c.OpenAt = t
+	}
+	c.Upstream = deref(j.Upstream)
+	c.Template = deref(j.Template)
+	c.Language = deref(j.Language)
+	c.FailOpen = j.FailOpen != nil && *j.FailOpen
+	return c, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// RoomView is a room as the API answers: its settings (defaults filled in) and live figures.
+type RoomView struct {
+	Name              string     `json:"name"`
+	MaxActive         int        `json:"max_active"`
+	NewUsersPerMinute int        `json:"new_users_per_minute"`
+	SessionTimeout    float64    `json:"session_timeout"`
+	QueueTimeout      float64    `json:"queue_timeout"`
+	PassTTL           float64    `json:"pass_ttl"`
+	Upstream          string     `json:"upstream"`
+	OpenAt            *time.Time `json:"open_at"`
+	Template          string     `json:"template"`
+	Language          string     `json:"language"`
+	FailOpen          bool       `json:"fail_open"`
+	Stats             *StatsView `json:"stats,omitempty"`
+}
+
+// StatsView is a room's live figures.
+type StatsView struct {
+	Active             int     `json:"active"`
+	Waiting            int     `json:"waiting"`
+	AdmittedPerMinute  float64 `json:"admitted_per_minute"`
+	AbandonedPerMinute float64 `json:"abandoned_per_minute"`
+	MedianWaitSeconds  float64 `json:"median_wait_seconds"`
+	AdmittedTotal      int64   `json:"admitted_total"`
+	AbandonedTotal     int64   `json:"abandoned_total"`
+	ReleasedTotal      int64   `json:"released_total"`
+	ExpiredTotal       int64   `json:"expired_total"`
+}
+
+func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
+	v := RoomView{
+		Name: name, MaxActive: c.MaxActive, NewUsersPerMinute: c.NewUsersPerMinute,
+		SessionTimeout: c.SessionTimeout.Seconds(), QueueTimeout: c.QueueTimeout.Seconds(), PassTTL: c.PassTTL.Seconds(),
+		Upstream: c.Upstream, Template: c.Template, Language: c.Language, FailOpen: c.FailOpen,
+	}
+	if !c.OpenAt.IsZero() {
+		t := c.OpenAt.UTC()
+		v.OpenAt = &t
+	}
+	if st != nil {
+		v.Stats = &StatsView{
+			Active: st.Active, Waiting: st.Waiting,
+			AdmittedPerMinute: round2(st.AdmittedPerMinute), AbandonedPerMinute: round2(st.AbandonedPerMinute),
+			MedianWaitSeconds: st.MedianWait.Seconds(),
+			AdmittedTotal:     st.Admitted, AbandonedTotal: st.Abandoned, ReleasedTotal: st.Released, ExpiredTotal: st.Expired,
+		}
+	}
+	return v
+}
+
+func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// put is PUT /v1/rooms/{room}: 201 when the room was created, 200 when its settings were
+// replaced (a change of max_active applies on every instance at the next arrival).
+func (a *API) put(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("room")
+	var req RoomJSON
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		return err
+	}
+	cfg, err := req.Config()
+	if err != nil {
+		return err
+	}
+	_, getErr := a.client.GetRoom(r.Context(), name)
+	if getErr != nil && !errors.Is(getErr, waitroom.ErrRoomNotFound) {
+		return getErr
+	}
+	cfg, err = a.client.SetRoom(r.Context(), name, cfg)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if getErr != nil {
+		status = http.StatusCreated
+	}
+	httpapi.WriteJSON(w, status, view(name, cfg, nil))
+	return nil
+}
+
+// get is GET /v1/rooms/{room}: settings and live figures.
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+	v, err := a.roomView(r.Context(), r.PathValue("room"))
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (a *API) roomView(ctx context.Context, name string) (RoomView, error) {
+	cfg, err := a.client.GetRoom(ctx, name)
+	if err != nil {
+		return RoomView{}, err
+	}
+	room, err := a.client.Room(name)
+	if err != nil {
+		return RoomView{}, err
+	}
+	st, err := room.Stats(ctx)
+	if err != nil {
+		return RoomView{}, err
+	}
+	return view(name, cfg, &st), nil
+}
+
+// list is GET /v1/rooms: every room with its live figures.
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+	names, err := a.client.Rooms(r.Context())
+	if err != nil {
+		return err
+	}
+	out := make([]RoomView, 0, len(names))
+	for _, name := range names {
+		v, err := a.roomView(r.Context(), name)
+		if errors.Is(err, waitroom.ErrRoomNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"rooms": out})
+	return nil
+}
+
+// delete is DELETE /v1/rooms/{room}: the room, its line and its figures go. Passes already
+// issued stay valid until they expire; the room's routes answer not found.
+func (a *API) delete(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("room")
+	if err := a.client.DeleteRoom(r.Context(), name); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"room": name, "deleted": true})
+	return nil
+}
+
+// reset is POST /v1/rooms/{room}/reset: every admitted and waiting visitor leaves and the
+// figures start over; the settings stay.
+func (a *API) reset(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("room")
+	if err := a.client.ResetRoom(r.Context(), name); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"room": name, "reset": true})
+	return nil
+}

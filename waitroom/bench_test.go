@@ -1,0 +1,180 @@
+package waitroom_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// benchClients are the visitors of a benchmark: one cookie header each, taken from a real
+// admission or arrival, so every request carries what a browser would send.
+func benchVisitors(b *testing.B, url string, n int) []string {
+	b.Helper()
+	cookies := make([]string, n)
+	for i := range cookies {
+		resp, err := http.Get(url) //nolint:noctx // benchmark setup
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		for _, c := range resp.Cookies() {
+			if cookies[i] != "" {
+				cookies[i] += "; "
+			}
+			cookies[i] += c.Name + "=" + c.Value
+		}
+	}
+	return cookies
+}
+
+// runHTTP sends GET url with the visitors' cookies from 32 × GOMAXPROCS goroutines, each on its
+// own keep-alive connection, and reports requests per second. The requests are written from
+// prepared bytes and the answers read with http.ReadResponse: net/http's client costs more CPU
+// than the server it would measure, on the same cores.
+func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
+	b.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		cookie := cookies[int(next.Add(1))%len(cookies)]
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close()
+		req := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + cookie +
+			"\r\nAccept: application/json\r\n\r\n")
+		br := bufio.NewReader(conn)
+		for pb.Next() {
+			if _, err := conn.Write(req); err != nil {
+				b.Error(err)
+				return
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				b.Errorf("status %d, want %d", resp.StatusCode, want)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (*waitroom.Client, *waitroom.Room) {
+	b.Helper()
+	env := redistest.New(b)
+	cfg.Prefix = env.Prefix
+	cfg.PassKeys = [][]byte{testKey()}
+	c, err := waitroom.NewClient(env.Client, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.SetRoom(context.Background(), "r", room); err != nil {
+		b.Fatal(err)
+	}
+	r, _ := c.Room("r")
+	return c, r
+}
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+
+// BenchmarkAdmittedMiddleware: requests of admitted visitors (valid pass) through Middleware in
+// front of a handler, over HTTP: the pass is checked without Redis.
+func BenchmarkAdmittedMiddleware(b *testing.B) {
+	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
+	defer site.Close()
+	runHTTP(b, site.URL, benchVisitors(b, site.URL, 500), 200)
+}
+
+// BenchmarkAdmittedProxy: the same through the reverse proxy (deployment a) to an upstream
+// server in the same process: two HTTP hops per request.
+func BenchmarkAdmittedProxy(b *testing.B) {
+	up := httptest.NewServer(okHandler)
+	defer up.Close()
+	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up.URL})
+	site := httptest.NewServer(waitroom.Proxy(room))
+	defer site.Close()
+	runHTTP(b, site.URL, benchVisitors(b, site.URL, 500), 200)
+}
+
+// BenchmarkStatusPoll: waiting visitors polling GET /v1/rooms/{room}/status over HTTP (the poll
+// limit and the arrival script: two Redis calls each).
+func BenchmarkStatusPoll(b *testing.B) {
+	c, _ := benchRoom(b, waitroom.Config{PollsPerMinute: 1 << 24}, waitroom.RoomConfig{MaxActive: 1})
+	mux := http.NewServeMux()
+	c.Handler(waitroom.HandlerConfig{}).Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	url := srv.URL + "/v1/rooms/r/status"
+	runHTTP(b, url, benchVisitors(b, url, 1000)[1:], 200)
+}
+
+// BenchmarkArrive: new visitors arriving (Room.Arrive, one script call each), half admitted at
+// first and then all joining the line.
+func BenchmarkArrive(b *testing.B) {
+	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	var seq atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := room.Arrive(context.Background(), fmt.Sprint("v", seq.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "arrivals/s")
+}
+
+// BenchmarkAdmittedMiddlewareInProcess: what the middleware itself costs an admitted request
+// (pass check, keep-alive bookkeeping), without HTTP around it.
+func BenchmarkAdmittedMiddlewareInProcess(b *testing.B) {
+	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
+	cookies := benchVisitors(b, site.URL, 500)
+	site.Close()
+	h := waitroom.Middleware(room, okHandler)
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("Cookie", cookies[int(next.Add(1))%len(cookies)])
+		for pb.Next() {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != 200 {
+				b.Errorf("status %d", w.Code)
+				return
+			}
+		}
+	})
+}

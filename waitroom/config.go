@@ -1,0 +1,248 @@
+package waitroom
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Config configures a Client. PassKeys is required; every other field has a default.
+type Config struct {
+	// Prefix starts every key the package writes. Default "sluice". Must not contain '{' or '}'.
+	Prefix string
+
+	// PassKeys sign and check the visitor and pass cookies (HMAC-SHA256). The first key signs; every
+	// key is accepted, so a key is rotated by putting the new one first and dropping the old one
+	// once the longest pass signed with it has expired. Required: one or two keys of at least 32
+	// bytes, the same on every instance that serves a room.
+	PassKeys [][]byte
+
+	// Batch is the most idle slots or silent visitors one script call removes, which bounds how
+	// long a call can block Redis. Default 100.
+	Batch int
+
+	// TouchInterval is how often, at most, a request with a pass keeps its slot alive in Redis
+	// (per visitor and process); requests in between are checked by the pass alone. Default 5s.
+	TouchInterval time.Duration
+
+	// PollInterval is how often the waiting page asks for the visitor's status. Default 5s.
+	PollInterval time.Duration
+
+	// PollsPerMinute limits the status polls (and waiting page loads) of one visitor in one room.
+	// Default 30.
+	PollsPerMinute int
+
+	// ConfigRefresh is how often the Maintainer reloads the settings of the rooms this process
+	// serves (the admission scripts read max_active and the timeouts from Redis themselves; the
+	// cached copy only serves pages, passes and fail-open). Default 1s.
+	ConfigRefresh time.Duration
+
+	// SecureCookies marks the cookies Secure even on plain-HTTP requests (for a TLS-terminating
+	// proxy in front). Requests that arrive over TLS always get Secure cookies. Default false.
+	SecureCookies bool
+
+	// Hooks are called on admissions and failures, for metrics. Default none.
+	Hooks Hooks
+
+	// Logger receives warnings (Redis failures, maintenance errors). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Hooks are callbacks for metrics. They run on the request's goroutine and must be quick.
+type Hooks struct {
+	// Admitted is called when a visitor is admitted, with how long it waited in line.
+	Admitted func(room string, waited time.Duration)
+	// Abandoned is called when the Maintainer removes n visitors who stopped polling.
+	Abandoned func(room string, n int)
+	// RedisError is called when a decision had to be made without Redis.
+	RedisError func(room string, err error)
+}
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, "sluice")
+	c.Batch = cmp.Or(c.Batch, 100)
+	c.TouchInterval = cmp.Or(c.TouchInterval, 5*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
+	c.PollsPerMinute = cmp.Or(c.PollsPerMinute, 30)
+	c.ConfigRefresh = cmp.Or(c.ConfigRefresh, time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case !validPrefix(c.Prefix):
+		return fmt.Errorf("waitroom: Config.Prefix must not contain '{' or '}', got %q", c.Prefix)
+	case len(c.PassKeys) == 0 || len(c.PassKeys) > 2:
+		return fmt.Errorf("waitroom: Config.PassKeys must hold one or two keys, got %d", len(c.PassKeys))
+	case c.Batch < 1:
+		return fmt.Errorf("waitroom: Config.Batch must be at least 1, got %d", c.Batch)
+	case c.TouchInterval < 0:
+		return fmt.Errorf("waitroom: Config.TouchInterval must not be negative, got %s", c.TouchInterval)
+	case c.PollInterval < 100*time.Millisecond:
+		return fmt.Errorf("waitroom: Config.PollInterval must be at least 100ms, got %s", c.PollInterval)
+	case c.PollsPerMinute < 1:
+		return fmt.Errorf("waitroom: Config.PollsPerMinute must be at least 1, got %d", c.PollsPerMinute)
+	case c.ConfigRefresh < 0:
+		return fmt.Errorf("waitroom: Config.ConfigRefresh must not be negative, got %s", c.ConfigRefresh)
+	}
+	for i, k := range c.PassKeys {
+		if len(k) < 32 {
+			return fmt.Errorf("waitroom: Config.PassKeys[%d] must be at least 32 bytes, got %d", i, len(k))
+		}
+	}
+	return nil
+}
+
+func validPrefix(s string) bool {
+	for i := range len(s) {
+		if s[i] == '{' || s[i] == '}' {
+			return false
+		}
+	}
+	return true
+}
+
+// RoomConfig is a room's settings. They live in Redis, so every instance serving the room sees the
+// same ones, and a change (SetRoom) takes effect on every instance at its next admission.
+type RoomConfig struct {
+	// MaxActive is the most visitors admitted at once. Required, at least 1.
+	MaxActive int
+	// NewUsersPerMinute, when above 0, also limits how many visitors are admitted per minute
+	// (spread evenly, bursts of up to a twelfth of it). Default 0: no limit on the inflow.
+	NewUsersPerMinute int
+	// SessionTimeout is how long an admitted visitor may stay idle (no request) before its slot is
+	// freed. Default 5m.
+	SessionTimeout time.Duration
+	// QueueTimeout is how long a waiting visitor may go without a status poll before it leaves the
+	// line. Default 2m.
+	QueueTimeout time.Duration
+	// PassTTL is how long a pass is valid after it was issued or last refreshed. Default
+	// SessionTimeout; at most SessionTimeout, so a pass never outlives its slot's idle timeout.
+	PassTTL time.Duration
+	// Upstream is the URL the reverse proxy (deployment a) forwards admitted requests to. Default
+	// none.
+	Upstream string
+	// OpenAt, when set and in the future, is when the room opens: visitors who arrive before wait
+	// on a countdown and are put in random order at the start; later ones queue behind them.
+	OpenAt time.Time
+	// Template is the room's own waiting page, an html/template with the fields of PageData.
+	// Default: the built-in page.
+	Template string
+	// Language is the waiting page's language, "en" or "zh". Default "": chosen by the request's
+	// Accept-Language, English when nothing fits.
+	Language string
+	// FailOpen admits visitors when Redis cannot be reached (instead of showing the waiting page).
+	// Visitors with a pass get in either way. Default false: fail closed.
+	FailOpen bool
+}
+
+// ConfigError says which setting is invalid.
+type ConfigError struct {
+	Field  string // the RoomConfig field, in the snake_case of the HTTP API
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "waitroom: " + e.Field + " " + e.Reason }
+
+// ErrInvalidConfig is matched (errors.Is) by every *ConfigError.
+var ErrInvalidConfig = errors.New("waitroom: invalid room config")
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func (c RoomConfig) withDefaults() RoomConfig {
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Minute)
+	c.QueueTimeout = cmp.Or(c.QueueTimeout, 2*time.Minute)
+	c.PassTTL = cmp.Or(c.PassTTL, c.SessionTimeout)
+	return c
+}
+
+// maxTimeout bounds the timeouts: a day is far more than any waiting room holds anyone.
+const maxTimeout = 24 * time.Hour
+
+func (c RoomConfig) validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case c.MaxActive < 1 || c.MaxActive > 1_000_000_000:
+		return bad("max_active", "must be between 1 and 1000000000, got %d", c.MaxActive)
+	case c.NewUsersPerMinute < 0 || c.NewUsersPerMinute > 1_000_000_000:
+		return bad("new_users_per_minute", "must be between 0 (no limit) and 1000000000, got %d", c.NewUsersPerMinute)
+	case c.SessionTimeout < time.Second || c.SessionTimeout > maxTimeout:
+		return bad("session_timeout", "must be between 1s and 24h, got %s", c.SessionTimeout)
+	case c.QueueTimeout < time.Second || c.QueueTimeout > maxTimeout:
+		return bad("queue_timeout", "must be between 1s and 24h, got %s", c.QueueTimeout)
+	case c.PassTTL < time.Second || c.PassTTL > c.SessionTimeout:
+		return bad("pass_ttl", "must be between 1s and session_timeout (%s), got %s", c.SessionTimeout, c.PassTTL)
+	case c.Language != "" && c.Language != "en" && c.Language != "zh":
+		return bad("language", `must be "en", "zh" or empty (by Accept-Language), got %q`, c.Language)
+	case len(c.Template) > 256<<10:
+		return bad("template", "must be at most 256 KiB, got %d bytes", len(c.Template))
+	}
+	if c.Upstream != "" {
+		u, err := url.Parse(c.Upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("upstream", "must be an absolute http or https URL, got %q", c.Upstream)
+		}
+	}
+	if c.Template != "" {
+		if _, err := template.New("room").Parse(c.Template); err != nil {
+			return bad("template", "does not parse: %v", err)
+		}
+	}
+	return nil
+}
+
+// fields is the settings as the config hash holds them (lua/lib.lua), durations in ms.
+func (c RoomConfig) fields() []any {
+	openAt := int64(0)
+	if !c.OpenAt.IsZero() {
+		openAt = c.OpenAt.UnixMilli()
+	}
+	failOpen := "0"
+	if c.FailOpen {
+		failOpen = "1"
+	}
+	return []any{
+		"max_active", c.MaxActive,
+		"new_users_per_minute", c.NewUsersPerMinute,
+		"session_timeout", c.SessionTimeout.Milliseconds(),
+		"queue_timeout", c.QueueTimeout.Milliseconds(),
+		"pass_ttl", c.PassTTL.Milliseconds(),
+		"open_at", openAt,
+		"upstream", c.Upstream,
+		"template", c.Template,
+		"language", c.Language,
+		"fail_open", failOpen,
+	}
+}
+
+// parseRoomConfig reads the config hash back; version is 0 when the hash is empty.
+func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
+	num := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	ms := func(k string) time.Duration { return time.Duration(num(k)) * time.Millisecond }
+	cfg = RoomConfig{
+		MaxActive:         int(num("max_active")),
+		NewUsersPerMinute: int(num("new_users_per_minute")),
+		SessionTimeout:    ms("session_timeout"),
+		QueueTimeout:      ms("queue_timeout"),
+		PassTTL:           ms("pass_ttl"),
+		Upstream:          h["upstream"],
+		Template:          h["template"],
+		Language:          h["language"],
+		FailOpen:          h["fail_open"] == "1",
+	}
+	if at := num("open_at"); at > 0 {
+		cfg.OpenAt = time.UnixMilli(at).UTC()
+	}
+	return cfg, num("version")
+}

@@ -1,0 +1,67 @@
+package waitroom
+
+import (
+	"net/http"
+	"time"
+)
+
+// visitorCookie carries the signed visitor id; it is shared by every room of a site, so a visitor
+// waiting in two rooms is one visitor. Pass cookies are per room.
+const visitorCookie = "sluice_visitor"
+
+func passCookie(room string) string { return "sluice_pass_" + room }
+
+// visitorTTL is how long a browser keeps the visitor id.
+const visitorTTL = 24 * time.Hour
+
+func (c *Client) secure(r *http.Request) bool { return c.cfg.SecureCookies || r.TLS != nil }
+
+// visitorID returns the request's visitor id from its signed cookie, or a new one (set on w) when
+// it has none or a forged one. A refresh or a second tab sends the same cookie, so keeps the
+// same place.
+func (c *Client) visitorID(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(visitorCookie); err == nil {
+		if id := c.signer.checkVisitor(ck.Value); id != "" {
+			return id
+		}
+	}
+	id := newVisitorID()
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
+		Name: visitorCookie, Value: c.signer.signVisitor(id), Path: "/", MaxAge: int(visitorTTL / time.Second),
+		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
+	})
+	return id
+}
+
+// knownVisitor returns the id in the request's visitor cookie, or "" without a valid one.
+func (c *Client) knownVisitor(r *http.Request) string {
+	ck, err := r.Cookie(visitorCookie)
+	if err != nil {
+		return ""
+	}
+	return c.signer.checkVisitor(ck.Value)
+}
+
+// requestPass returns the request's valid pass of room.
+func (room *Room) requestPass(r *http.Request) (Pass, bool) {
+	ck, err := r.Cookie(passCookie(room.name))
+	if err != nil {
+		return Pass{}, false
+	}
+	return room.CheckPass(ck.Value)
+}
+
+func (c *Client) setPass(w http.ResponseWriter, r *http.Request, room, value string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
+		Name: passCookie(room), Value: value, Path: "/", Expires: expires,
+		MaxAge:   max(1, int(time.Until(expires)/time.Second)),
+		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
+	})
+}
+
+func (c *Client) clearPass(w http.ResponseWriter, r *http.Request, room string) {
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
+		Name: passCookie(room), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
+	})
+}

@@ -1,0 +1,88 @@
+-- arrive.lua: a visitor arrives or polls. One call decides everything, so a slot is never sold
+-- twice: it frees idle slots (a bounded batch), keeps an admitted visitor's slot alive, puts a new
+-- visitor in line (a random ticket before open_at, the next FIFO ticket after), records the
+-- heartbeat, and admits the visitor when it is within the free slots from the head of the line and
+-- the inflow limit (new_users_per_minute, GCRA) allows one more.
+-- KEYS: the room keys (lib.lua).
+-- ARGV[1] visitor id
+-- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
+-- ARGV[3] batch: the most idle slots freed by this call
+-- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
+--          recent_admitted, recent_window_ms}
+--   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room
+--   position is 1-based (0 unless waiting); length the number in line; recent_* the admissions
+--   from the line of the last minutes and the stretch they cover (lib.lua: recent), for the ETA.
+local cfg = read_config()
+if not cfg then return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
+local now = now_ms()
+local v = ARGV[1]
+free_idle(cfg, now, tonumber(ARGV[3]))
+
+local function reply(state, position, opens_in, waited)
+  local admitted, window = recent('w', now)
+  return {state, position, redis.call('ZCARD', K_LINE), redis.call('ZCARD', K_ACTIVE), cfg.max_active,
+    cfg.version, opens_in, waited, admitted, window}
+end
+
+if redis.call('ZSCORE', K_ACTIVE, v) then
+  redis.call('ZADD', K_ACTIVE, now, v)
+  return reply(1, 0, 0, 0)
+end
+
+local early = cfg.open_at > now
+local waited_before = redis.call('ZSCORE', K_LINE, v)
+if not waited_before then
+  local ticket
+  if early then
+    ticket = tonumber(ARGV[2])
+  else
+    ticket = 4503599627370496 + redis.call('HINCRBY', K_STATS, 'seq', 1) -- 2^52 + seq
+  end
+  redis.call('ZADD', K_LINE, ticket, v)
+  redis.call('HSET', K_SINCE, v, now)
+end
+redis.call('ZADD', K_SEEN, now, v)
+local since = tonumber(redis.call('HGET', K_SINCE, v) or now)
+if early then
+  return reply(3, 0, cfg.open_at - now, now - since)
+end
+
+local rank = redis.call('ZRANK', K_LINE, v)
+local free = cfg.max_active - redis.call('ZCARD', K_ACTIVE)
+if rank < free then
+  local allowed = true
+  if cfg.per_minute > 0 then
+    -- GCRA: one admission every 60000/per_minute ms, bursts of up to per_minute/12 (5 seconds'
+    -- worth, at least 1) after a quiet spell. Like the slots, the admissions the limit allows now
+    -- go to the head of the line: the caller comes in only when there are more of them than
+    -- visitors ahead of it, so a visitor further back who polls first cannot take the head's.
+    local interval = 60000 / cfg.per_minute
+    local burst = math.max(1, math.floor(cfg.per_minute / 12))
+    local tat = math.max(tonumber(redis.call('HGET', K_STATS, 'tat') or '0'), now)
+    local available = math.floor((interval * burst - (tat - now)) / interval)
+    if rank < available then
+      redis.call('HSET', K_STATS, 'tat', tat + interval)
+    else
+      allowed = false
+    end
+  end
+  if allowed then
+    redis.call('ZREM', K_LINE, v)
+    redis.call('ZREM', K_SEEN, v)
+    redis.call('HDEL', K_SINCE, v)
+    redis.call('ZADD', K_ACTIVE, now, v)
+    redis.call('HINCRBY', K_STATS, 'admitted', 1)
+    local minute = math.floor(now / 60000)
+    redis.call('HSETNX', K_STATS, 'firsta', now)
+    redis.call('HINCRBY', K_MINUTES, 'a' .. minute, 1)
+    if waited_before then
+      redis.call('HSETNX', K_STATS, 'firstw', now)
+      redis.call('HINCRBY', K_MINUTES, 'w' .. minute, 1)
+    end
+    trim_minutes(now)
+    redis.call('LPUSH', K_WAITS, now - since)
+    redis.call('LTRIM', K_WAITS, 0, 100)
+    return reply(1, 0, 0, now - since)
+  end
+end
+return reply(2, rank + 1, 0, now - since)

@@ -1,0 +1,21 @@
+-- maintain.lua: one housekeeping step of a room: frees the slots of admitted visitors idle for
+-- session_timeout and removes the waiting visitors silent for queue_timeout (they abandoned the
+-- line), each a bounded batch, and trims the per-minute counters.
+-- KEYS: the room keys (lib.lua).
+-- ARGV[1] batch: the most visitors of each kind removed by this call
+-- Returns {freed, abandoned}, or {-1, 0} when the room does not exist.
+local cfg = read_config()
+if not cfg then return {-1, 0} end
+local now = now_ms()
+local batch = tonumber(ARGV[1])
+local freed = free_idle(cfg, now, batch)
+local gone = redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', now - cfg.queue_timeout, 'LIMIT', 0, batch)
+if #gone > 0 then
+  redis.call('ZREM', K_LINE, unpack(gone))
+  redis.call('ZREM', K_SEEN, unpack(gone))
+  redis.call('HDEL', K_SINCE, unpack(gone))
+  redis.call('HINCRBY', K_STATS, 'abandoned', #gone)
+  redis.call('HINCRBY', K_MINUTES, 'x' .. math.floor(now / 60000), #gone)
+end
+trim_minutes(now)
+return {freed, #gone}

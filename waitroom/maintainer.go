@@ -1,0 +1,127 @@
+package waitroom
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// MaintainerConfig configures a Maintainer.
+type MaintainerConfig struct {
+	// Interval between passes. Default 1s.
+	Interval time.Duration
+}
+
+// Maintainer runs the housekeeping of every room in the background: visitors who stopped polling
+// for queue_timeout leave the line, idle slots are freed, counters are trimmed, each in bounded
+// batches; and it refreshes this process's cached settings of the rooms it serves. Any number of
+// processes may run one: every step is one atomic script.
+type Maintainer struct {
+	client *Client
+	cfg    MaintainerConfig
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewMaintainer returns a stopped Maintainer for the client's rooms.
+func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
+	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
+	return &Maintainer{client: client, cfg: cfg}
+}
+
+// Start runs passes until ctx ends or Stop is called. It returns at once; calling it on a running
+// Maintainer is an error.
+func (m *Maintainer) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cancel != nil {
+		return errors.New("waitroom: maintainer already started")
+	}
+	ctx, m.cancel = context.WithCancel(ctx)
+	m.done = make(chan struct{})
+	go m.run(ctx, m.done)
+	return nil
+}
+
+// Stop ends the loop and waits for the pass under way.
+func (m *Maintainer) Stop() {
+	m.mu.Lock()
+	cancel, done := m.cancel, m.done
+	m.cancel, m.done = nil, nil
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (m *Maintainer) run(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	maintain := time.NewTicker(m.cfg.Interval)
+	defer maintain.Stop()
+	refresh := time.NewTicker(m.client.cfg.ConfigRefresh + 1) // +1: a ticker needs a positive period
+	defer refresh.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-maintain.C:
+			if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
+				m.client.cfg.Logger.Warn("waitroom maintenance pass failed", slog.Any("error", err))
+			}
+		case <-refresh.C:
+			for _, r := range m.client.handles() {
+				if r.state.Load() == nil {
+					continue
+				}
+				if _, err := r.load(ctx); err != nil && !errors.Is(err, ErrRoomNotFound) && ctx.Err() == nil {
+					m.client.cfg.Logger.Warn("waitroom settings refresh failed", slog.String("room", r.name), slog.Any("error", err))
+				}
+			}
+		}
+	}
+}
+
+// MaintainResult counts what one pass did.
+type MaintainResult struct {
+	Rooms     int // rooms visited
+	Freed     int // idle slots freed
+	Abandoned int // silent visitors removed from lines
+}
+
+// MaintainOnce runs one housekeeping step on every room. A room listed without settings (a
+// delete that stopped half way) is taken off the list.
+func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
+	var res MaintainResult
+	names, err := c.Rooms(ctx)
+	if err != nil {
+		return res, err
+	}
+	var errs []error
+	for _, name := range names {
+		r, err := c.Room(name)
+		if err != nil {
+			continue // not a name SetRoom writes
+		}
+		freed, abandoned, err := r.maintain(ctx)
+		switch {
+		case errors.Is(err, ErrRoomNotFound):
+			if err := c.rdb.SRem(ctx, roomsKey(c.cfg.Prefix), name).Err(); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
+		res.Rooms++
+		res.Freed += freed
+		res.Abandoned += abandoned
+	}
+	return res, errors.Join(errs...)
+}

@@ -1,0 +1,84 @@
+package waitroom_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+func TestMaintainerRemovesSilentVisitorsAndRefreshesSettings(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := context.Background()
+	keys := [][]byte{testKey()}
+	abandoned := make(chan int, 10)
+	c := newClient(t, env, waitroom.Config{PassKeys: keys, ConfigRefresh: 50 * time.Millisecond,
+		Hooks: waitroom.Hooks{Abandoned: func(_ string, n int) { abandoned <- n }}})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second})
+	m := waitroom.NewMaintainer(c, waitroom.MaintainerConfig{Interval: 50 * time.Millisecond})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if err := m.Start(ctx); err == nil {
+		t.Fatal("a second Start succeeded")
+	}
+	arrive(t, room, "in")
+	arrive(t, room, "gone")
+	select {
+	case n := <-abandoned:
+		if n != 1 {
+			t.Fatalf("abandoned %d", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the silent visitor was not removed")
+	}
+	// Another instance changes the page language: this one's cache follows within a refresh.
+	other := newClient(t, env, waitroom.Config{PassKeys: keys})
+	if _, err := other.SetRoom(ctx, "r", waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second, Language: "zh"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		cfg, err := room.Config(ctx)
+		if err != nil || cfg.Language != "zh" {
+			return fmt.Errorf("cached settings %+v, %w", cfg, err)
+		}
+		return nil
+	})
+	// A deleted room leaves the list at the next pass.
+	if err := other.DeleteRoom(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := c.Rooms(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("rooms after delete: %v, %v", names, err)
+	}
+	if _, err := room.Arrive(ctx, "x"); err == nil {
+		t.Fatal("Arrive in a deleted room succeeded")
+	}
+}
+
+func TestNewClientValidation(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	for _, tc := range []struct {
+		cfg  waitroom.Config
+		want string
+	}{
+		{waitroom.Config{}, "PassKeys"},
+		{waitroom.Config{PassKeys: [][]byte{[]byte("short")}}, "PassKeys[0]"},
+		{waitroom.Config{PassKeys: [][]byte{testKey(), testKey(), testKey()}}, "PassKeys"},
+		{waitroom.Config{PassKeys: [][]byte{testKey()}, Prefix: "a{b}"}, "Prefix"},
+		{waitroom.Config{PassKeys: [][]byte{testKey()}, PollInterval: time.Millisecond}, "PollInterval"},
+	} {
+		if _, err := waitroom.NewClient(env.Client, tc.cfg); err == nil || !contains(err.Error(), tc.want) {
+			t.Errorf("NewClient(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,214 @@
+package waitroom
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+)
+
+// PollHeader marks the waiting page's status polls: the middleware answers them with the status
+// as JSON instead of passing them on.
+const PollHeader = "Sluice-Room-Poll"
+
+// ReleaseHeader is the response header by which an upstream (or the next handler) frees the
+// visitor's slot: "Sluice-Room: release". The middleware removes it from the response.
+const ReleaseHeader = "Sluice-Room"
+
+// Middleware puts room in front of next (deployment b): a request with a valid pass goes through
+// without a Redis call (a slot keep-alive at most every Config.TouchInterval per visitor); any
+// other request is an arrival: admitted ones go through with a new pass, the others get the
+// waiting page (503 with Retry-After), or the status as JSON with Accept: application/json. The
+// waiting page polls the same URL with the PollHeader. A response with "Sluice-Room: release"
+// frees the visitor's slot.
+//
+// A room that does not exist (deleted) lets every request through: deleting a room turns the
+// waiting room off.
+func Middleware(room *Room, next http.Handler) http.Handler {
+	return &middleware{room: room, next: next}
+}
+
+type middleware struct {
+	room *Room
+	next http.Handler
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	room, c := m.room, m.room.c
+	ctx := r.Context()
+	poll := r.Header.Get(PollHeader) != ""
+	if p, ok := room.requestPass(r); ok {
+		held, pass, exp, err := room.Touch(ctx, p.Visitor)
+		switch {
+		case errors.Is(err, ErrRoomNotFound):
+			m.next.ServeHTTP(w, r)
+			return
+		case err != nil:
+			return // the request ended
+		case held:
+			if pass != "" {
+				c.setPass(w, r, room.name, pass, exp)
+			}
+			if poll {
+				writeJSON(w, http.StatusOK, c.statusJSON(Status{Room: room.name, Visitor: p.Visitor, State: Admitted}))
+				return
+			}
+			m.serve(w, r, p.Visitor)
+			return
+		}
+		c.clearPass(w, r, room.name)
+	}
+	visitor := c.visitorID(w, r)
+	self := r.URL.RequestURI()
+	if limited, retry := c.pollLimited(ctx, room, visitor); limited {
+		if poll || wantsJSON(r) {
+			WriteError(w, r, tooManyPolls(w, retry))
+			return
+		}
+		retryAfter(w, retry)
+		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
+		return
+	}
+	st, err := room.Arrive(ctx, visitor)
+	switch {
+	case errors.Is(err, ErrRoomNotFound):
+		m.next.ServeHTTP(w, r)
+		return
+	case err != nil:
+		return // the request ended
+	}
+	if st.State == Admitted {
+		if st.Pass != "" {
+			c.setPass(w, r, room.name, st.Pass, st.PassExpires)
+		}
+		if poll {
+			writeJSON(w, http.StatusOK, c.statusJSON(st))
+			return
+		}
+		m.serve(w, r, visitor)
+		return
+	}
+	w.Header().Set(ReleaseHeader, "waiting")
+	if poll {
+		writeJSON(w, http.StatusOK, c.statusJSON(st))
+		return
+	}
+	retryAfter(w, c.cfg.PollInterval)
+	if wantsJSON(r) {
+		writeJSON(w, http.StatusServiceUnavailable, c.statusJSON(st))
+		return
+	}
+	c.renderPage(w, r, room, http.StatusServiceUnavailable, st, st.State.String(), self, self)
+}
+
+// serve passes an admitted request on, watching the response for the release header.
+func (m *middleware) serve(w http.ResponseWriter, r *http.Request, visitor string) {
+	rw := &releaseWriter{ResponseWriter: w, m: m, r: r, visitor: visitor}
+	m.next.ServeHTTP(rw, r)
+}
+
+// releaseWriter frees the visitor's slot when the response carries "Sluice-Room: release".
+type releaseWriter struct {
+	http.ResponseWriter
+	m       *middleware
+	r       *http.Request
+	visitor string
+	wrote   bool
+}
+
+func (w *releaseWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.wrote = true
+		h := w.Header()
+		if h.Get(ReleaseHeader) == "release" {
+			h.Del(ReleaseHeader)
+			room := w.m.room
+			room.c.clearPass(w.ResponseWriter, w.r, room.name)
+			// The release must happen even if the client goes away now.
+			if _, err := room.Release(context.WithoutCancel(w.r.Context()), w.visitor); err != nil {
+				room.c.cfg.Logger.WarnContext(w.r.Context(), "waitroom: release on the upstream's header failed",
+					"room", room.name, "error", err)
+			}
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *releaseWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (Flush, deadlines).
+func (w *releaseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Proxy is deployment a: the room in front of a reverse proxy to the room's Upstream (read from
+// its settings at each request, so a change of upstream applies at once). The upstream frees a
+// slot with the "Sluice-Room: release" response header.
+func Proxy(room *Room) http.Handler {
+	p := &proxy{room: room}
+	return Middleware(room, p)
+}
+
+type proxy struct {
+	room    *Room
+	mu      sync.Mutex
+	current string
+	rp      *httputil.ReverseProxy
+}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st, err := p.room.cached(r.Context())
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	rp, err := p.reverseProxy(st.cfg.Upstream)
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	rp.ServeHTTP(w, r)
+}
+
+func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rp != nil && p.current == upstream {
+		return p.rp, nil
+	}
+	if upstream == "" {
+		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable,
+			Message: "room " + p.room.name + " has no upstream to proxy to"}
+	}
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "room upstream: " + err.Error()}
+	}
+	logger := p.room.c.cfg.Logger
+	// Keep-alive connections to the upstream, as many as the proxy has requests in flight (the
+	// default transport keeps only 2 idle per host, so a busy proxy would dial at most requests).
+	if p.rp != nil {
+		p.rp.Transport.(*http.Transport).CloseIdleConnections() // the previous upstream's
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024
+	p.rp = &httputil.ReverseProxy{
+		Transport: tr,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.SetXForwarded()
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			logger.WarnContext(r.Context(), "waitroom: upstream failed", "room", p.room.name, "error", err)
+			WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "the upstream could not be reached"})
+		},
+	}
+	p.current = upstream
+	return p.rp, nil
+}

@@ -1,0 +1,164 @@
+package waitroom_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// startNginx runs the example config deploy/nginx/waitroom.conf with a real nginx, pointed at the
+// given Sluice and app addresses, and returns its base URL. A missing nginx fails the test.
+func startNginx(t *testing.T, sluiceAddr, appAddr string) string {
+	t.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, statErr := os.Stat("/usr/sbin/nginx"); statErr != nil {
+			t.Fatal("nginx not found (install it: apt-get install -y nginx)")
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	example, err := os.ReadFile(filepath.Join("..", "deploy", "nginx", "waitroom.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	conf := strings.NewReplacer(
+		"server 127.0.0.1:7777;", "server "+sluiceAddr+";",
+		"server 127.0.0.1:8080;", "server "+appAddr+";",
+		"listen 8000;", "listen "+listen+";",
+	).Replace(string(example))
+	if conf == string(example) {
+		t.Fatal("the example config no longer has the addresses the test replaces")
+	}
+	dir := t.TempDir()
+	main := fmt.Sprintf(`daemon off;
+master_process off;
+pid %[1]s/nginx.pid;
+error_log stderr warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include %[1]s/waitroom.conf;
+}
+`, dir)
+	if err := os.WriteFile(filepath.Join(dir, "waitroom.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	base := "http://" + listen
+	eventually(t, 10*time.Second, func() error {
+		c, err := net.Dial("tcp", listen)
+		if err != nil {
+			return fmt.Errorf("nginx not listening: %w; stderr: %s", err, stderr.String())
+		}
+		return c.Close()
+	})
+	return base
+}
+
+// TestNginxAuthRequest runs deployment c end to end: nginx with the example config, the room's
+// routes, and an app behind nginx.
+func TestNginxAuthRequest(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{})
+	ctx := context.Background()
+	if _, err := c.SetRoom(ctx, "shop", waitroom.RoomConfig{MaxActive: 1}); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	c.Handler(waitroom.HandlerConfig{}).Register(mux)
+	sluice := httptest.NewServer(mux)
+	t.Cleanup(sluice.Close)
+	app := newUpstream(t)
+	site := startNginx(t, sluice.Listener.Addr().String(), app.Listener.Addr().String())
+
+	alice, bob := browser(t), browser(t)
+	// Alice, first in an empty room: the waiting page admits her at once and sends her back.
+	r := do(t, alice, "GET", site+"/products?id=7", nil)
+	if r.code != http.StatusSeeOther || r.header.Get("Location") != "/products?id=7" {
+		t.Fatalf("alice's first request: %d %v %q", r.code, r.header, r.body)
+	}
+	if r := do(t, alice, "GET", site+"/products?id=7", nil); r.code != 200 || !strings.Contains(r.body, "the upstream page /products") {
+		t.Fatalf("alice with her pass: %d %q", r.code, r.body)
+	}
+	// Bob waits: the waiting page at the URL he asked for.
+	r = do(t, bob, "GET", site+"/cart", nil)
+	if r.code != 200 || !strings.Contains(r.body, `id="position">1<`) || !strings.Contains(r.body, `"next":"/cart"`) {
+		t.Fatalf("bob's waiting page: %d %q", r.code, r.body)
+	}
+	if s := statusOf(t, do(t, bob, "GET", site+"/v1/rooms/shop/status", jsonPoll)); s.State != "waiting" || s.Position != 1 {
+		t.Fatalf("bob's status through nginx: %+v", s)
+	}
+	if r := do(t, bob, "GET", site+"/cart", nil); r.code != 200 || strings.Contains(r.body, "upstream page") {
+		t.Fatalf("bob got in while alice holds the slot: %d %q", r.code, r.body)
+	}
+	// Alice leaves; Bob's next request is let through by the check, with his new pass passed on.
+	if r := do(t, alice, "POST", site+"/v1/rooms/shop/release", nil); !strings.Contains(r.body, `"released":true`) {
+		t.Fatalf("alice's release: %d %q", r.code, r.body)
+	}
+	r = do(t, bob, "GET", site+"/cart", nil)
+	if r.code != 200 || !strings.Contains(r.body, "the upstream page /cart") || !strings.Contains(r.header.Get("Set-Cookie"), "sluice_pass_shop=") {
+		t.Fatalf("bob after alice left: %d %v %q", r.code, r.header, r.body)
+	}
+	if r := do(t, bob, "GET", site+"/checkout", nil); r.code != 200 || !strings.Contains(r.body, "the upstream page /checkout") {
+		t.Fatalf("bob with his pass: %d %q", r.code, r.body)
+	}
+	if r := do(t, alice, "GET", site+"/products", nil); strings.Contains(r.body, "upstream page") {
+		t.Fatalf("alice got in after her release: %d %q", r.code, r.body)
+	}
+}
+
+// lockedBuffer collects a child's output while the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

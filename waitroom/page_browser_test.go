@@ -1,0 +1,124 @@
+package waitroom_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/browsertest"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// TestWaitingPageInChromium: a visitor in a real headless Chromium waits on the page, sees its
+// position fall as the visitors ahead get in, and lands on the upstream page when a slot frees,
+// all by the page's own polling.
+func TestWaitingPageInChromium(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+
+	// One visitor holds the slot; two wait ahead of the browser.
+	ahead := []string{"holder", "first", "second"}
+	clients := map[string]*httpClient{}
+	for _, name := range ahead {
+		clients[name] = browser(t)
+		do(t, clients[name], "GET", site.URL+"/", jsonPoll)
+	}
+
+	b := browsertest.New(t)
+	b.Navigate(site.URL + "/tickets")
+	position := func(want string) {
+		t.Helper()
+		b.WaitUntil(30*time.Second, func() error {
+			if got := b.Text("#position"); got != want {
+				return fmt.Errorf("position shows %q, want %q (page %s)", got, want, b.Location())
+			}
+			return nil
+		})
+	}
+	position("3")
+	if got := b.Text("#length"); got != "3" {
+		t.Fatalf("line length shows %q", got)
+	}
+	// Each visitor ahead gets in when the one before leaves, and leaves in turn.
+	for i, name := range ahead {
+		do(t, clients[name], "GET", site.URL+"/done?release=1", nil)
+		if i+1 < len(ahead) {
+			next := ahead[i+1]
+			if s := statusOf(t, do(t, clients[next], "GET", site.URL+"/", jsonPoll)); s.State != "admitted" {
+				t.Fatalf("%s after %s left: %+v", next, name, s)
+			}
+			position(fmt.Sprint(2 - i))
+		}
+	}
+	// The slot is free and the browser is at the head: its next poll lets it in and the page moves
+	// on to the upstream page it asked for.
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /tickets") {
+			return fmt.Errorf("page %s shows %q", b.Location(), got)
+		}
+		return nil
+	})
+}
+
+// TestWaitingPageWithoutJavaScript: with scripts off, the page's meta refresh alone takes the
+// visitor in once a slot frees.
+func TestWaitingPageWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+	holder := browser(t)
+	do(t, holder, "GET", site.URL+"/", nil)
+
+	b := browsertest.New(t)
+	b.DisableScripts()
+	b.Navigate(site.URL + "/plain")
+	if got := b.Text("#position"); got != "1" {
+		t.Fatalf("position shows %q", got)
+	}
+	do(t, holder, "GET", site.URL+"/bye?release=1", nil)
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /plain") {
+			return fmt.Errorf("page %s shows %q", b.Location(), got)
+		}
+		return nil
+	})
+}
+
+// TestCountdownPageInChromium: before open_at the page counts down; at the start the draw puts
+// the visitor in line and, the room being empty, its next poll takes it to the upstream page.
+func TestCountdownPageInChromium(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
+	b := browsertest.New(t) // started first: the countdown starts once the browser is up
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(5 * time.Second)})
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+
+	b.Navigate(site.URL + "/launch")
+	if hidden := browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`); hidden {
+		t.Fatal("the countdown is hidden before the opening")
+	}
+	if got := b.Text("#countdown"); !strings.HasPrefix(got, "0:0") {
+		t.Fatalf("countdown shows %q", got)
+	}
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /launch") {
+			return fmt.Errorf("page %s shows %q (countdown %q)", b.Location(), got, b.Text("#countdown"))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,117 @@
+package waitroom
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// signer signs and checks the two cookies a visitor carries:
+//
+//	visitor id  "v1.<id>.<mac>"                 mac = HMAC(key, "sluice-visitor\x00" id)
+//	pass        "v1.<b64 visitor>.<expiry>.<mac>"   mac = HMAC(key, "sluice-pass\x00" room \x00 visitor \x00 expiry)
+//
+// cookie ids are 22 characters of base64url (16 random bytes); a pass names any visitor id (a
+// library caller's own), in base64url. expiry is Unix milliseconds and mac is base64url of
+// HMAC-SHA256. The first key signs; every key verifies (rotation), and macs are
+// compared in constant time. The room is in the pass's mac, not its text: a pass of one room is
+// worthless in another.
+type signer struct{ keys [][]byte }
+
+var b64 = base64.RawURLEncoding
+
+func (s signer) mac(key []byte, parts ...string) []byte {
+	h := hmac.New(sha256.New, key)
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return h.Sum(nil)
+}
+
+// verify reports whether sig is the base64url mac of parts under any key.
+func (s signer) verify(sig string, parts ...string) bool {
+	got, err := b64.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	ok := false
+	for _, k := range s.keys {
+		// Every key is tried, so the time taken does not say which one matched.
+		if hmac.Equal(got, s.mac(k, parts...)) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// newVisitorID returns a fresh random visitor id.
+func newVisitorID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return b64.EncodeToString(b[:])
+}
+
+// validID reports whether id looks like one newVisitorID makes.
+func validID(id string) bool {
+	if len(id) != 22 {
+		return false
+	}
+	_, err := b64.DecodeString(id)
+	return err == nil
+}
+
+func (s signer) signVisitor(id string) string {
+	return "v1." + id + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-visitor", id))
+}
+
+// checkVisitor returns the id in a signed visitor cookie, or "" when the value is not one.
+func (s signer) checkVisitor(v string) string {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 || parts[0] != "v1" || !validID(parts[1]) {
+		return ""
+	}
+	if !s.verify(parts[2], "sluice-visitor", parts[1]) {
+		return ""
+	}
+	return parts[1]
+}
+
+// Pass is what a signed pass says.
+type Pass struct {
+	Room    string
+	Visitor string
+	Expires time.Time
+}
+
+func (s signer) signPass(room, visitor string, expires time.Time) string {
+	exp := strconv.FormatInt(expires.UnixMilli(), 10)
+	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-pass", room, visitor, exp))
+}
+
+// checkPass returns the pass in v when it is a pass of room signed with one of the keys and not
+// expired at now.
+func (s signer) checkPass(room, v string, now time.Time) (Pass, bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 4 || parts[0] != "v1" {
+		return Pass{}, false
+	}
+	visitor, err := b64.DecodeString(parts[1])
+	if err != nil || !validVisitor(string(visitor)) {
+		return Pass{}, false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || exp <= now.UnixMilli() {
+		return Pass{}, false
+	}
+	if !s.verify(parts[3], "sluice-pass", room, string(visitor), parts[2]) {
+		return Pass{}, false
+	}
+	return Pass{Room: room, Visitor: string(visitor), Expires: time.UnixMilli(exp)}, true
+}
