@@ -27,7 +27,9 @@
 //   - [github.com/sluicehq/sluice/server/lmstfy]: the lmstfy-compatible API (/api/...);
 //   - internal/tenant: namespaces, tokens and per-token limits, shared by every system's routes;
 //   - internal/httpapi: the error registry, JSON helpers and the Route description that route
-//     packages declare and the server mounts.
+//     packages declare and the server mounts;
+//   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
+//     type); internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`.
 //
 // docs/server.md says where each piece lives and how a new system adds its routes.
 //

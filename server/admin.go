@@ -83,6 +83,8 @@ type createTokenRequest struct {
 	Description string              `json:"description"`
 	Permissions []tenant.Permission `json:"permissions"`
 	MaxPriority *int                `json:"max_priority"`
+	// Secret chooses the token's secret (tenant.CheckSecret's rules); absent: a random one.
+	Secret *string `json:"secret"`
 }
 
 // tokenCreated is the answer to a token creation: the only time the secret is shown.
@@ -91,7 +93,9 @@ type tokenCreated struct {
 	Secret string `json:"token"`
 }
 
-// createToken is POST /v1/namespaces/{ns}/tokens (the namespace is registered when new).
+// createToken is POST /v1/namespaces/{ns}/tokens (the namespace is registered when new). A
+// "secret" in the body chooses the secret, so clients that hold a token already keep it; one
+// that is a token already answers 409 conflict.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var req createTokenRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
@@ -100,9 +104,16 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	if req.Permissions != nil && len(req.Permissions) == 0 {
 		return httpapi.InvalidArg("permissions", "name at least one of publish, consume, manage (leave it out for all)")
 	}
-	secret, tok, err := s.tokens.Create(r.Context(), tenant.CreateTokenParams{
+	p := tenant.CreateTokenParams{
 		Namespace: r.PathValue("ns"), Description: req.Description, Permissions: req.Permissions, MaxPriority: req.MaxPriority,
-	})
+	}
+	if req.Secret != nil {
+		if *req.Secret == "" {
+			return httpapi.InvalidArg("secret", "empty: leave it out for a random secret, or give one (%s)", tenant.SecretRule)
+		}
+		p.Secret = *req.Secret
+	}
+	secret, tok, err := s.tokens.Create(r.Context(), p)
 	if err != nil {
 		return err
 	}

@@ -125,3 +125,46 @@ func TestTwoInstances(t *testing.T) {
 		return b.public(t, http.MethodGet, "/v1/ns/shop/queues", tok, nil).Status == http.StatusUnauthorized
 	})
 }
+
+// The native admin API takes a chosen secret on token creation: stored hashed, usable at once on
+// both APIs, 409 conflict when it exists, 400 naming the field when it breaks the rules.
+func TestAdminTokenWithChosenSecret(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const chosen = "vault-issued-token-0123456789"
+	r := ts.adminDo(t, http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{
+		"description": "from the vault", "permissions": []string{"publish"}, "secret": chosen,
+	})
+	var created struct {
+		ID          string   `json:"id"`
+		Token       string   `json:"token"`
+		Permissions []string `json:"permissions"`
+	}
+	r.JSON(t, &created)
+	if r.Status != http.StatusCreated || created.Token != chosen || len(created.ID) != 16 || len(created.Permissions) != 1 {
+		t.Fatalf("create with a secret: %d %s", r.Status, r.Body)
+	}
+	if r := ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q/jobs", chosen, map[string]any{"payload": 1}); r.Status != http.StatusCreated {
+		t.Fatalf("publish with the chosen secret: %d %s", r.Status, r.Body)
+	}
+	if r := lmstfyDo(t, "PUT", ts.PublicURL+"/api/shop/q", []byte("x"), "X-Token", chosen); r.Status != http.StatusCreated {
+		t.Fatalf("lmstfy publish with the chosen secret: %d %s", r.Status, r.Body)
+	}
+	// Again, in this namespace or another: 409, nothing created.
+	for _, ns := range []string{"shop", "other"} {
+		wantStatus(t, ts.adminDo(t, http.MethodPost, "/v1/namespaces/"+ns+"/tokens", map[string]any{"secret": chosen}), http.StatusConflict, "conflict")
+	}
+	wantStatus(t, ts.adminDo(t, http.MethodGet, "/v1/namespaces/other", nil), http.StatusNotFound, "not_found")
+	var list struct{ Tokens []map[string]any }
+	ts.adminDo(t, http.MethodGet, "/v1/namespaces/shop/tokens", nil).JSON(t, &list)
+	if len(list.Tokens) != 1 {
+		t.Fatalf("shop's tokens after the duplicates: %+v", list.Tokens)
+	}
+	for _, bad := range []string{"", "short", "has:a-colon-in-the-secret", "has spaces in the secret ok"} {
+		r := ts.adminDo(t, http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{"secret": bad})
+		wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+		if r.ErrorField() != "secret" {
+			t.Fatalf("secret %q: field %q, want secret (%s)", bad, r.ErrorField(), r.Body)
+		}
+	}
+}

@@ -34,6 +34,7 @@ func Example() {
 
 	call := func(url, token, body string) (int, map[string]any) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewBufferString(body))
+		req.Header.Set("Content-Type", "application/json") // the admin API takes JSON bodies only
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}

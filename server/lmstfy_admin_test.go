@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLmstfyTokens(t *testing.T) {
@@ -51,7 +52,10 @@ func TestLmstfyTokens(t *testing.T) {
 
 	bad := []struct{ path, msg string }{
 		{"/token/tns", "invalid description"},
-		{"/token/tns?description=x&token=mytoken", "a chosen token is not supported: Sluice makes every token secret"},
+		{"/token/tns?description=x&token=mytoken", "the user token was too short"},
+		{"/token/tns?description=x&token=" + url.QueryEscape("a chosen token with spaces"), "invalid token: byte 1 (0x20) is not allowed: a chosen secret is 20 to 512 bytes of printable ASCII (no spaces or control characters) without ':'"},
+		{"/token/tns?description=x&token=default:short-after-pool", "invalid token: 16 bytes is too short: a chosen secret is 20 to 512 bytes of printable ASCII (no spaces or control characters) without ':'"},
+		{"/token/tns?description=x&token=other:lmstfy-token-of-another-pool", "the pool was not exists"},
 		{"/token/bad.ns?description=x", "namespace name contains forbidden characters"},
 		{"/token/" + strings.Repeat("n", 256) + "?description=x", "the namespace name was too long"},
 		{"/token/tns?description=x&pool=other", "the pool was not exists"},
@@ -140,4 +144,59 @@ func TestLmstfyPoolsInfoVersion(t *testing.T) {
 	if _, ok := v["build_commit"]; r.Status != 200 || v["version"] == "" || !ok {
 		t.Fatalf("/version: %d %s", r.Status, r.Body)
 	}
+}
+
+// lmstfy's admin route takes a chosen token (token=, in the query or a form), as lmstfy's does:
+// deployments keep the tokens their clients have. It is stored hashed, works on both APIs at once,
+// and creating it again answers lmstfy's 400.
+func TestLmstfyChosenToken(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const chosen = "01HZX3K7Q9V2B8N4M6P0R5T1WA"
+	wantLmstfy(t, ts.adminDo(t, "POST", "/token/tns?description=from+lmstfy&token="+chosen, nil), 201,
+		map[string]string{"token": chosen})
+	// A form, and lmstfy's pool:token form (the answer names the pool, as lmstfy's does).
+	form := "description=workers&token=" + url.QueryEscape("default:worker-token-chosen-by-ops-2023")
+	r := lmstfyDo(t, "POST", ts.AdminURL+"/token/tns", []byte(form),
+		"Content-Type", "application/x-www-form-urlencoded", "Authorization", "Bearer "+ts.AdminToken)
+	wantLmstfy(t, r, 201, map[string]string{"token": "default:worker-token-chosen-by-ops-2023"})
+
+	for _, secret := range []string{chosen, "worker-token-chosen-by-ops-2023", "default:worker-token-chosen-by-ops-2023"} {
+		// The lmstfy API and the native API take it at once.
+		if r := lmstfyDo(t, "PUT", ts.PublicURL+"/api/tns/q", []byte("x"), "X-Token", secret); r.Status != http.StatusCreated {
+			t.Fatalf("lmstfy publish with chosen token %s: %d %s", secret, r.Status, r.Body)
+		}
+	}
+	if r := ts.public(t, "POST", "/v1/ns/tns/consume", chosen, map[string]any{"queues": []string{"q"}}); r.Status != http.StatusOK {
+		t.Fatalf("native consume with a chosen token: %d %s", r.Status, r.Body)
+	}
+	tok, err := ts.Tokens.Authenticate(ctxT(t), chosen)
+	if err != nil || tok.Namespace != "tns" || tok.Description != "from lmstfy" || len(tok.Permissions) != 3 {
+		t.Fatalf("chosen token %+v %v", tok, err)
+	}
+	// GET lists it by id (only the hash is kept), as every token.
+	var list struct{ Tokens map[string]string }
+	ts.adminDo(t, "GET", "/token/tns", nil).JSON(t, &list)
+	if list.Tokens[tok.ID] != "from lmstfy" || len(list.Tokens) != 2 {
+		t.Fatalf("GET /token/tns = %v", list.Tokens)
+	}
+	for id := range list.Tokens {
+		if strings.Contains(id, chosen) {
+			t.Fatal("the list shows a secret")
+		}
+	}
+
+	// The same token again, here or in another namespace: lmstfy's answer, nothing changes.
+	for _, path := range []string{"/token/tns?description=again&token=" + chosen, "/token/other?description=again&token=" + chosen} {
+		wantLmstfy(t, ts.adminDo(t, "POST", path, nil), 400, lmstfyErr("the token has already existed"))
+	}
+	if tok2, err := ts.Tokens.Authenticate(ctxT(t), chosen); err != nil || tok2.Description != "from lmstfy" {
+		t.Fatalf("the token after a duplicate creation: %+v %v", tok2, err)
+	}
+	wantLmstfy(t, ts.adminDo(t, "GET", "/token/other", nil), 200, map[string]any{"tokens": map[string]string{}})
+	// And it can be deleted by its secret, as lmstfy's tokens are.
+	wantLmstfy(t, ts.adminDo(t, "DELETE", "/token/tns/"+chosen, nil), 204, nil)
+	eventually(t, 2*time.Second, "the deleted chosen token is refused", func() bool {
+		return lmstfyDo(t, "PUT", ts.PublicURL+"/api/tns/q", []byte("x"), "X-Token", chosen).Status == http.StatusUnauthorized
+	})
 }

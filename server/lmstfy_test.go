@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/jobs"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -449,7 +450,7 @@ func TestLmstfyBulkPublish(t *testing.T) {
 	want := []string{`"hello msg"`, `123456`, `{"msg":"success"}`, `["foo","bar"]`, `true`}
 	for i, w := range want {
 		j := e.consume(t, "q")
-		if j.JobID != b.JobIDs[i] || string(j.Data) != w || j.Attributes["Team"] != "a" {
+		if j.JobID != b.JobIDs[i] || string(j.Data) != w || j.Attributes["team"] != "a" {
 			t.Fatalf("job %d: %+v, want data %s", i, j, w)
 		}
 	}
@@ -462,22 +463,66 @@ func TestLmstfyBulkPublish(t *testing.T) {
 func TestLmstfyAttributes(t *testing.T) {
 	t.Parallel()
 	e := newLmstfyEnv(t)
-	e.publish(t, "q", "", "a", "Enable-Job-Version", "YES", "Job-Attr-Trace-Id", "t1", "Job-Attr-Kind", "mail")
-	if j := e.consume(t, "q"); len(j.Attributes) != 2 || j.Attributes["Trace-Id"] != "t1" || j.Attributes["Kind"] != "mail" {
-		t.Fatalf("attributes %v", j.Attributes)
+	// Names come back lowercased, as lmstfy's current release answers them, whatever case the
+	// client (or a proxy) gave the header on the wire.
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPut, e.ts.PublicURL+"/api/"+e.ns+"/q", strings.NewReader("a"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	req.Header["X-Token"] = []string{e.token}
+	req.Header["enable-job-version"] = []string{"Yes"}
+	req.Header["Job-Attr-Trace-Id"] = []string{"t1"}
+	req.Header["job-attr-kind"] = []string{"mail"}
+	req.Header["JOB-ATTR-REGION"] = []string{"EU-West"}
+	req.Header["Job-Attr-Empty"] = []string{""}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("publish: %d", resp.StatusCode)
+	}
+	want := map[string]string{"trace-id": "t1", "kind": "mail", "region": "EU-West"}
+	peek := e.api(t, "GET", "q/peek", nil)
+	var peeked struct {
+		JobID      string            `json:"job_id"`
+		Attributes map[string]string `json:"attributes"`
+	}
+	peek.JSON(t, &peeked)
+	if !maps.Equal(peeked.Attributes, want) {
+		t.Fatalf("peek: attributes %v, want %v", peeked.Attributes, want)
+	}
+	// Consume answers them in lmstfy's form: a JSON object of lowercase names (keys sorted).
+	r := e.api(t, "GET", "q?ttr=30", nil)
+	var raw map[string]json.RawMessage
+	r.JSON(t, &raw)
+	if got := string(raw["attributes"]); got != `{"kind":"mail","region":"EU-West","trace-id":"t1"}` {
+		t.Fatalf("consume: attributes %s", got)
+	}
+	var got struct{ Attributes map[string]string }
+	e.api(t, "GET", "q/job/"+peeked.JobID, nil).JSON(t, &got)
+	if !maps.Equal(got.Attributes, want) {
+		t.Fatalf("get: attributes %v, want %v", got.Attributes, want)
+	}
+	if _, canonical := got.Attributes["Trace-Id"]; canonical {
+		t.Fatal("a canonical header name is an attribute name")
+	}
+
 	// Without Enable-Job-Version the headers are ignored, as lmstfy ignores them.
 	id := e.publish(t, "q", "", "b", "Job-Attr-Kind", "mail")
-	r := e.api(t, "GET", "q/job/"+id, nil)
+	r = e.api(t, "GET", "q/job/"+id, nil)
 	var p map[string]any
 	r.JSON(t, &p)
 	if p["attributes"] != nil {
 		t.Fatalf("attributes without Enable-Job-Version: %s", r.Body)
 	}
 	hdrs := []string{"Enable-Job-Version", "yes"}
-	for i := range 17 {
+	for i := range 16 {
 		hdrs = append(hdrs, fmt.Sprintf("Job-Attr-K%d", i), "v")
 	}
+	e.publish(t, "q", "", "sixteen", hdrs...)
+	hdrs = append(hdrs, "Job-Attr-K16", "v")
 	wantLmstfy(t, e.api(t, "PUT", "q", []byte("c"), hdrs...), 400, lmstfyErr("too many attributes, cannot exceed 16"))
 }
 
@@ -626,16 +671,23 @@ func TestLmstfyHidesReservedAttributes(t *testing.T) {
 	}
 }
 
-// lmstfy keeps attribute names up to 256 bytes; the engine holds names up to
-// queue.MaxAttributeKey bytes, so a longer name is cut there rather than refused.
-func TestLmstfyLongAttributeNameIsCut(t *testing.T) {
+// lmstfy keeps attribute names up to 32 bytes and values up to 128, cutting longer ones (a value
+// at a character boundary, so it stays UTF-8).
+func TestLmstfyLongAttributesAreCut(t *testing.T) {
 	t.Parallel()
 	e := newLmstfyEnv(t)
-	name := "K" + strings.Repeat("k", 199)
-	e.publish(t, "q", "", "a", "Enable-Job-Version", "yes", "Job-Attr-"+name, "v")
+	name := "Name-" + strings.Repeat("x", 40)
+	value := strings.Repeat("v", 127) + "é" // 129 bytes: the cut falls inside é
+	long := strings.Repeat("w", 200)
+	e.publish(t, "q", "", "a", "Enable-Job-Version", "yes", "Job-Attr-"+name, value,
+		"Job-Attr-"+strings.Repeat("y", 32), long)
 	j := e.consume(t, "q")
-	if len(j.Attributes) != 1 || j.Attributes[name[:queue.MaxAttributeKey]] != "v" {
-		t.Fatalf("attributes %v, want the name cut at %d bytes", j.Attributes, queue.MaxAttributeKey)
+	want := map[string]string{
+		strings.ToLower(name)[:32]: strings.Repeat("v", 127),
+		strings.Repeat("y", 32):    long[:128],
+	}
+	if !maps.Equal(j.Attributes, want) {
+		t.Fatalf("attributes %v, want %v", j.Attributes, want)
 	}
 }
 

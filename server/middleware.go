@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"github.com/sluicehq/sluice/internal/adminguard"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/lmstfy"
@@ -124,14 +125,35 @@ func uncleanPath(p string) bool {
 		strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..")
 }
 
-// openAdminPaths need no admin token: Prometheus and health checkers scrape them.
+// openAdminPaths need no admin token: Prometheus and health checkers scrape them. Their reads
+// also skip the admin guard.
 var openAdminPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
-// wrap is the middleware of a listener: request id, body limit, panic recovery, admin auth,
-// registry-shaped 404/405, access log and request metrics. The mux routes each request once; the
-// route's pattern is read back from the request afterwards (ServeMux sets Request.Pattern).
+// guardCodes are the registry codes of the admin guard's refusals.
+var guardCodes = map[adminguard.Reason]httpapi.Code{
+	adminguard.HostRefused:        httpapi.CodeAdminHostRefused,
+	adminguard.OriginRefused:      httpapi.CodeAdminOriginRefused,
+	adminguard.ContentTypeRefused: httpapi.CodeAdminContentTypeRefused,
+}
+
+// adminGuard is how the admin listener tells tools from web pages (internal/adminguard): without
+// an admin token only loopback Host names are served (no DNS rebinding); always, a foreign Origin
+// is refused and a state-changing body must be JSON, or a form on lmstfy's /token/ routes.
+func (s *Server) adminGuard() adminguard.Config {
+	return adminguard.Config{
+		LoopbackHostsOnly: s.cfg.AdminToken == "",
+		OpenReads:         openAdminPaths,
+		FormPrefixes:      []string{"/token/"},
+	}
+}
+
+// wrap is the middleware of a listener: request id, body limit, panic recovery, the admin guard
+// and admin auth, registry-shaped 404/405, access log and request metrics. The mux routes each
+// request once; the route's pattern is read back from the request afterwards (ServeMux sets
+// Request.Pattern).
 func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Handler {
 	inflight := s.metrics.inflight.WithLabelValues(listener)
+	guard := s.adminGuard()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -148,6 +170,15 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		inflight.Inc()
 		defer inflight.Dec()
 		defer s.finish(sw, r, listener, start)
+		if admin {
+			if ref := adminguard.Check(r, guard); ref != nil {
+				if !uncleanPath(r.URL.Path) {
+					_, r.Pattern = mux.Handler(r) // for the metrics' route label only
+				}
+				httpapi.WriteError(sw, r, &httpapi.Error{Code: guardCodes[ref.Reason], Message: ref.Message})
+				return
+			}
+		}
 		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
 			if !uncleanPath(r.URL.Path) {
 				_, r.Pattern = mux.Handler(r) // for the metrics' route label only

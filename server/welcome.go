@@ -32,7 +32,7 @@ func (s *Server) welcome(ctx context.Context, publicAddr, adminAddr string) erro
 	fmt.Fprintf(&b, "\nSluice runs on its embedded Redis: %s.\n", where)
 	if !created {
 		fmt.Fprintf(&b, "tenant.Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
-		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens%s -d '{\"description\": \"my token\"}'\n", adm, defaultNamespace, auth)
+		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens%s -H 'Content-Type: application/json' -d '{\"description\": \"my token\"}'\n", adm, defaultNamespace, auth)
 		fmt.Fprintf(&b, "  sluice token create --ns %s --admin-url %s\n\n", defaultNamespace, adm)
 		_, err := fmt.Fprint(s.cfg.Out, b.String())
 		return err

@@ -15,6 +15,7 @@ func registerClient(t map[string]command) {
 	t["dead respawn"] = command{"put dead jobs back in their queue", runDeadRespawn}
 	t["token create"] = command{"create a namespace token (admin API)", runTokenCreate}
 	t["token revoke"] = command{"revoke a namespace token (admin API)", runTokenRevoke}
+	t["lmstfy import"] = command{"carry lmstfy's namespaces, tokens and limits over (admin API)", runLmstfyImport}
 	t["version"] = command{"print the version", runVersion}
 	t["bench"] = command{"measure a server: HTTP load generator", runBench}
 }

@@ -39,6 +39,10 @@ const (
 	// room has none.
 	CodeUpstreamUnavailable Code = "upstream_unavailable"
 	CodeNotReplicated       Code = "not_replicated"
+	// The admin listener's refusals of what only a web page would send (internal/adminguard).
+	CodeAdminHostRefused        Code = "admin_host_refused"
+	CodeAdminOriginRefused      Code = "admin_origin_refused"
+	CodeAdminContentTypeRefused Code = "admin_content_type_refused"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -56,6 +60,10 @@ var statusOf = map[Code]int{
 	CodeUnavailable:         http.StatusServiceUnavailable,
 	CodeUpstreamUnavailable: http.StatusBadGateway,
 	CodeNotReplicated:       http.StatusServiceUnavailable,
+
+	CodeAdminHostRefused:        http.StatusForbidden,
+	CodeAdminOriginRefused:      http.StatusForbidden,
+	CodeAdminContentTypeRefused: http.StatusForbidden,
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -135,6 +143,8 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
 	case errors.As(err, &tv):
 		return &Error{Code: CodeInvalidArgument, Field: tv.Field, Message: tv.Message, Cause: err}
+	case errors.Is(err, tenant.ErrTokenExists):
+		return &Error{Code: CodeConflict, Message: "a token with this secret exists already (in this or another namespace); nothing changed", Cause: err}
 	case errors.Is(err, tenant.ErrUnauthenticated):
 		return &Error{Code: CodeUnauthenticated, Message: ErrUnauthenticated.Message, Cause: err}
 	case errors.As(err, &tnf):

@@ -52,6 +52,9 @@ type CreateTokenParams struct {
 	Permissions []Permission
 	// MaxPriority caps the priority of jobs published with the token (0..255); nil: no cap.
 	MaxPriority *int
+	// Secret is the token's secret when the caller chooses it (CheckSecret says which are
+	// accepted), so that clients holding a token of another system keep it; "": a random one.
+	Secret string
 }
 
 // TokenStore keeps namespace tokens in Redis, hashed, and caches lookups in-process for at most
@@ -100,6 +103,10 @@ func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *Namespa
 	}
 }
 
+// IDOf is the id of the token whose secret is secret: the first 16 hex digits of its SHA-256.
+// Tools that know a secret (an import) name the token by it without sending the secret.
+func IDOf(secret string) string { return hashSecret(secret)[:idLen] }
+
 func hashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
@@ -141,8 +148,32 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 	if len(p.Description) > 1024 {
 		return "", Token{}, invalidArg("description", "longer than 1024 bytes")
 	}
+	if p.Secret != "" {
+		if err := CheckSecret(p.Secret); err != nil {
+			return "", Token{}, err
+		}
+		// An existing secret changes nothing, not even the namespace registry (store checks
+		// again, atomically).
+		h := hashSecret(p.Secret)
+		if old, found, err := s.load(ctx, h[:idLen]); err != nil {
+			return "", Token{}, err
+		} else if found && old.Hash == h {
+			return "", Token{}, ErrTokenExists
+		}
+	}
 	if err := s.namespaces.ensure(ctx, p.Namespace); err != nil {
 		return "", Token{}, err
+	}
+	if p.Secret != "" {
+		tok, err := s.store(ctx, p.Secret, p.Namespace, p.Description, clean, maxPrio)
+		switch {
+		case errors.Is(err, errIDTaken):
+			return "", Token{}, invalidArg("secret", "another token has the same id (the first 16 hex digits of "+
+				"the secret's SHA-256): choose another secret")
+		case err != nil:
+			return "", Token{}, err
+		}
+		return p.Secret, tok, nil
 	}
 	for range 3 {
 		var raw [24]byte
@@ -150,31 +181,57 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 			return "", Token{}, fmt.Errorf("token: random: %w", err)
 		}
 		secret := secretPrefix + hex.EncodeToString(raw[:])
-		h := hashSecret(secret)
-		rec := tokenRecord{
-			Token: Token{
-				ID:          h[:idLen],
-				Namespace:   p.Namespace,
-				Description: p.Description,
-				Permissions: clean,
-				MaxPriority: maxPrio,
-				CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
-			},
-			Hash: h,
+		tok, err := s.store(ctx, secret, p.Namespace, p.Description, clean, maxPrio)
+		if errors.Is(err, errIDTaken) {
+			continue
 		}
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return "", Token{}, fmt.Errorf("token: %w", err)
-		}
-		ok, err := s.rdb.HSetNX(ctx, s.key, rec.ID, b).Result()
-		if err != nil {
-			return "", Token{}, fmt.Errorf("token: create: %w", err)
-		}
-		if ok {
-			return secret, rec.Token, nil
-		}
+		return secret, tok, err
 	}
 	return "", Token{}, errors.New("token: could not find a free id")
+}
+
+// errIDTaken is store's answer when another secret has the new secret's id (its SHA-256 prefix).
+var errIDTaken = errors.New("token: id taken")
+
+// store writes the record of a new token with secret, unless its id is taken: ErrTokenExists when
+// by the same secret, errIDTaken when by another. It forgets a cached "unknown" for the secret,
+// so a chosen secret works at once on this instance.
+func (s *TokenStore) store(ctx context.Context, secret, ns, desc string, perms []Permission, maxPrio int) (Token, error) {
+	h := hashSecret(secret)
+	rec := tokenRecord{
+		Token: Token{
+			ID:          h[:idLen],
+			Namespace:   ns,
+			Description: desc,
+			Permissions: perms,
+			MaxPriority: maxPrio,
+			CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
+		},
+		Hash: h,
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return Token{}, fmt.Errorf("token: %w", err)
+	}
+	ok, err := s.rdb.HSetNX(ctx, s.key, rec.ID, b).Result()
+	if err != nil {
+		return Token{}, fmt.Errorf("token: create: %w", err)
+	}
+	if !ok {
+		old, found, err := s.load(ctx, rec.ID)
+		switch {
+		case err != nil:
+			return Token{}, err
+		case found && old.Hash == h:
+			return Token{}, ErrTokenExists
+		default:
+			return Token{}, errIDTaken
+		}
+	}
+	s.mu.Lock()
+	delete(s.cache, h)
+	s.mu.Unlock()
+	return rec.Token, nil
 }
 
 // Authenticate returns the token of a secret, or ErrUnauthenticated when it is unknown or

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/version"
 )
 
@@ -57,19 +58,23 @@ func (a *API) listTokens(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// newToken is POST /token/{ns}?description=: a new token with every permission of the
-// namespace, 201 {"token": secret}. The description may also come as a form field.
+// newToken is POST /token/{ns}?description=[&token=]: a new token with every permission of the
+// namespace, 201 {"token": secret}. description and token may also be form fields. token chooses
+// the secret, as lmstfy's admin API allows (deployments bake tokens into their clients' configs);
+// it is checked, then stored hashed like any other, and one that exists already answers lmstfy's
+// 400 "the token has already existed".
 func (a *API) newToken(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		return errorf(http.StatusBadRequest, "invalid form")
 	}
 	ns := r.PathValue("ns")
 	desc := r.Form.Get("description")
+	userToken := r.Form.Get("token")
 	if desc == "" {
 		return errorf(http.StatusBadRequest, "invalid description")
 	}
-	if r.Form.Get("token") != "" {
-		return errorf(http.StatusBadRequest, "a chosen token is not supported: Sluice makes every token secret")
+	if userToken != "" && len(userToken) < tenant.MinSecretLen {
+		return errorf(http.StatusBadRequest, "the user token was too short")
 	}
 	if len(ns) > 255 {
 		return errorf(http.StatusBadRequest, "the namespace name was too long")
@@ -77,11 +82,23 @@ func (a *API) newToken(w http.ResponseWriter, r *http.Request) error {
 	if !tenant.ValidName(ns) {
 		return errorf(http.StatusBadRequest, "namespace name contains forbidden characters")
 	}
-	pool := r.URL.Query().Get("pool")
+	pool, secret := r.URL.Query().Get("pool"), userToken
+	if fields := strings.Split(userToken, ":"); len(fields) == 2 { // lmstfy's "pool:token"
+		pool, secret = fields[0], fields[1]
+	}
 	if err := checkPool(pool); err != nil {
 		return err
 	}
-	secret, _, err := a.tokens.Create(r.Context(), tenant.CreateTokenParams{Namespace: ns, Description: desc})
+	if secret != "" {
+		var v *tenant.ValidationError
+		if err := tenant.CheckSecret(secret); errors.As(err, &v) {
+			return errorf(http.StatusBadRequest, "invalid token: "+v.Message)
+		}
+	}
+	secret, _, err := a.tokens.Create(r.Context(), tenant.CreateTokenParams{Namespace: ns, Description: desc, Secret: secret})
+	if errors.Is(err, tenant.ErrTokenExists) {
+		return errorf(http.StatusBadRequest, errTokenExisted)
+	}
 	if err != nil {
 		return err
 	}
@@ -91,6 +108,9 @@ func (a *API) newToken(w http.ResponseWriter, r *http.Request) error {
 	writeIndented(w, http.StatusCreated, map[string]string{"token": secret})
 	return nil
 }
+
+// errTokenExisted is lmstfy's answer to creating a token that exists (auth.ErrTokenExist).
+const errTokenExisted = "the token has already existed"
 
 // deleteToken is DELETE /token/{ns}/{token}: revoke the token (named by its secret or id)
 // and drop its limit. 204 also when there was no such token, as lmstfy answers.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/queue"
 )
@@ -133,26 +134,21 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 // headerAttributes collects job attributes from Job-Attr-* headers when the request carries
-// "Enable-Job-Version: yes", as lmstfy does: values past 256 bytes are cut, keys past 256 bytes
-// (lmstfy) or past the engine's 128 (Sluice), at most 16.
+// "Enable-Job-Version: yes", as lmstfy's current release does: names lowercased (clients read
+// attributes["trace-id"], whatever case the header had on the wire), names cut at 32 bytes and
+// values at 128, empty values left out, at most 16.
 func headerAttributes(r *http.Request) (map[string]string, error) {
 	if !strings.EqualFold(r.Header.Get("Enable-Job-Version"), "yes") {
 		return nil, nil
 	}
 	attrs := map[string]string{}
 	for k, v := range r.Header {
-		if !strings.HasPrefix(k, attributePrefix) || len(v) == 0 || v[0] == "" {
+		if len(k) <= len(attributePrefix) || !strings.EqualFold(k[:len(attributePrefix)], attributePrefix) ||
+			len(v) == 0 || v[0] == "" {
 			continue
 		}
-		k, val := strings.TrimPrefix(k, attributePrefix), v[0]
-		// lmstfy cuts names at 256 bytes; the engine holds names up to MaxAttributeKey (128).
-		if n := min(maxAttributeLen, queue.MaxAttributeKey); len(k) > n {
-			k = k[:n]
-		}
-		if len(val) > maxAttributeLen {
-			val = val[:maxAttributeLen]
-		}
-		attrs[k] = val
+		name := strings.ToLower(cutUTF8(k[len(attributePrefix):], maxAttributeName))
+		attrs[name] = cutUTF8(v[0], maxAttributeValue)
 	}
 	if len(attrs) > maxAttributes {
 		return nil, errorf(http.StatusBadRequest, "too many attributes, cannot exceed 16")
@@ -161,6 +157,17 @@ func headerAttributes(r *http.Request) (map[string]string, error) {
 		return nil, nil
 	}
 	return attrs, nil
+}
+
+// cutUTF8 cuts s to at most n bytes, at a character boundary (a value may carry UTF-8).
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func (o publishOpts) job(c call, payload []byte, attrs map[string]string) queue.PublishParams {

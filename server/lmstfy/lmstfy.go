@@ -30,8 +30,11 @@ const (
 	maxConsumeCount = 100
 	maxBulkJobs     = 64
 	maxAttributes   = 16
-	maxAttributeLen = 256
-	attributePrefix = "Job-Attr-"
+	// An attribute name is at most 32 bytes and a value at most 128, as in lmstfy's current
+	// release; longer ones are cut (lmstfy cuts over-long attributes rather than refusing them).
+	maxAttributeName  = 32
+	maxAttributeValue = 128
+	attributePrefix   = "Job-Attr-"
 	// defaultPool is the one pool Sluice has: every token, queue and job lives in it.
 	defaultPool = "default"
 )
