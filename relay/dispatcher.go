@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,7 @@ type DispatcherStats struct {
 	Failed    int64 // calls failed for good (4xx, refused, no tries left)
 	Discarded int64 // results dropped: the task was cancelled or its lease had ended
 	Held      int64 // dispatch rounds skipped because an endpoint's breaker was open
+	Late      int64 // rate-limited calls that started late enough to hold back the next second's
 	InFlight  int64 // calls under way now
 }
 
@@ -100,7 +102,7 @@ type Dispatcher struct {
 	wakeMu   sync.Mutex
 	wakes    map[string]bool
 
-	stats struct{ taken, ok, retried, failed, discarded, held atomic.Int64 }
+	stats struct{ taken, ok, retried, failed, discarded, held, late atomic.Int64 }
 }
 
 // NewDispatcher returns a stopped Dispatcher for c's endpoints.
@@ -140,13 +142,39 @@ type dispatchJob struct {
 	attempt  int
 	tries    int
 	delay    time.Duration // wait before the call: its rate-limit token is due then
-	req      outbound.Request
+	// sent is when the take script was sent. Redis ran it later, so sent+delay is no later than
+	// the token's time, and a call started at t is at most t-(sent+delay) late.
+	sent time.Time
+	// due is when the call starts: delay after the script's answer came back, so never before
+	// the token's time.
+	due time.Time
+	req outbound.Request
 }
 
 // rateLookahead is how far ahead a dispatch takes rate-limit tokens. A dispatcher that comes
 // back a little late (a busy machine, a slow round trip) then still starts every call at its
 // token's time, so the rate holds exactly instead of losing the time it was late.
 const rateLookahead = 50 * time.Millisecond
+
+// rateMargin keeps the calls of a rate-limited endpoint a little further apart than 1/QPS: QPS
+// calls span one second plus rateMargin on Redis's clock. A call starts after its token's time
+// (the answer's round trip, timers, the machine's scheduling), and with calls spaced exactly a
+// call only slightly later than the one a second before it would put QPS + 1 calls into a
+// one-second window at the endpoint. Lateness up to the margin is absorbed by it; a call later
+// than that holds back the next second's calls by as much (late.lua). It costs 0.4% of the rate.
+const rateMargin = 4 * time.Millisecond
+
+// spacedQPS is the rate at which take.lua spaces e's calls: QPS calls per second plus rateMargin.
+func spacedQPS(e Endpoint) float64 {
+	return e.QPS * float64(time.Second) / float64(time.Second+rateMargin)
+}
+
+// lateCall is a rate-limited call that started later than rateMargin after its token's time.
+type lateCall struct {
+	endpoint string
+	id       string
+	late     time.Duration
+}
 
 // callResult is a call's outcome, waiting to be stored.
 type callResult struct {
@@ -187,14 +215,17 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.stopping, d.done = make(chan struct{}), make(chan struct{})
 	jobs := make(chan dispatchJob, d.cfg.Workers)
 	results := make(chan callResult, d.cfg.Workers)
+	late := make(chan lateCall, d.cfg.Workers)
 
 	var workers, finishers sync.WaitGroup
 	for range d.cfg.Workers {
-		workers.Go(func() { d.work(runCtx, jobs, results) })
+		workers.Go(func() { d.work(runCtx, jobs, results, late) })
 	}
 	for range 2 {
 		finishers.Go(func() { d.finish(runCtx, results) })
 	}
+	var reporter sync.WaitGroup
+	reporter.Go(func() { d.reportLate(runCtx, late) })
 	var maint sync.WaitGroup
 	if d.cfg.MaintainInterval > 0 {
 		maint.Go(func() { d.maintain(runCtx) })
@@ -206,7 +237,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		close(jobs)
 		workers.Wait()
 		close(results)
+		close(late)
 		finishers.Wait()
+		reporter.Wait()
 		cancel()
 		maint.Wait()
 		if d.ownSend {
@@ -239,7 +272,7 @@ func (d *Dispatcher) Stats() DispatcherStats {
 	return DispatcherStats{
 		Taken: d.stats.taken.Load(), Succeeded: d.stats.ok.Load(), Retried: d.stats.retried.Load(),
 		Failed: d.stats.failed.Load(), Discarded: d.stats.discarded.Load(), Held: d.stats.held.Load(),
-		InFlight: d.inflight.Load(),
+		Late: d.stats.late.Load(), InFlight: d.inflight.Load(),
 	}
 }
 
@@ -440,11 +473,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 // tasks.
 func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64, []dispatchJob, error) {
 	lease := e.Timeout + c.cfg.LeaseMargin
-	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL),
+	sent := time.Now()
+	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, spacedQPS(e), e.burst(), ms(lease), ms(e.PermitTTL),
 		rateLookahead.Milliseconds(), maxOffline).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
+	answered := time.Now()
 	hint := raw[0].(int64)
 	count := int(raw[1].(int64))
 	jobs := make([]dispatchJob, 0, count)
@@ -470,8 +505,9 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 		if b := s(6); b != "" {
 			body = []byte(b)
 		}
+		delay := time.Duration(num(7)) * time.Microsecond
 		jobs = append(jobs, dispatchJob{
-			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: time.Duration(num(7)) * time.Microsecond,
+			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: delay, sent: sent, due: answered.Add(delay),
 			req: outbound.Request{Method: s(3), URL: s(4), Header: h, Body: body, Timeout: e.Timeout},
 		})
 	}
@@ -479,10 +515,10 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 }
 
 // work makes calls until jobs is closed. After an abrupt stop (ctx ended) nothing is reported.
-func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results chan<- callResult) {
+func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results chan<- callResult, late chan<- lateCall) {
 	for j := range jobs {
-		if j.delay > 0 {
-			t := time.NewTimer(j.delay)
+		if wait := time.Until(j.due); j.delay > 0 && wait > 0 {
+			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -493,7 +529,11 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 			d.release()
 			continue
 		}
-		resp, err := d.sender.Do(ctx, j.req)
+		callCtx := ctx
+		if j.endpoint.QPS > 0 {
+			callCtx = d.watchLate(ctx, j, late)
+		}
+		resp, err := d.sender.Do(callCtx, j.req)
 		d.release()
 		if ctx.Err() != nil {
 			continue // abandoned: the lease will expire
@@ -536,6 +576,24 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 			delay.Milliseconds(), resp.Duration.Milliseconds(),
 		}}
 	}
+}
+
+// watchLate returns ctx with a trace that measures how late j's call starts: when it has its
+// connection (after a dial, if one was needed), just before the request is written. A call
+// later than rateMargin is reported before the call returns, so its hold reaches Redis while
+// it still matters (within the second after the call).
+func (d *Dispatcher) watchLate(ctx context.Context, j dispatchJob, late chan<- lateCall) context.Context {
+	var once sync.Once
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			once.Do(func() {
+				if l := time.Since(j.sent.Add(j.delay)); l > rateMargin {
+					d.stats.late.Add(1)
+					late <- lateCall{endpoint: j.endpoint.Name, id: j.id, late: l}
+				}
+			})
+		},
+	})
 }
 
 func (d *Dispatcher) release() {
@@ -615,6 +673,35 @@ func (d *Dispatcher) store(ctx context.Context, endpoint string, args []any) {
 		}
 	}
 	d.log.Warn("relay: store call results", slog.String("endpoint", endpoint), slog.Int("results", len(args)/10), slog.Any("error", err))
+}
+
+// reportLate tells Redis about late calls (late.lua), batching those that are ready together:
+// one script call per endpoint. A report must arrive within the second after the call to hold
+// anything back, so it never waits behind call results.
+func (d *Dispatcher) reportLate(ctx context.Context, late <-chan lateCall) {
+	batch := make(map[string][]any)
+	for l := range late {
+		batch[l.endpoint] = append(batch[l.endpoint], l.id, float64(l.late.Microseconds())/1000)
+		count := 1
+	drain:
+		for ; count < maxFinishBatch; count++ {
+			select {
+			case l2, ok := <-late:
+				if !ok {
+					break drain
+				}
+				batch[l2.endpoint] = append(batch[l2.endpoint], l2.id, float64(l2.late.Microseconds())/1000)
+			default:
+				break drain
+			}
+		}
+		for ep, args := range batch {
+			if err := d.c.run(ctx, scriptLate, ep, append([]any{len(args) / 2}, args...)...).Err(); err != nil && ctx.Err() == nil {
+				d.log.Warn("relay: report late calls", slog.String("endpoint", ep), slog.Any("error", err))
+			}
+			delete(batch, ep)
+		}
+	}
 }
 
 // maintain runs Client.MaintainOnce every MaintainInterval until ctx ends.

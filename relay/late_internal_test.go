@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// late.lua holds [sa + 1s, sa + 1s + lateness + 1ms) for each reported call (the 1 ms because
+// sa is rounded down), keeps the longest span reported for a start, ignores tasks it does not
+// know, and lets the holds expire.
+func TestLateCallHoldsTheNextSecond(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		k := c.keys.get("slow")
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa := now.UnixMilli()
+		id := c.ids.next("slow")
+		if err := env.Client.HSet(ctx, k.task(id), "st", "processing", "sa", sa).Err(); err != nil {
+			t.Fatal(err)
+		}
+		held, err := c.run(ctx, scriptLate, "slow", 2, id, 7.5, c.ids.next("slow"), 30).Int64()
+		if err != nil || held != 1 {
+			t.Fatalf("late = %d, %v; want 1 span held (the unknown task ignored)", held, err)
+		}
+		if _, err := c.run(ctx, scriptLate, "slow", 1, id, 2).Int64(); err != nil {
+			t.Fatal(err)
+		}
+		hold := k.all[11]
+		spans, err := env.Client.ZRangeWithScores(ctx, hold, 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(spans) != 1 || spans[0].Member != strconv.FormatInt(sa+1000, 10) || spans[0].Score != float64(sa+1008)+0.5 {
+			t.Fatalf("holds = %v; want [%d, %d.5)", spans, sa+1000, sa+1008)
+		}
+		if ttl, err := env.Client.PTTL(ctx, hold).Result(); err != nil || ttl <= 0 || ttl > 3*time.Second {
+			t.Fatalf("hold ttl = %s, %v; want it to expire a little after the span", ttl, err)
+		}
+	})
+}
