@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/combine"
 )
 
 // Client is the request queue's Go API: endpoints, and tasks that call them (Submit, Get, Wait,
@@ -27,7 +29,7 @@ type Client struct {
 	archiving          int // 1 with an archive: finished tasks are remembered for it
 
 	lastPrune atomic.Int64 // unix ns of the last archive prune
-	submits   *combiner[submitReq, []int64]
+	submits   *combine.Combiner[submitReq, []int64]
 
 	mode   atomic.Int32 // modeUnknown until load decides: modeFunctions or modeEvals
 	loadMu sync.Mutex
@@ -57,7 +59,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if cfg.Archive != nil {
 		c.archiving = 1
 	}
-	c.submits = newCombiner(c.runSubmits)
+	c.submits = combine.New(c.runSubmits)
 	return c, nil
 }
 

@@ -153,7 +153,7 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	}
 	pri := c.effectivePriority(p)
 	id := c.ids.next(e.Name)
-	res, err := c.submits.do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
+	res, err := c.submits.Do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("relay: submit to %s: %w", e.Name, err)
 	}
