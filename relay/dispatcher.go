@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/notify"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -233,7 +234,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	go func() {
 		defer close(d.done)
 		d.loop(runCtx, w, jobs)
-		w.stop(runCtx)
+		w.Stop()
 		close(jobs)
 		workers.Wait()
 		close(results)
@@ -307,7 +308,7 @@ func (d *Dispatcher) takeWakes() map[string]bool {
 // loop decides when to ask Redis for each endpoint's next tasks: at once after a full batch, at
 // the time the rate limit or a retry names, on a wake-up (a task submitted to an empty queue, a
 // slot freed), when a worker frees up, and at least every PollInterval.
-func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJob) {
+func (d *Dispatcher) loop(ctx context.Context, w *notify.Waiter, jobs chan<- dispatchJob) {
 	due := make(map[string]time.Time)
 	needWorkers := make(map[string]bool) // endpoints whose next task waits for a free worker
 	var version int64                    // of the endpoint settings last seen

@@ -416,7 +416,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 	if err != nil {
 		return Task{}, err
 	}
-	defer w.stop(ctx)
+	defer w.Stop()
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	// A notification lost while the subscription reconnects costs at most waitRecheck.
@@ -435,7 +435,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 		}
 		select {
 		case <-w.C:
-			if w.n.isClosed() {
+			if w.Closed() {
 				return Task{}, ErrClosed
 			}
 		case <-recheck.C:
