@@ -95,6 +95,7 @@ type Dispatcher struct {
 	sender   *outbound.Sender
 	ownSend  bool
 	breakers *outbound.Breakers
+	clock    redisClock
 	keep     map[string]bool // canonical result header names
 
 	inflight atomic.Int64
@@ -143,11 +144,8 @@ type dispatchJob struct {
 	attempt  int
 	tries    int
 	delay    time.Duration // wait before the call: its rate-limit token is due then
-	// sent is when the take script was sent. Redis ran it later, so sent+delay is no later than
-	// the token's time, and a call started at t is at most t-(sent+delay) late.
-	sent time.Time
-	// due is when the call starts: delay after the script's answer came back, so never before
-	// the token's time.
+	// due is the token's time on this process's clock (redisClock): when the call starts, and
+	// what its lateness is measured against.
 	due time.Time
 	req outbound.Request
 }
@@ -168,6 +166,36 @@ const rateMargin = 4 * time.Millisecond
 // spacedQPS is the rate at which take.lua spaces e's calls: QPS calls per second plus rateMargin.
 func spacedQPS(e Endpoint) float64 {
 	return e.QPS * float64(time.Second) / float64(time.Second+rateMargin)
+}
+
+// redisClock estimates how far this process's clock is ahead of Redis's, from below: Redis ran
+// a take script after it was sent, so sent − (Redis's time in the script) is at most the offset.
+// The best (highest) bound of the last one to two clockWindows is used, so that neither a slow
+// round trip nor a drifting clock shows as lateness.
+type redisClock struct {
+	mu        sync.Mutex
+	cur, prev time.Duration
+	since     time.Time
+	have      bool
+}
+
+const clockWindow = 10 * time.Second
+
+// observe adds the bound from a script sent at sent that saw Redis's time redisUs, and returns
+// the estimate.
+func (c *redisClock) observe(sent time.Time, redisUs int64) time.Duration {
+	b := sent.Sub(time.UnixMicro(redisUs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.have:
+		c.cur, c.prev, c.since, c.have = b, b, sent, true
+	case sent.Sub(c.since) >= clockWindow:
+		c.prev, c.cur, c.since = c.cur, b, sent
+	default:
+		c.cur = max(c.cur, b)
+	}
+	return max(c.cur, c.prev)
 }
 
 // lateCall is a rate-limited call that started later than rateMargin after its token's time.
@@ -446,7 +474,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 		}
 		n, free = 1, 1
 	}
-	hint, taken, err := d.c.take(ctx, e, n, free)
+	hint, taken, err := d.c.take(ctx, e, n, free, &d.clock)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("relay: dispatch", slog.String("endpoint", e.Name), slog.Any("error", err))
@@ -471,8 +499,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 }
 
 // take runs take.lua for e (at most n tasks, maxOffline of them offline) and decodes its offline
-// tasks.
-func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64, []dispatchJob, error) {
+// tasks, placing their start times on this process's clock with clock.
+func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int, clock *redisClock) (int64, []dispatchJob, error) {
 	lease := e.Timeout + c.cfg.LeaseMargin
 	sent := time.Now()
 	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, spacedQPS(e), e.burst(), ms(lease), ms(e.PermitTTL),
@@ -480,12 +508,18 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 	if err != nil {
 		return 0, nil, err
 	}
-	answered := time.Now()
 	hint := raw[0].(int64)
 	count := int(raw[1].(int64))
 	jobs := make([]dispatchJob, 0, count)
+	var nowMs time.Time
+	var offset time.Duration
+	if count > 0 {
+		redisUs, _ := raw[2].(int64)
+		offset = clock.observe(sent, redisUs)
+		nowMs = time.UnixMilli(redisUs / 1000)
+	}
 	for i := range count {
-		f := raw[2+i*8 : 10+i*8]
+		f := raw[3+i*8 : 11+i*8]
 		s := func(k int) string { v, _ := f[k].(string); return v }
 		num := func(k int) int {
 			switch v := f[k].(type) {
@@ -508,7 +542,7 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 		}
 		delay := time.Duration(num(7)) * time.Microsecond
 		jobs = append(jobs, dispatchJob{
-			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: delay, sent: sent, due: answered.Add(delay),
+			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: delay, due: nowMs.Add(delay + offset),
 			req: outbound.Request{Method: s(3), URL: s(4), Header: h, Body: body, Timeout: e.Timeout},
 		})
 	}
@@ -588,7 +622,7 @@ func (d *Dispatcher) watchLate(ctx context.Context, j dispatchJob, late chan<- l
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(httptrace.GotConnInfo) {
 			once.Do(func() {
-				if l := time.Since(j.sent.Add(j.delay)); l > rateMargin {
+				if l := time.Since(j.due); l > rateMargin {
 					d.stats.late.Add(1)
 					late <- lateCall{endpoint: j.endpoint.Name, id: j.id, late: l}
 				}

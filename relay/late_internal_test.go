@@ -52,3 +52,26 @@ func TestLateCallHoldsTheNextSecond(t *testing.T) {
 		}
 	})
 }
+
+// The clock offset is the best (highest) lower bound seen in the last one to two windows: a slow
+// round trip does not lower it, and an old bound is forgotten after two windows.
+func TestRedisClockKeepsTheBestRecentBound(t *testing.T) {
+	t.Parallel()
+	var c redisClock
+	t0 := time.UnixMicro(time.Now().UnixMicro())
+	redisUs := func(ahead time.Duration) int64 { return t0.Add(-ahead).UnixMicro() } // Redis's time at t0
+	if got := c.observe(t0, redisUs(3*time.Millisecond)); got != 3*time.Millisecond {
+		t.Fatalf("first bound = %s, want 3ms", got)
+	}
+	// Sent 1s later, run by Redis 2ms after that: a slow round trip gives a low bound (1ms), which
+	// does not lower the estimate.
+	if got := c.observe(t0.Add(time.Second), redisUs(-time.Second+time.Millisecond)); got != 3*time.Millisecond {
+		t.Fatalf("after a low bound = %s, want 3ms", got)
+	}
+	if got := c.observe(t0.Add(clockWindow), redisUs(-clockWindow+time.Millisecond)); got != 3*time.Millisecond {
+		t.Fatalf("one window later = %s, want the previous window's 3ms", got)
+	}
+	if got := c.observe(t0.Add(2*clockWindow), redisUs(-2*clockWindow+2*time.Millisecond)); got != 2*time.Millisecond {
+		t.Fatalf("two windows later = %s, want the recent 2ms", got)
+	}
+}

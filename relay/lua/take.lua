@@ -10,13 +10,16 @@
 -- says how long its caller waits before the call (so calls keep their exact spacing even when
 -- the dispatcher comes back late; the concurrency slot is held from now)
 -- ARGV[15] most offline tasks to take (the caller's free workers; online tasks need none)
--- Returns {hint, n, then n offline tasks of 8 fields: id, attempt, tries, method, url, headers,
--- body, delay (µs before the call)}. n counts only offline tasks (online ones become permitted
+-- Returns {hint, n, then, when n > 0, Redis's time in µs and n offline tasks of 8 fields: id,
+-- attempt, tries, method, url, headers, body, delay (µs from that time rounded down to the ms, to
+-- the call's start)}. n counts only offline tasks (online ones become permitted
 -- here and need no call).
 -- hint: 0 call again now (more may be startable); > 0 ms until the rate limit or a retry lets
 -- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so);
 -- -2 the next task is an offline one and the caller has no free worker for it.
-local now = now_ms()
+local tm = redis.call('TIME')
+local now_us = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+local now = math.floor(now_us / 1000) -- as now_ms()
 -- Retries whose backoff ended go back to their place in the queue.
 local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 100)
 for _, id in ipairs(due) do
@@ -68,7 +71,7 @@ end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
 local max_offline = tonumber(ARGV[15])
 local popped = redis.call('ZPOPMIN', K_QUEUE, n)
-local out = {0, 0}
+local out = {0, 0, now_us}
 local started, offline = 0, 0
 local blocked = false
 for i = 1, #popped, 2 do
