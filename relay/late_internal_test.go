@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -15,14 +14,12 @@ import (
 func TestLateCallHoldsTheNextSecond(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
 		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		k := c.keys.get("slow")
+		t.Cleanup(func() { _ = c.Close() })
+		ctx, k := t.Context(), c.keys.get("slow")
 		now, err := env.Client.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
