@@ -55,6 +55,7 @@ type Notifier struct {
 	closed  bool
 	closing chan struct{} // closed by Close: ends waits for subscription confirmations
 	done    chan struct{} // closed when the receive loop ends
+	sweep   chan struct{} // without Idle: a channel lost its last waiter, the receive loop sweeps
 }
 
 // subscription is one subscribed (or subscribing) channel.
@@ -90,6 +91,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Notifier {
 		idle:    cfg.Idle,
 		subs:    make(map[string]*subscription),
 		closing: make(chan struct{}),
+		sweep:   make(chan struct{}, 1),
 	}
 }
 
@@ -159,13 +161,14 @@ func (n *Notifier) subscribeLocked(ctx context.Context, channels []string) error
 }
 
 // Stop unregisters the waiter. Without Config.Idle, its channels left without waiters are
-// unsubscribed now (those whose SUBSCRIBE is still unconfirmed when the confirmation comes).
+// unsubscribed right away, by the receive loop (those whose SUBSCRIBE is still unconfirmed when
+// the confirmation comes).
 func (w *Waiter) Stop() {
 	n := w.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	now := time.Now()
-	var idle []string
+	idle := false
 	for _, ch := range w.channels {
 		s := n.subs[ch]
 		if s == nil {
@@ -179,12 +182,14 @@ func (w *Waiter) Stop() {
 			continue
 		}
 		s.idleSince = now
-		if n.idle == 0 && isClosed(s.confirmed) {
-			delete(n.subs, ch)
-			idle = append(idle, ch)
+		idle = true
+	}
+	if idle && n.idle == 0 {
+		select {
+		case n.sweep <- struct{}{}:
+		default:
 		}
 	}
-	n.unsubscribeLocked(idle)
 }
 
 // unsubscribeLocked unsubscribes channels already removed from subs, in one command.
@@ -209,7 +214,7 @@ func isClosed(c chan struct{}) bool {
 }
 
 // receive dispatches subscription confirmations and notifications until the Pub/Sub is closed,
-// and with Config.Idle unsubscribes the channels that stayed idle.
+// and unsubscribes the channels left without waiters (after Config.Idle).
 func (n *Notifier) receive(ps *redis.PubSub, done chan struct{}) {
 	defer close(done)
 	msgs := ps.ChannelWithSubscriptions()
@@ -228,6 +233,8 @@ func (n *Notifier) receive(ps *redis.PubSub, done chan struct{}) {
 			n.dispatch(msg)
 		case now := <-sweep:
 			n.unsubscribeIdle(now)
+		case <-n.sweep:
+			n.unsubscribeIdle(time.Now())
 		}
 	}
 }
