@@ -81,8 +81,8 @@ func BenchmarkQPSAccuracy(b *testing.B) {
 	}
 	b.ResetTimer()
 	// Two dispatchers in two Clients share the limit.
-	startDispatcherB(b, a, relay.DispatcherConfig{Workers: 16})
-	startDispatcherB(b, other, relay.DispatcherConfig{Workers: 16})
+	da := startDispatcherB(b, a, relay.DispatcherConfig{Workers: 16})
+	db := startDispatcherB(b, other, relay.DispatcherConfig{Workers: 16})
 	time.Sleep(seconds*time.Second + time.Second)
 	b.StopTimer()
 	arrivals, _ := tg.snapshot()
@@ -105,19 +105,31 @@ func BenchmarkQPSAccuracy(b *testing.B) {
 		minS, maxS, sum = min(minS, n), max(maxS, n), sum+n
 	}
 	// The busiest window of one second anywhere (sliding over every arrival).
-	busiest := 0
+	busiest, bi, bj := 0, 0, 0
 	j := 0
 	for i := range arrivals {
 		for arrivals[i].Sub(arrivals[j]) >= time.Second {
 			j++
 		}
-		busiest = max(busiest, i-j+1)
+		if i-j+1 > busiest {
+			busiest, bi, bj = i-j+1, i, j
+		}
+	}
+	if testing.Verbose() && busiest > qps {
+		gaps := func(from, to int) (out []string) {
+			for k := max(from, 1); k < min(to, len(arrivals)); k++ {
+				out = append(out, arrivals[k].Sub(arrivals[k-1]).Round(100*time.Microsecond).String())
+			}
+			return out
+		}
+		b.Logf("busiest window %d..%d: gaps at its start %v, at its end %v", bj, bi, gaps(bj-5, bj+6), gaps(bi-5, bi+6))
 	}
 	b.ReportMetric(float64(sum)/float64(len(perSec)), "calls/s")
 	b.ReportMetric(float64(minS), "min-calls/s")
 	b.ReportMetric(float64(maxS), "max-calls/s")
 	b.ReportMetric(float64(busiest), "busiest-1s-window")
 	b.ReportMetric(float64(tg.peak.Load()), "peak-concurrency")
+	b.ReportMetric(float64(da.Stats().Late+db.Stats().Late), "late-calls")
 }
 
 // BenchmarkETAAccuracy puts a backlog on an endpoint (concurrency 4, calls of 20 ms) and, while
@@ -185,7 +197,7 @@ func BenchmarkETAAccuracy(b *testing.B) {
 	b.ReportMetric(float64(len(errs)), "samples")
 }
 
-func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig) {
+func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig) *relay.Dispatcher {
 	b.Helper()
 	cfg.Sender = testSender(b)
 	d, err := relay.NewDispatcher(c, cfg)
@@ -196,6 +208,7 @@ func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig)
 		b.Fatal(err)
 	}
 	b.Cleanup(d.Stop)
+	return d
 }
 
 // processCPU is the CPU time (user + system) this process used so far.

@@ -2,11 +2,15 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/combine"
+	"github.com/sluicehq/sluice/internal/notify"
 )
 
 // Client is the request queue's Go API: endpoints, and tasks that call them (Submit, Get, Wait,
@@ -27,13 +31,13 @@ type Client struct {
 	archiving          int // 1 with an archive: finished tasks are remembered for it
 
 	lastPrune atomic.Int64 // unix ns of the last archive prune
-	submits   *combiner[submitReq, []int64]
+	submits   *combine.Combiner[submitReq, []int64]
 
 	mode   atomic.Int32 // modeUnknown until load decides: modeFunctions or modeEvals
 	loadMu sync.Mutex
 
 	notifyOnce sync.Once
-	notify     *notifier
+	notify     *notify.Notifier
 }
 
 // NewClient returns a Client on rdb. It does not talk to Redis until used.
@@ -57,13 +61,14 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if cfg.Archive != nil {
 		c.archiving = 1
 	}
-	c.submits = newCombiner(c.runSubmits)
+	c.submits = combine.New(c.runSubmits)
 	return c, nil
 }
 
-// notifier returns the Client's Pub/Sub notifier, made at first use.
-func (c *Client) notifier() *notifier {
-	c.notifyOnce.Do(func() { c.notify = newNotifier(c.rdb, c.cfg.Logger) })
+// notifier returns the Client's Pub/Sub notifier, made at first use. A channel is unsubscribed
+// as soon as its last waiter leaves: task channels are waited on once.
+func (c *Client) notifier() *notify.Notifier {
+	c.notifyOnce.Do(func() { c.notify = notify.New(c.rdb, notify.Config{Name: "relay", Logger: c.cfg.Logger}) })
 	return c.notify
 }
 
@@ -72,16 +77,20 @@ func (c *Client) notifier() *notifier {
 func (c *Client) Close() error {
 	c.notifyOnce.Do(func() {}) // no notifier after Close
 	if c.notify != nil {
-		c.notify.close()
+		c.notify.Close()
 	}
 	return nil
 }
 
 // watch registers for the notifications of channels. It fails with ErrClosed after Close.
-func (c *Client) watch(ctx context.Context, fn func(payload string), channels ...string) (*waiter, error) {
+func (c *Client) watch(ctx context.Context, fn func(payload string), channels ...string) (*notify.Waiter, error) {
 	n := c.notifier()
 	if n == nil {
 		return nil, ErrClosed
 	}
-	return n.register(ctx, channels, fn)
+	w, err := n.Register(ctx, channels, fn)
+	if errors.Is(err, notify.ErrClosed) {
+		return nil, ErrClosed
+	}
+	return w, err
 }

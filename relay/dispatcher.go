@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/notify"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -70,6 +72,7 @@ type DispatcherStats struct {
 	Failed    int64 // calls failed for good (4xx, refused, no tries left)
 	Discarded int64 // results dropped: the task was cancelled or its lease had ended
 	Held      int64 // dispatch rounds skipped because an endpoint's breaker was open
+	Late      int64 // rate-limited calls that started late enough to hold back the second after them
 	InFlight  int64 // calls under way now
 }
 
@@ -92,6 +95,7 @@ type Dispatcher struct {
 	sender   *outbound.Sender
 	ownSend  bool
 	breakers *outbound.Breakers
+	clock    redisClock
 	keep     map[string]bool // canonical result header names
 
 	inflight atomic.Int64
@@ -100,7 +104,7 @@ type Dispatcher struct {
 	wakeMu   sync.Mutex
 	wakes    map[string]bool
 
-	stats struct{ taken, ok, retried, failed, discarded, held atomic.Int64 }
+	stats struct{ taken, ok, retried, failed, discarded, held, late atomic.Int64 }
 }
 
 // NewDispatcher returns a stopped Dispatcher for c's endpoints.
@@ -140,13 +144,71 @@ type dispatchJob struct {
 	attempt  int
 	tries    int
 	delay    time.Duration // wait before the call: its rate-limit token is due then
-	req      outbound.Request
+	// token is the token's time on this process's clock, estimated no later than it is
+	// (redisClock): the call's lateness is measured against it.
+	token time.Time
+	// due is when the call starts: delay after the script's answer came back (so never before
+	// the token's time, whatever the estimate), or at token when that is later.
+	due time.Time
+	req outbound.Request
 }
 
 // rateLookahead is how far ahead a dispatch takes rate-limit tokens. A dispatcher that comes
 // back a little late (a busy machine, a slow round trip) then still starts every call at its
 // token's time, so the rate holds exactly instead of losing the time it was late.
 const rateLookahead = 50 * time.Millisecond
+
+// rateMargin keeps the calls of a rate-limited endpoint a little further apart than 1/QPS: QPS
+// calls span one second plus rateMargin on Redis's clock. A call starts after its token's time
+// (the answer's round trip, timers, the machine's scheduling), and with calls spaced exactly a
+// call only slightly later than the one a second before it would put QPS + 1 calls into a
+// one-second window at the endpoint. Lateness up to the margin is absorbed by it; a call later
+// than that holds back the next second's calls by as much (late.lua). It costs 0.8% of the rate;
+// a smaller margin (4 ms was tried) made a loaded machine report twice as many late calls, each
+// of which costs the rate its lateness.
+const rateMargin = 8 * time.Millisecond
+
+// spacedQPS is the rate at which take.lua spaces e's calls: QPS calls per second plus rateMargin.
+func spacedQPS(e Endpoint) float64 {
+	return e.QPS * float64(time.Second) / float64(time.Second+rateMargin)
+}
+
+// redisClock estimates how far this process's clock is ahead of Redis's, from below: Redis ran
+// a take script after it was sent, so sent − (Redis's time in the script) is at most the offset.
+// The best (highest) bound of the last one to two clockWindows is used, so that neither a slow
+// round trip nor a drifting clock shows as lateness.
+type redisClock struct {
+	mu        sync.Mutex
+	cur, prev time.Duration
+	since     time.Time
+	have      bool
+}
+
+const clockWindow = 10 * time.Second
+
+// observe adds the bound from a script sent at sent that saw Redis's time redisUs, and returns
+// the estimate.
+func (c *redisClock) observe(sent time.Time, redisUs int64) time.Duration {
+	b := sent.Sub(time.UnixMicro(redisUs))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.have:
+		c.cur, c.prev, c.since, c.have = b, b, sent, true
+	case sent.Sub(c.since) >= clockWindow:
+		c.prev, c.cur, c.since = c.cur, b, sent
+	default:
+		c.cur = max(c.cur, b)
+	}
+	return max(c.cur, c.prev)
+}
+
+// lateCall is a rate-limited call that started later than rateMargin after its token's time.
+type lateCall struct {
+	endpoint string
+	id       string
+	late     time.Duration
+}
 
 // callResult is a call's outcome, waiting to be stored.
 type callResult struct {
@@ -187,14 +249,17 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.stopping, d.done = make(chan struct{}), make(chan struct{})
 	jobs := make(chan dispatchJob, d.cfg.Workers)
 	results := make(chan callResult, d.cfg.Workers)
+	late := make(chan lateCall, d.cfg.Workers)
 
 	var workers, finishers sync.WaitGroup
 	for range d.cfg.Workers {
-		workers.Go(func() { d.work(runCtx, jobs, results) })
+		workers.Go(func() { d.work(runCtx, jobs, results, late) })
 	}
 	for range 2 {
 		finishers.Go(func() { d.finish(runCtx, results) })
 	}
+	var reporter sync.WaitGroup
+	reporter.Go(func() { d.reportLate(runCtx, late) })
 	var maint sync.WaitGroup
 	if d.cfg.MaintainInterval > 0 {
 		maint.Go(func() { d.maintain(runCtx) })
@@ -202,11 +267,13 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	go func() {
 		defer close(d.done)
 		d.loop(runCtx, w, jobs)
-		w.stop(runCtx)
+		w.Stop()
 		close(jobs)
 		workers.Wait()
 		close(results)
+		close(late)
 		finishers.Wait()
+		reporter.Wait()
 		cancel()
 		maint.Wait()
 		if d.ownSend {
@@ -239,7 +306,7 @@ func (d *Dispatcher) Stats() DispatcherStats {
 	return DispatcherStats{
 		Taken: d.stats.taken.Load(), Succeeded: d.stats.ok.Load(), Retried: d.stats.retried.Load(),
 		Failed: d.stats.failed.Load(), Discarded: d.stats.discarded.Load(), Held: d.stats.held.Load(),
-		InFlight: d.inflight.Load(),
+		Late: d.stats.late.Load(), InFlight: d.inflight.Load(),
 	}
 }
 
@@ -274,7 +341,7 @@ func (d *Dispatcher) takeWakes() map[string]bool {
 // loop decides when to ask Redis for each endpoint's next tasks: at once after a full batch, at
 // the time the rate limit or a retry names, on a wake-up (a task submitted to an empty queue, a
 // slot freed), when a worker frees up, and at least every PollInterval.
-func (d *Dispatcher) loop(ctx context.Context, w *waiter, jobs chan<- dispatchJob) {
+func (d *Dispatcher) loop(ctx context.Context, w *notify.Waiter, jobs chan<- dispatchJob) {
 	due := make(map[string]time.Time)
 	needWorkers := make(map[string]bool) // endpoints whose next task waits for a free worker
 	var version int64                    // of the endpoint settings last seen
@@ -382,6 +449,13 @@ func (d *Dispatcher) minTake() int64 {
 	return max(1, int64(min(d.cfg.Batch, d.cfg.Workers))/4)
 }
 
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
@@ -412,7 +486,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 		}
 		n, free = 1, 1
 	}
-	hint, taken, err := d.c.take(ctx, e, n, free)
+	hint, taken, err := d.c.take(ctx, e, n, free, &d.clock)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log.Warn("relay: dispatch", slog.String("endpoint", e.Name), slog.Any("error", err))
@@ -437,19 +511,28 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 }
 
 // take runs take.lua for e (at most n tasks, maxOffline of them offline) and decodes its offline
-// tasks.
-func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64, []dispatchJob, error) {
+// tasks, placing their start times on this process's clock with clock.
+func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int, clock *redisClock) (int64, []dispatchJob, error) {
 	lease := e.Timeout + c.cfg.LeaseMargin
-	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, e.QPS, e.burst(), ms(lease), ms(e.PermitTTL),
+	sent := time.Now()
+	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, spacedQPS(e), e.burst(), ms(lease), ms(e.PermitTTL),
 		rateLookahead.Milliseconds(), maxOffline).Slice()
 	if err != nil {
 		return 0, nil, err
 	}
+	answered := time.Now()
 	hint := raw[0].(int64)
 	count := int(raw[1].(int64))
 	jobs := make([]dispatchJob, 0, count)
+	var nowMs time.Time
+	var offset time.Duration
+	if count > 0 {
+		redisUs, _ := raw[2].(int64)
+		offset = clock.observe(sent, redisUs)
+		nowMs = time.UnixMilli(redisUs / 1000)
+	}
 	for i := range count {
-		f := raw[2+i*8 : 10+i*8]
+		f := raw[3+i*8 : 11+i*8]
 		s := func(k int) string { v, _ := f[k].(string); return v }
 		num := func(k int) int {
 			switch v := f[k].(type) {
@@ -470,8 +553,10 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 		if b := s(6); b != "" {
 			body = []byte(b)
 		}
+		delay := time.Duration(num(7)) * time.Microsecond
 		jobs = append(jobs, dispatchJob{
-			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: time.Duration(num(7)) * time.Microsecond,
+			endpoint: e, id: s(0), attempt: num(1), tries: num(2), delay: delay,
+			token: nowMs.Add(delay + offset), due: latest(answered.Add(delay), nowMs.Add(delay+offset)),
 			req: outbound.Request{Method: s(3), URL: s(4), Header: h, Body: body, Timeout: e.Timeout},
 		})
 	}
@@ -479,10 +564,10 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int) (int64
 }
 
 // work makes calls until jobs is closed. After an abrupt stop (ctx ended) nothing is reported.
-func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results chan<- callResult) {
+func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results chan<- callResult, late chan<- lateCall) {
 	for j := range jobs {
-		if j.delay > 0 {
-			t := time.NewTimer(j.delay)
+		if wait := time.Until(j.due); j.delay > 0 && wait > 0 {
+			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 			case <-ctx.Done():
@@ -493,7 +578,11 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 			d.release()
 			continue
 		}
-		resp, err := d.sender.Do(ctx, j.req)
+		callCtx := ctx
+		if j.endpoint.QPS > 0 {
+			callCtx = d.watchLate(ctx, j, late)
+		}
+		resp, err := d.sender.Do(callCtx, j.req)
 		d.release()
 		if ctx.Err() != nil {
 			continue // abandoned: the lease will expire
@@ -536,6 +625,24 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 			delay.Milliseconds(), resp.Duration.Milliseconds(),
 		}}
 	}
+}
+
+// watchLate returns ctx with a trace that measures how late j's call starts: when it has its
+// connection (after a dial, if one was needed), just before the request is written. A call
+// later than rateMargin is reported before the call returns, so its hold reaches Redis while
+// it still matters (within the second after the call).
+func (d *Dispatcher) watchLate(ctx context.Context, j dispatchJob, late chan<- lateCall) context.Context {
+	var once sync.Once
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			once.Do(func() {
+				if l := time.Since(j.token); l > rateMargin {
+					d.stats.late.Add(1)
+					late <- lateCall{endpoint: j.endpoint.Name, id: j.id, late: l}
+				}
+			})
+		},
+	})
 }
 
 func (d *Dispatcher) release() {
@@ -615,6 +722,35 @@ func (d *Dispatcher) store(ctx context.Context, endpoint string, args []any) {
 		}
 	}
 	d.log.Warn("relay: store call results", slog.String("endpoint", endpoint), slog.Int("results", len(args)/10), slog.Any("error", err))
+}
+
+// reportLate tells Redis about late calls (late.lua), batching those that are ready together:
+// one script call per endpoint. A report must arrive within the second after the call to hold
+// anything back, so it never waits behind call results.
+func (d *Dispatcher) reportLate(ctx context.Context, late <-chan lateCall) {
+	batch := make(map[string][]any)
+	for l := range late {
+		batch[l.endpoint] = append(batch[l.endpoint], l.id, float64(l.late.Microseconds())/1000)
+		count := 1
+	drain:
+		for ; count < maxFinishBatch; count++ {
+			select {
+			case l2, ok := <-late:
+				if !ok {
+					break drain
+				}
+				batch[l2.endpoint] = append(batch[l2.endpoint], l2.id, float64(l2.late.Microseconds())/1000)
+			default:
+				break drain
+			}
+		}
+		for ep, args := range batch {
+			if err := d.c.run(ctx, scriptLate, ep, append([]any{len(args) / 2}, args...)...).Err(); err != nil && ctx.Err() == nil {
+				d.log.Warn("relay: report late calls", slog.String("endpoint", ep), slog.Any("error", err))
+			}
+			delete(batch, ep)
+		}
+	}
 }
 
 // maintain runs Client.MaintainOnce every MaintainInterval until ctx ends.

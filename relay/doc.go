@@ -32,7 +32,9 @@
 // A Dispatcher (any number, in any number of processes) starts tasks. Each dispatch is one Lua
 // script that takes a QPS token (GCRA), concurrency slots (a sorted set of running tasks with
 // lease deadlines) and the next tasks together, so the limits hold across every dispatcher and
-// no limit is checked in one call and used in another. Offline tasks are called through the
+// no limit is checked in one call and used in another. The rate limit holds as the endpoint sees
+// it: calls are spaced with a small margin, and a call that starts later than the margin holds
+// back the calls of the second after it, so they cannot bunch up behind it. Offline tasks are called through the
 // outbound engine (no private addresses unless allowed, bounded reads); 2xx completes, 4xx other
 // than 429 fails, connection errors, timeouts, 5xx and 429 are retried with backoff (Retry-After
 // honoured) up to the endpoint's Tries, and an endpoint that keeps failing trips a circuit

@@ -26,6 +26,7 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "counts",
 		base + "archive",
 		base + "t:",
+		base + "hold",
 	}}
 }
 

@@ -28,10 +28,11 @@ const (
 	scriptCancel   = "cancel"
 	scriptPermit   = "permit"
 	scriptStats    = "stats"
+	scriptLate     = "late"
 )
 
 var scriptNames = []string{
-	scriptSubmit, scriptTake, scriptFinish, scriptMaintain, scriptGet, scriptCancel, scriptPermit, scriptStats,
+	scriptSubmit, scriptTake, scriptFinish, scriptMaintain, scriptGet, scriptCancel, scriptPermit, scriptStats, scriptLate,
 }
 
 // functionFlags are the Redis function flags of the scripts. Without flags Redis refuses a
@@ -41,7 +42,7 @@ var scriptNames = []string{
 var functionFlags = map[string]string{
 	scriptStats: "no-writes",
 	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
-	scriptCancel: "allow-oom", scriptPermit: "allow-oom",
+	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom",
 }
 
 // The registry scripts (endpoint settings) are rare calls on other keys: plain EVALSHA scripts.

@@ -96,6 +96,7 @@ func newTarget(t testing.TB, handle func(w http.ResponseWriter, r *http.Request,
 	t.Helper()
 	tg := &target{handle: handle}
 	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now() // first: what follows (the body, the lock) is not the call's arrival
 		cur := tg.inFlight.Add(1)
 		defer tg.inFlight.Add(-1)
 		for {
@@ -108,7 +109,7 @@ func newTarget(t testing.TB, handle func(w http.ResponseWriter, r *http.Request,
 		var body [4096]byte
 		k, _ := r.Body.Read(body[:])
 		tg.mu.Lock()
-		tg.arrivals = append(tg.arrivals, time.Now())
+		tg.arrivals = append(tg.arrivals, arrived)
 		tg.paths = append(tg.paths, r.URL.RequestURI())
 		tg.bodies = append(tg.bodies, string(body[:k]))
 		tg.mu.Unlock()

@@ -153,7 +153,7 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	}
 	pri := c.effectivePriority(p)
 	id := c.ids.next(e.Name)
-	res, err := c.submits.do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
+	res, err := c.submits.Do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("relay: submit to %s: %w", e.Name, err)
 	}
@@ -416,7 +416,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 	if err != nil {
 		return Task{}, err
 	}
-	defer w.stop(ctx)
+	defer w.Stop()
 	timer := time.NewTimer(maxWait)
 	defer timer.Stop()
 	// A notification lost while the subscription reconnects costs at most waitRecheck.
@@ -435,7 +435,7 @@ func (c *Client) Wait(ctx context.Context, id string, maxWait time.Duration) (Ta
 		}
 		select {
 		case <-w.C:
-			if w.n.isClosed() {
+			if w.Closed() {
 				return Task{}, ErrClosed
 			}
 		case <-recheck.C:

@@ -17,6 +17,9 @@
 --   KEYS[9]  counts   hash  status -> tasks that ended in it (totals)
 --   KEYS[10] archive  zset  id -> end time (ms) of finished tasks not yet archived
 --   KEYS[11] task     prefix of the task hashes: the key of task id is KEYS[11]..id
+--   KEYS[12] hold     zset  start (ms) -> end (ms) of spans in which the rate limit starts no
+--                            call: a call started late by L holds [start + 1s, start + L + 1s), so
+--                            the next second's calls cannot bunch up behind it (late.lua)
 -- and the same leading ARGV:
 --   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
 --   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
@@ -27,8 +30,9 @@
 -- Script-specific arguments start at ARGV[8].
 --
 -- Nothing here needs a TTL to stay bounded: the sets and hashes are emptied as tasks move on
--- (Redis removes an empty key), task hashes expire, and the counters (seq, rate, ring, counts)
--- are one small key each per endpoint, deleted by maintain.lua once a deleted endpoint is empty.
+-- (Redis removes an empty key), task hashes expire, the holds expire a little after their last
+-- span ends, and the counters (seq, rate, ring, counts) are one small key each per endpoint,
+-- deleted by maintain.lua once a deleted endpoint is empty.
 --
 -- Task hash fields: id ep st(status) pri sc(score) subj sq(1 while counted in subjects) ty
 -- (offline|online) ca sa ea (created/started/ended ms) att (attempts started) tries m u h b
@@ -36,7 +40,7 @@
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
 -- status read) ns (namespace of the submitter).
 -- The keys and common arguments of the current call, set by bind.
-local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
@@ -44,7 +48,7 @@ local calls_n, calls_ms, ended, ended_any
 local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
-  K_COUNTS, K_ARCH, K_TASK = keys[9], keys[10], keys[11]
+  K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, READ_TTL = tonumber(args[4]), tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'

@@ -2,20 +2,24 @@
 -- QPS token (GCRA), a concurrency slot and a task happen together, so no limit is checked in one
 -- call and used in another.
 -- KEYS, ARGV[1..7]: lib.lua.
--- ARGV[8] most tasks to take  [9] concurrency  [10] qps (0: no rate limit)
+-- ARGV[8] most tasks to take  [9] concurrency  [10] qps (0: no rate limit), as the caller spaces
+-- calls (the caller keeps a margin below the endpoint's QPS for the jitter of starting a call)
 -- ARGV[11] burst: calls the rate limit lets through at once (>= 1)
 -- ARGV[12] lease of an offline call (ms)  [13] permit lifetime of an online task (ms)
 -- ARGV[14] lookahead (ms): rate-limit tokens due within it may be taken now; each such task
 -- says how long its caller waits before the call (so calls keep their exact spacing even when
 -- the dispatcher comes back late; the concurrency slot is held from now)
 -- ARGV[15] most offline tasks to take (the caller's free workers; online tasks need none)
--- Returns {hint, n, then n offline tasks of 8 fields: id, attempt, tries, method, url, headers,
--- body, delay (µs before the call)}. n counts only offline tasks (online ones become permitted
+-- Returns {hint, n, then, when n > 0, Redis's time in µs and n offline tasks of 8 fields: id,
+-- attempt, tries, method, url, headers, body, delay (µs from that time rounded down to the ms, to
+-- the call's start)}. n counts only offline tasks (online ones become permitted
 -- here and need no call).
 -- hint: 0 call again now (more may be startable); > 0 ms until the rate limit or a retry lets
 -- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so);
 -- -2 the next task is an offline one and the caller has no free worker for it.
-local now = now_ms()
+local tm = redis.call('TIME')
+local now_us = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
+local now = math.floor(now_us / 1000) -- as now_ms()
 -- Retries whose backoff ended go back to their place in the queue.
 local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 100)
 for _, id in ipairs(due) do
@@ -35,19 +39,39 @@ local n = math.min(want, free)
 local qps, burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[14])
 -- GCRA: tat is when the next token is due. Tokens are due every interval from t0; a burst lets
 -- t0 run burst - 1 intervals behind now, and the lookahead lets tokens due soon be taken now.
-local interval, t0 = 0, now
+-- tokens are the start times of the calls this step may start; a token that falls in a held span
+-- (late.lua) moves to its end, and the ones after it follow.
+local interval, t0, tokens, next_token = 0, now, nil, now
 if qps > 0 then
   interval = 1000 / qps
   local tat = tonumber(redis.call('GET', K_RATE) or '0')
   t0 = math.max(tat, now - (burst - 1) * interval)
-  local tokens = math.floor((now + lookahead - t0) / interval + 1e-9) + 1
-  if tokens <= 0 then return {math.max(1, math.ceil(t0 - lookahead - now)), 0} end
-  n = math.min(n, tokens)
+  local holds = redis.call('ZRANGEBYSCORE', K_HOLD, '(' .. t0, '+inf', 'WITHSCORES')
+  local function skip(t)
+    local moved = true
+    while moved do
+      moved = false
+      for i = 1, #holds, 2 do
+        local hs, he = tonumber(holds[i]), tonumber(holds[i + 1])
+        if t >= hs and t < he then t, moved = he, true end
+      end
+    end
+    return t
+  end
+  tokens = {}
+  local t = skip(t0)
+  while #tokens < n and t <= now + lookahead + 1e-9 do
+    tokens[#tokens + 1] = t
+    t = skip(t + interval)
+  end
+  if #tokens == 0 then return {math.max(1, math.ceil(t - lookahead - now)), 0} end
+  n = #tokens
+  next_token = t
 end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
 local max_offline = tonumber(ARGV[15])
 local popped = redis.call('ZPOPMIN', K_QUEUE, n)
-local out = {0, 0}
+local out = {0, 0, now_us}
 local started, offline = 0, 0
 local blocked = false
 for i = 1, #popped, 2 do
@@ -67,7 +91,8 @@ for i = 1, #popped, 2 do
     if timed_out then
       finish(id, 'timeout', now)
     else
-      local delay = math.max(0, t0 + started * interval - now)
+      local delay = 0
+      if tokens then delay = math.max(0, tokens[started + 1] - now) end
       started = started + 1
       local att = tonumber(v[4]) + 1
       -- The task hash lives until its queue deadline plus the finished retention; a task that
@@ -92,7 +117,7 @@ for i = 1, #popped, 2 do
     end
   end
 end
-local next_token = t0 + started * interval
+if tokens and started < #tokens then next_token = tokens[started + 1] end
 if started > 0 and qps > 0 then
   redis.call('SET', K_RATE, tostring(next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
 end

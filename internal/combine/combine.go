@@ -1,25 +1,26 @@
-package relay
+// Package combine merges concurrent calls on one key into one call: the calls that wait while a
+// batch runs go together in the next batch. Package queue uses it to publish, ack and consume,
+// and package relay to submit, with one script call (one round trip) per batch.
+package combine
 
 import (
 	"context"
 	"sync"
 )
 
-// maxCombined bounds the calls merged into one script call.
-const maxCombined = 128
+// MaxBatch bounds the calls merged into one batch.
+const MaxBatch = 128
 
-// combiner merges concurrent calls on one key (an endpoint) into one script call. It is the
-// queue package's combiner (kept unexported there).
-//
-// The combiner merges concurrent calls on one key into one script call: the first caller runs
-// the calls waiting at that moment as a batch while later callers queue up; when the batch is done
-// the leader hands the lead to the first waiting caller and returns. A lone caller runs at once, so
-// combining costs no latency; under concurrency one script call (and one round trip) serves many
-// callers, which is what makes single-job publishes, acks and consumes cheap on Redis.
+// Combiner merges concurrent calls on one key (a queue, an endpoint) into one script call: the
+// first caller runs the calls waiting at that moment as a batch while later callers queue up; when
+// the batch is done the leader hands the lead to the first waiting caller and returns. A lone
+// caller runs at once, so combining costs no latency; under concurrency one script call (and one
+// round trip) serves many callers, which is what makes single publishes, acks, consumes and
+// submits cheap on Redis.
 //
 // A batch runs on a context detached from its leader (other callers' work is in it), so cancelling
 // one caller never fails the others; go-redis's timeouts bound it.
-type combiner[Req, Res any] struct {
+type Combiner[Req, Res any] struct {
 	run func(ctx context.Context, key string, reqs []Req) ([]Res, error)
 
 	mu     sync.Mutex
@@ -38,14 +39,15 @@ type combineCall[Req, Res any] struct {
 	lead chan struct{} // closed when this call must lead the next batch
 }
 
-func newCombiner[Req, Res any](run func(ctx context.Context, key string, reqs []Req) ([]Res, error)) *combiner[Req, Res] {
-	return &combiner[Req, Res]{run: run, groups: make(map[string]*combineGroup[Req, Res])}
+// New returns a Combiner that runs batches with run, which answers reqs in order.
+func New[Req, Res any](run func(ctx context.Context, key string, reqs []Req) ([]Res, error)) *Combiner[Req, Res] {
+	return &Combiner[Req, Res]{run: run, groups: make(map[string]*combineGroup[Req, Res])}
 }
 
-// do runs req, alone or merged with concurrent calls on the same key. A caller whose ctx ends
+// Do runs req, alone or merged with concurrent calls on the same key. A caller whose ctx ends
 // while it waits for its batch withdraws (its request is not run) unless its batch already started;
 // then it waits for the outcome, which go-redis's timeouts bound.
-func (c *combiner[Req, Res]) do(ctx context.Context, key string, req Req) (Res, error) {
+func (c *Combiner[Req, Res]) Do(ctx context.Context, key string, req Req) (Res, error) {
 	call := &combineCall[Req, Res]{req: req, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
 	g, busy := c.groups[key]
@@ -79,7 +81,7 @@ func (c *combiner[Req, Res]) do(ctx context.Context, key string, req Req) (Res, 
 
 // withdraw removes a call that is still waiting and was not handed the lead, and reports whether it
 // did. The lead is handed over under c.mu, so a call is either withdrawn or leads, never neither.
-func (c *combiner[Req, Res]) withdraw(g *combineGroup[Req, Res], call *combineCall[Req, Res]) bool {
+func (c *Combiner[Req, Res]) withdraw(g *combineGroup[Req, Res], call *combineCall[Req, Res]) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
@@ -97,9 +99,9 @@ func (c *combiner[Req, Res]) withdraw(g *combineGroup[Req, Res], call *combineCa
 }
 
 // lead runs one batch of the group's waiting calls, then hands the lead on or ends the group.
-func (c *combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGroup[Req, Res]) {
+func (c *Combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGroup[Req, Res]) {
 	c.mu.Lock()
-	n := min(len(g.waiting), maxCombined)
+	n := min(len(g.waiting), MaxBatch)
 	batch := g.waiting[:n:n]
 	g.waiting = g.waiting[n:]
 	c.mu.Unlock()

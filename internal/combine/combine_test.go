@@ -1,4 +1,4 @@
-package queue
+package combine
 
 import (
 	"context"
@@ -39,13 +39,13 @@ func (b *blockingRun) run(ctx context.Context, _ string, reqs []int) ([]int, err
 func TestCombinerMergesWaitingCalls(t *testing.T) {
 	t.Parallel()
 	b := &blockingRun{release: make(chan struct{}), entered: make(chan struct{})}
-	c := newCombiner(b.run)
+	c := New(b.run)
 	// The leader's context is cancelled while its batch runs: the batch (and the merged calls after
 	// it) must still complete for everyone.
 	leaderCtx, cancel := context.WithCancel(context.Background())
 	results := make(chan [2]int, 10)
 	go func() {
-		r, err := c.do(leaderCtx, "q", 1)
+		r, err := c.Do(leaderCtx, "q", 1)
 		if err != nil {
 			t.Errorf("leader: %v", err)
 		}
@@ -55,7 +55,7 @@ func TestCombinerMergesWaitingCalls(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 2; i <= 6; i++ {
 		wg.Go(func() {
-			r, err := c.do(context.Background(), "q", i)
+			r, err := c.Do(context.Background(), "q", i)
 			if err != nil {
 				t.Errorf("call %d: %v", i, err)
 			}
@@ -96,8 +96,8 @@ func TestCombinerMergesWaitingCalls(t *testing.T) {
 func TestCombinerSharesAnError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
-	c := newCombiner(func(context.Context, string, []int) ([]int, error) { return nil, boom })
-	if _, err := c.do(context.Background(), "q", 1); !errors.Is(err, boom) {
+	c := New(func(context.Context, string, []int) ([]int, error) { return nil, boom })
+	if _, err := c.Do(context.Background(), "q", 1); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
 }
@@ -106,7 +106,7 @@ func TestCombinerKeysAreIndependent(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	seen := map[string]int{}
-	c := newCombiner(func(_ context.Context, key string, reqs []int) ([]int, error) {
+	c := New(func(_ context.Context, key string, reqs []int) ([]int, error) {
 		mu.Lock()
 		seen[key] += len(reqs)
 		mu.Unlock()
@@ -115,7 +115,7 @@ func TestCombinerKeysAreIndependent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 200 {
 		wg.Go(func() {
-			if _, err := c.do(context.Background(), []string{"a", "b"}[i%2], i); err != nil {
+			if _, err := c.Do(context.Background(), []string{"a", "b"}[i%2], i); err != nil {
 				t.Error(err)
 			}
 		})
@@ -129,9 +129,9 @@ func TestCombinerKeysAreIndependent(t *testing.T) {
 func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	b := &blockingRun{release: make(chan struct{}), entered: make(chan struct{})}
-	c := newCombiner(b.run)
+	c := New(b.run)
 	go func() {
-		if _, err := c.do(context.Background(), "q", 1); err != nil {
+		if _, err := c.Do(context.Background(), "q", 1); err != nil {
 			t.Errorf("leader: %v", err)
 		}
 	}()
@@ -139,12 +139,12 @@ func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := make(chan error, 1)
 	go func() {
-		_, err := c.do(ctx, "q", 2)
+		_, err := c.Do(ctx, "q", 2)
 		gone <- err
 	}()
 	stays := make(chan int, 1)
 	go func() {
-		r, _ := c.do(context.Background(), "q", 3)
+		r, _ := c.Do(context.Background(), "q", 3)
 		stays <- r
 	}()
 	deadline := time.Now().Add(5 * time.Second)

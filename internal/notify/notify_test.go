@@ -1,0 +1,168 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func setup(t *testing.T, env *redistest.Env, cfg Config) (*Notifier, context.Context) {
+	t.Helper()
+	n := New(env.Client, cfg)
+	t.Cleanup(n.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return n, ctx
+}
+
+// With channels unsubscribed as soon as they are idle (at once, or after a millisecond), waiters
+// keep registering while an UNSUBSCRIBE of their channel is on its way: each must still be
+// confirmed subscribed only once Redis has its new SUBSCRIBE, so that a publish made after
+// Register returned always wakes it.
+func TestNoLostWakeupWhileUnsubscribing(t *testing.T) {
+	t.Parallel()
+	for _, idle := range []time.Duration{0, time.Millisecond} {
+		t.Run(fmt.Sprint("idle=", idle), func(t *testing.T) {
+			t.Parallel()
+			redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+				n, ctx := setup(t, env, Config{Idle: idle})
+				const rounds, channels = 100, 3
+				for round := range rounds {
+					var wg sync.WaitGroup
+					for i := range channels {
+						ch := fmt.Sprintf("%s:ch%d", env.Prefix, i)
+						wg.Go(func() {
+							w, err := n.Register(ctx, []string{ch}, nil)
+							if err != nil {
+								t.Errorf("round %d: Register: %v", round, err)
+								return
+							}
+							defer w.Stop()
+							if err := env.Client.Publish(ctx, ch, "x").Err(); err != nil {
+								t.Errorf("Publish: %v", err)
+								return
+							}
+							select {
+							case <-w.C:
+							case <-time.After(10 * time.Second):
+								t.Errorf("round %d: a publish after Register did not wake the waiter on %s", round, ch)
+							}
+						})
+					}
+					wg.Wait()
+					if t.Failed() {
+						return
+					}
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for n.Subscribed() != 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d channels still subscribed with nobody waiting", n.Subscribed())
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			})
+		})
+	}
+}
+
+// A channel stays subscribed for Config.Idle after its last waiter left, and is then
+// unsubscribed in Redis too.
+func TestIdleChannelIsKeptThenUnsubscribed(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		kept, ctx := setup(t, env, Config{Idle: time.Hour})
+		soon, _ := setup(t, env, Config{Idle: 20 * time.Millisecond})
+		ch := env.Prefix + ":idle"
+		for _, n := range []*Notifier{kept, soon} {
+			w, err := n.Register(ctx, []string{ch}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Stop()
+		}
+		if kept.Subscribed() != 1 {
+			t.Fatalf("kept notifier has %d channels subscribed right after its waiter left, want 1", kept.Subscribed())
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for soon.Subscribed() != 0 || numSub(t, env, ch) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("subscribed: %d here, %d in Redis; want the idle channel dropped by one notifier only",
+					soon.Subscribed(), numSub(t, env, ch))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
+// A waiter's fn gets each payload, and Close wakes waiters and refuses new ones.
+func TestPayloadsAndClose(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		n, ctx := setup(t, env, Config{})
+		ch := env.Prefix + ":payload"
+		got := make(chan string, 1)
+		w, err := n.Register(ctx, []string{ch}, func(p string) { got <- p })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Publish(ctx, ch, "hello").Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case p := <-got:
+			if p != "hello" {
+				t.Fatalf("payload %q, want hello", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no payload")
+		}
+		<-w.C
+		n.Close()
+		select {
+		case <-w.C:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not wake the waiter")
+		}
+		if !w.Closed() {
+			t.Fatal("waiter does not report its notifier closed")
+		}
+		if _, err := n.Register(ctx, []string{ch}, nil); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Register after Close = %v, want ErrClosed", err)
+		}
+	})
+}
+
+// numSub is the number of subscribers of a channel, on every master of a cluster.
+func numSub(t *testing.T, env *redistest.Env, ch string) int64 {
+	t.Helper()
+	var mu sync.Mutex
+	var total int64
+	count := func(ctx context.Context, c *redis.Client) error {
+		m, err := c.PubSubNumSub(ctx, ch).Result()
+		mu.Lock()
+		total += m[ch]
+		mu.Unlock()
+		return err
+	}
+	var err error
+	switch c := env.Client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(context.Background(), count)
+	case *redis.Client:
+		err = count(context.Background(), c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
