@@ -1,0 +1,62 @@
+// Package relay is Sluice's request queue: fair, prioritised, rate- and concurrency-limited
+// execution of HTTP calls to slow endpoints (image generation, reports, LLM calls), with status,
+// position, ETA and cancel, on plain Redis (standalone, Sentinel or Cluster).
+//
+// # Endpoints
+//
+// An Endpoint is a slow service with its limits: QPS (calls started per second), Concurrency
+// (calls in flight), Timeout, QueueTimeout, MaxQueued, MaxQueuedPerSubject, Tries. Its settings
+// live in Redis (Client.SetEndpoint, Endpoint, Endpoints, DeleteEndpoint) and every Client caches
+// them, checking a version counter every Config.RefreshInterval (250ms), so a change applies on
+// every instance within about that long. A task may only call its endpoint's TargetURL or a URL
+// under it: there is no open relay.
+//
+// # Tasks
+//
+// Client.Submit queues a task for an endpoint (by name, or by a target URL under an endpoint's)
+// and returns its id and WaitNum, the exact number of tasks ahead of it. Tasks start strictly by
+// priority, then first come first served: one sorted set per endpoint whose score is
+// priority-major, sequence-minor, so the position is a ZRANK (O(log n)) across priorities.
+//
+// Client.Get returns a task's status, result, HTTP status, position and ETA; Client.Wait
+// long-polls until it is permitted or has ended, woken by a Pub/Sub notification from the script
+// that changed it (no polling); Client.Cancel cancels it. Statuses:
+//
+//	pending ─► processing (offline) ─► completed | failed      (retries go back to pending)
+//	        └► permitted (online)   ─► completed (Done, or a used permit's expiry) | failed
+//	pending ─► cancelled | timeout (waited past QueueTimeout)
+//	processing | permitted ─► cancelled
+//
+// # Dispatch
+//
+// A Dispatcher (any number, in any number of processes) starts tasks. Each dispatch is one Lua
+// script that takes a QPS token (GCRA), concurrency slots (a sorted set of running tasks with
+// lease deadlines) and the next tasks together, so the limits hold across every dispatcher and
+// no limit is checked in one call and used in another. Offline tasks are called through the
+// outbound engine (no private addresses unless allowed, bounded reads); 2xx completes, 4xx other
+// than 429 fails, connection errors, timeouts, 5xx and 429 are retried with backoff (Retry-After
+// honoured) up to the endpoint's Tries, and an endpoint that keeps failing trips a circuit
+// breaker that pauses its dispatch and sends one probe. A dispatcher killed mid-call loses
+// nothing: its lease expires and maintenance retries or fails the task by its tries.
+//
+// # Online tasks and permits
+//
+// An online task becomes permitted when its turn comes, and Get returns a signed (HMAC-SHA256),
+// short-lived, single-use permit. The caller calls the endpoint with it in the Sluice-Permit
+// header; the endpoint checks it with RequirePermit (net/http middleware) or Client.CheckPermit
+// (for an nginx auth_request handler). The permit holds one concurrency slot until Client.Done or
+// its expiry.
+//
+// # Priority that clients cannot forge
+//
+// SubmitParams.Priority is lowered to SubmitParams.PriorityCap (set by the caller from the
+// submitter's credentials) unless a valid grant (SignGrant, signed by the application's backend
+// for a subject) allows more.
+//
+// # Lifecycle
+//
+// A pending task is kept for Config.PendingRetention (3h), a finished one for
+// Config.FinishedRetention (1h), and Config.ReadRetention (20s) after its final status was read.
+// Every key of an endpoint shares one hash tag, so every script runs on Redis Cluster, and every
+// key has a TTL or an owner that trims it.
+package relay

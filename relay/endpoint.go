@@ -1,0 +1,338 @@
+package relay
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/outbound"
+)
+
+// Endpoint is a slow service that tasks call, with the limits that protect it. Its settings live
+// in Redis and every Client caches them, refreshed within Config.RefreshInterval of a change.
+type Endpoint struct {
+	// Name identifies the endpoint (and starts the ids of its tasks): 1 to 64 bytes of
+	// [-_A-Za-z0-9].
+	Name string
+	// TargetURL is the http or https URL tasks call. A task may call this URL or any URL under it
+	// (same scheme and host, path below it); nothing else (no open relay).
+	TargetURL string
+	// QPS is the most calls started per second, across every dispatcher. 0 means no rate limit.
+	QPS float64
+	// Concurrency is the most calls in flight at once (online permits included). Default 1.
+	Concurrency int
+	// Timeout bounds one call. Default 30s.
+	Timeout time.Duration
+	// QueueTimeout is the longest a task waits for its first start; it then ends as timeout.
+	// Default (and cap): Config.PendingRetention.
+	QueueTimeout time.Duration
+	// MaxQueued bounds the tasks waiting for their first start; Submit returns ErrQueueFull past
+	// it. Default 10,000.
+	MaxQueued int
+	// MaxQueuedPerSubject bounds the waiting tasks of one subject (SubmitParams.Subject), so one
+	// user cannot fill the queue. 0 means no bound. Default 0.
+	MaxQueuedPerSubject int
+	// Tries is the most attempts of an offline call (connection errors, timeouts, 5xx and 429 are
+	// retried; other 4xx are final). Default 3.
+	Tries int
+	// AvgDuration is the expected duration of one call, for the ETA until calls were measured.
+	// 0 means unknown.
+	AvgDuration time.Duration
+	// RetryBackoff is the first retry delay of an offline call; it doubles (with jitter) per
+	// attempt up to MaxRetryBackoff, and a longer Retry-After wins. Default 1s.
+	RetryBackoff time.Duration
+	// MaxRetryBackoff caps the retry delay. Default 1m.
+	MaxRetryBackoff time.Duration
+	// PermitTTL is how long an online task's permit is valid; its concurrency slot is held until
+	// Done or then. Default 1m.
+	PermitTTL time.Duration
+	// UpdatedAt is when the settings were last stored (set by SetEndpoint).
+	UpdatedAt time.Time
+}
+
+// Bounds of endpoint settings.
+const (
+	maxQPS         = 1e6
+	maxConcurrency = 1_000_000
+	maxTries       = 100
+)
+
+// withDefaults fills unset fields; pendingCap is Config.PendingRetention.
+func (e Endpoint) withDefaults(pendingCap time.Duration) Endpoint {
+	e.Concurrency = cmp.Or(e.Concurrency, 1)
+	e.Timeout = cmp.Or(e.Timeout, 30*time.Second)
+	e.QueueTimeout = cmp.Or(e.QueueTimeout, pendingCap)
+	e.MaxQueued = cmp.Or(e.MaxQueued, 10_000)
+	e.Tries = cmp.Or(e.Tries, 3)
+	e.RetryBackoff = cmp.Or(e.RetryBackoff, time.Second)
+	e.MaxRetryBackoff = cmp.Or(e.MaxRetryBackoff, max(time.Minute, e.RetryBackoff))
+	e.PermitTTL = cmp.Or(e.PermitTTL, time.Minute)
+	return e
+}
+
+// validate returns the first bad field, named as the HTTP API names it.
+func (e Endpoint) validate(pendingCap time.Duration) error {
+	if !validName(e.Name) {
+		return fieldErr("name", nameRule)
+	}
+	if err := validTargetURL(e.TargetURL); err != nil {
+		return err
+	}
+	switch {
+	case math.IsNaN(e.QPS) || e.QPS < 0 || e.QPS > maxQPS:
+		return fieldErr("qps", "must be between 0 (no limit) and %g", float64(maxQPS))
+	case e.Concurrency < 0 || e.Concurrency > maxConcurrency:
+		return fieldErr("concurrency", "must be between 1 and %d", maxConcurrency)
+	case e.Timeout < 0 || e.Timeout > 24*time.Hour:
+		return fieldErr("timeout", "must be between 1ms and 24h")
+	case e.QueueTimeout < 0 || e.QueueTimeout > pendingCap:
+		return fieldErr("queue_timeout", "must be between 1ms and the pending retention (%s)", pendingCap)
+	case e.MaxQueued < 0:
+		return fieldErr("max_queued", "must not be negative")
+	case e.MaxQueuedPerSubject < 0:
+		return fieldErr("max_queued_per_subject", "must not be negative (0: no bound)")
+	case e.Tries < 0 || e.Tries > maxTries:
+		return fieldErr("tries", "must be between 1 and %d", maxTries)
+	case e.AvgDuration < 0:
+		return fieldErr("avg_duration", "must not be negative (0: unknown)")
+	case e.RetryBackoff < 0:
+		return fieldErr("retry_backoff", "must not be negative")
+	case e.MaxRetryBackoff < 0 || (e.MaxRetryBackoff > 0 && e.MaxRetryBackoff < e.RetryBackoff):
+		return fieldErr("max_retry_backoff", "must not be below retry_backoff")
+	case e.PermitTTL < 0 || e.PermitTTL > 24*time.Hour:
+		return fieldErr("permit_ttl", "must be between 1ms and 24h")
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{{"timeout", e.Timeout}, {"queue_timeout", e.QueueTimeout}, {"permit_ttl", e.PermitTTL}} {
+		if d.v > 0 && d.v < time.Millisecond {
+			return fieldErr(d.field, "must be at least 1ms")
+		}
+	}
+	return nil
+}
+
+func validTargetURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return fieldErr("target_url", "is required")
+	case err != nil:
+		return fieldErr("target_url", "is not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fieldErr("target_url", "must be an absolute http or https URL")
+	case u.Host == "":
+		return fieldErr("target_url", "must name a host")
+	case u.User != nil:
+		return fieldErr("target_url", "must not carry user information")
+	case u.Fragment != "" || u.RawQuery != "":
+		return fieldErr("target_url", "must not carry a query or fragment (tasks add query_params)")
+	}
+	return nil
+}
+
+// burst is how many calls the rate limit lets start at once: one millisecond's worth, at least
+// one. A burst of one spaces calls evenly, so no one-second window holds more than QPS calls;
+// above 1,000 QPS a batch of starts per millisecond is what lets dispatch keep up.
+func (e Endpoint) burst() int64 {
+	return max(1, int64(e.QPS/1000))
+}
+
+// SetEndpoint creates or replaces an endpoint. Unset fields get their defaults; a bad field is a
+// *FieldError naming it. The change applies on every Client within Config.RefreshInterval.
+func (c *Client) SetEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) {
+	if err := e.validate(c.cfg.PendingRetention); err != nil {
+		return Endpoint{}, err
+	}
+	e = e.withDefaults(c.cfg.PendingRetention)
+	e.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("relay: encode endpoint: %w", err)
+	}
+	r := c.reg
+	if err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, e.Name, b).Err(); err != nil {
+		return Endpoint{}, fmt.Errorf("relay: set endpoint %s: %w", e.Name, err)
+	}
+	c.eps.invalidate()
+	return e, nil
+}
+
+// DeleteEndpoint removes an endpoint (ErrNotFound when there is none). Its waiting tasks are
+// cancelled by the next maintenance pass; calls under way finish.
+func (c *Client) DeleteEndpoint(ctx context.Context, name string) error {
+	if !validName(name) {
+		return ErrNotFound
+	}
+	r := c.reg
+	existed, err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, name, "").Int()
+	if err != nil {
+		return fmt.Errorf("relay: delete endpoint %s: %w", name, err)
+	}
+	c.eps.invalidate()
+	if existed == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Endpoint returns an endpoint's settings as this Client last saw them (at most
+// Config.RefreshInterval old), or ErrNotFound.
+func (c *Client) Endpoint(ctx context.Context, name string) (Endpoint, error) {
+	snap, err := c.endpoints(ctx)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e, ok := snap.byName[name]
+	if !ok {
+		return Endpoint{}, ErrNotFound
+	}
+	return e, nil
+}
+
+// Endpoints lists the endpoints by name.
+func (c *Client) Endpoints(ctx context.Context) ([]Endpoint, error) {
+	snap, err := c.endpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(snap.list), nil
+}
+
+// endpointSnapshot is the endpoint settings at one version of the registry.
+type endpointSnapshot struct {
+	version int64
+	checked time.Time
+	byName  map[string]Endpoint
+	list    []Endpoint // by name
+	// prefixes is every target URL, longest first, for resolving a task's target_url.
+	prefixes []Endpoint
+}
+
+// endpointCache holds the latest snapshot. A read older than the refresh interval checks the
+// version counter (one GET) and reloads the settings only when it moved. One refresh runs at a
+// time; other callers meanwhile use the snapshot they have.
+type endpointCache struct {
+	snap  atomic.Pointer[endpointSnapshot]
+	mu    sync.Mutex // one refresh at a time
+	stale atomic.Bool
+}
+
+func (ec *endpointCache) invalidate() { ec.stale.Store(true) }
+
+// endpoints returns a snapshot no older than the refresh interval (or the last one, when a
+// refresh by another caller is under way, or Redis cannot be read and a snapshot exists).
+func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
+	ec := &c.eps
+	fresh := func(s *endpointSnapshot) bool {
+		return s != nil && !ec.stale.Load() && time.Since(s.checked) < c.cfg.RefreshInterval
+	}
+	snap := ec.snap.Load()
+	if fresh(snap) {
+		return snap, nil
+	}
+	if snap != nil && !ec.stale.Load() {
+		// Only old: one caller refreshes, the others keep using what they have.
+		if !ec.mu.TryLock() {
+			return snap, nil
+		}
+	} else {
+		ec.mu.Lock()
+	}
+	defer ec.mu.Unlock()
+	if snap = ec.snap.Load(); fresh(snap) {
+		return snap, nil
+	}
+	force := ec.stale.Swap(false) // cleared before the read, so a later change is not lost
+	// The load is shared by every caller: it does not end with this caller's context.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	next, err := c.loadEndpoints(lctx, snap, force)
+	if err != nil {
+		if force {
+			ec.stale.Store(true)
+		}
+		if snap != nil {
+			c.cfg.Logger.Warn("relay: refresh endpoint settings", "error", err)
+			return snap, nil
+		}
+		return nil, err
+	}
+	ec.snap.Store(next)
+	return next, nil
+}
+
+func (c *Client) loadEndpoints(ctx context.Context, prev *endpointSnapshot, force bool) (*endpointSnapshot, error) {
+	v, err := c.rdb.Get(ctx, c.reg.version).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("relay: read endpoint version: %w", err)
+	}
+	now := time.Now()
+	if prev != nil && prev.version == v && !force {
+		next := *prev
+		next.checked = now
+		return &next, nil
+	}
+	// The version is read before the settings, so a change between the two reads is picked up
+	// by the next refresh.
+	all, err := c.rdb.HGetAll(ctx, c.reg.settings).Result()
+	if err != nil {
+		return nil, fmt.Errorf("relay: read endpoints: %w", err)
+	}
+	snap := &endpointSnapshot{version: v, checked: now, byName: make(map[string]Endpoint, len(all))}
+	for name, raw := range all {
+		var e Endpoint
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			c.cfg.Logger.Warn("relay: skip unreadable endpoint settings", "endpoint", name, "error", err)
+			continue
+		}
+		e.Name = name
+		e = e.withDefaults(c.cfg.PendingRetention)
+		snap.byName[name] = e
+		snap.list = append(snap.list, e)
+	}
+	slices.SortFunc(snap.list, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
+	snap.prefixes = slices.Clone(snap.list)
+	slices.SortStableFunc(snap.prefixes, func(a, b Endpoint) int { return len(b.TargetURL) - len(a.TargetURL) })
+	return snap, nil
+}
+
+// resolve finds the endpoint of a task and the URL it calls: by name (the URL is the endpoint's
+// target, or targetURL when that is under it), or by targetURL alone (the endpoint with the
+// longest target URL it is under).
+func (snap *endpointSnapshot) resolve(name, targetURL string) (Endpoint, string, error) {
+	if name != "" {
+		e, ok := snap.byName[name]
+		if !ok {
+			return Endpoint{}, "", fmt.Errorf("%w: endpoint %q", ErrNotFound, name)
+		}
+		if targetURL == "" {
+			return e, e.TargetURL, nil
+		}
+		if !outbound.UnderPrefix(targetURL, e.TargetURL) {
+			return Endpoint{}, "", fieldErr("target_url", "is not under the target URL of endpoint %q", name)
+		}
+		return e, targetURL, nil
+	}
+	if targetURL == "" {
+		return Endpoint{}, "", fieldErr("endpoint", "endpoint or target_url is required")
+	}
+	for _, e := range snap.prefixes {
+		if outbound.UnderPrefix(targetURL, e.TargetURL) {
+			return e, targetURL, nil
+		}
+	}
+	return Endpoint{}, "", fmt.Errorf("%w: no endpoint's target URL covers target_url", ErrNotFound)
+}

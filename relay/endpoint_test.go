@@ -1,0 +1,237 @@
+package relay_test
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/relay"
+)
+
+func TestEndpointCRUDAndDefaults(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	got := setEndpoint(t, c, relay.Endpoint{Name: "img", TargetURL: "https://img.example.com/gen"})
+	if got.Concurrency != 1 || got.Tries != 3 || got.Timeout != 30*time.Second || got.MaxQueued != 10_000 ||
+		got.QueueTimeout != 3*time.Hour || got.PermitTTL != time.Minute || got.QPS != 0 {
+		t.Fatalf("defaults = %+v", got)
+	}
+	setEndpoint(t, c, relay.Endpoint{Name: "a", TargetURL: "https://a.example.com/", QPS: 2.5, Concurrency: 7})
+	e, err := c.Endpoint(ctxT(t), "a")
+	if err != nil || e.QPS != 2.5 || e.Concurrency != 7 {
+		t.Fatalf("Endpoint(a) = %+v, %v", e, err)
+	}
+	list, err := c.Endpoints(ctxT(t))
+	if err != nil || len(list) != 2 || list[0].Name != "a" || list[1].Name != "img" {
+		t.Fatalf("Endpoints = %+v, %v", list, err)
+	}
+	if err := c.DeleteEndpoint(ctxT(t), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Endpoint(ctxT(t), "a"); !errors.Is(err, relay.ErrNotFound) {
+		t.Fatalf("Endpoint after delete = %v", err)
+	}
+	if err := c.DeleteEndpoint(ctxT(t), "a"); !errors.Is(err, relay.ErrNotFound) {
+		t.Fatalf("second delete = %v", err)
+	}
+}
+
+// A change made through one Client reaches another (another server) within the refresh period.
+func TestEndpointChangeReachesOtherClients(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		a := newClient(t, env, relay.Config{RefreshInterval: 250 * time.Millisecond})
+		b := newClient(t, env, relay.Config{RefreshInterval: 250 * time.Millisecond})
+		setEndpoint(t, a, relay.Endpoint{Name: "e", TargetURL: "https://e.example.com/", Concurrency: 1})
+		if e, err := b.Endpoint(ctxT(t), "e"); err != nil || e.Concurrency != 1 {
+			t.Fatalf("b sees %+v, %v", e, err)
+		}
+		changed := time.Now()
+		setEndpoint(t, a, relay.Endpoint{Name: "e", TargetURL: "https://e.example.com/", Concurrency: 9})
+		eventually(t, 5*time.Second, "b to see the change", func() bool {
+			e, err := b.Endpoint(ctxT(t), "e")
+			return err == nil && e.Concurrency == 9
+		})
+		// Within the refresh period, plus slack for a loaded machine (the bound is what matters:
+		// 1s is what users are promised).
+		if took := time.Since(changed); took > time.Second {
+			t.Fatalf("b saw the change after %s, want within 1s", took)
+		}
+		if err := a.DeleteEndpoint(ctxT(t), "e"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "b to see the delete", func() bool {
+			_, err := b.Submit(ctxT(t), relay.SubmitParams{Endpoint: "e"})
+			return errors.Is(err, relay.ErrNotFound)
+		})
+	})
+}
+
+func TestBadInputNamesTheField(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{MaxBodyBytes: 10})
+	ok := relay.Endpoint{Name: "ok", TargetURL: "https://ok.example.com/"}
+	setEndpoint(t, c, ok)
+	endpoints := []struct {
+		field string
+		e     relay.Endpoint
+	}{
+		{"name", relay.Endpoint{Name: "", TargetURL: ok.TargetURL}},
+		{"name", relay.Endpoint{Name: "a b", TargetURL: ok.TargetURL}},
+		{"name", relay.Endpoint{Name: strings.Repeat("n", 65), TargetURL: ok.TargetURL}},
+		{"target_url", relay.Endpoint{Name: "x"}},
+		{"target_url", relay.Endpoint{Name: "x", TargetURL: "ftp://x/"}},
+		{"target_url", relay.Endpoint{Name: "x", TargetURL: "/relative"}},
+		{"target_url", relay.Endpoint{Name: "x", TargetURL: "https://u:p@x/"}},
+		{"target_url", relay.Endpoint{Name: "x", TargetURL: "https://x/?q=1"}},
+		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: -1}},
+		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: math.NaN()}},
+		{"concurrency", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Concurrency: -1}},
+		{"timeout", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Timeout: -time.Second}},
+		{"queue_timeout", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QueueTimeout: 4 * time.Hour}},
+		{"max_queued", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, MaxQueued: -1}},
+		{"max_queued_per_subject", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, MaxQueuedPerSubject: -1}},
+		{"tries", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Tries: 1000}},
+		{"avg_duration", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, AvgDuration: -1}},
+	}
+	for _, tc := range endpoints {
+		_, err := c.SetEndpoint(ctxT(t), tc.e)
+		var fe *relay.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, relay.ErrInvalid) {
+			t.Errorf("SetEndpoint(%+v) = %v, want a FieldError on %s", tc.e, err, tc.field)
+		}
+	}
+	tasks := []struct {
+		field string
+		p     relay.SubmitParams
+	}{
+		{"endpoint", relay.SubmitParams{}},
+		{"http_method", relay.SubmitParams{Endpoint: "ok", Method: "BREW"}},
+		{"task_type", relay.SubmitParams{Endpoint: "ok", Type: "later"}},
+		{"priority", relay.SubmitParams{Endpoint: "ok", Priority: -1}},
+		{"priority", relay.SubmitParams{Endpoint: "ok", Priority: 256}},
+		{"subject", relay.SubmitParams{Endpoint: "ok", Subject: strings.Repeat("s", 257)}},
+		{"body", relay.SubmitParams{Endpoint: "ok", Body: []byte("more than ten bytes")}},
+		{"headers", relay.SubmitParams{Endpoint: "ok", Header: http.Header{"Host": {"evil"}}}},
+		{"headers", relay.SubmitParams{Endpoint: "ok", Header: http.Header{"Bad Name": {"x"}}}},
+		{"headers", relay.SubmitParams{Endpoint: "ok", Header: http.Header{"X-A": {"a\r\nInjected: 1"}}}},
+		{"target_url", relay.SubmitParams{Endpoint: "ok", TargetURL: "https://other.example.com/"}},
+	}
+	for _, tc := range tasks {
+		_, err := c.Submit(ctxT(t), tc.p)
+		var fe *relay.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("Submit(%+v) = %v, want a FieldError on %s", tc.p, err, tc.field)
+		}
+	}
+	noKeys, err := relay.NewClient(env.Client, relay.Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fe *relay.FieldError
+	if _, err := noKeys.Submit(ctxT(t), relay.SubmitParams{Endpoint: "ok", Type: relay.Online}); !errors.As(err, &fe) || fe.Field != "task_type" {
+		t.Errorf("online task without permit keys = %v", err)
+	}
+	for _, id := range []string{"", "x", "ok.", "ok.short", "bad name.00000000000000000000000000", "ok.0000000000000000000000000!"} {
+		if _, err := c.Get(ctxT(t), id); !errors.Is(err, relay.ErrNotFound) {
+			t.Errorf("Get(%q) = %v, want ErrNotFound", id, err)
+		}
+		if _, err := c.Cancel(ctxT(t), id); !errors.Is(err, relay.ErrNotFound) {
+			t.Errorf("Cancel(%q) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if _, err := relay.NewClient(env.Client, relay.Config{Prefix: "bad prefix"}); err == nil || !strings.Contains(err.Error(), "Prefix") {
+		t.Errorf("NewClient(bad prefix) = %v", err)
+	}
+	if _, err := relay.NewClient(env.Client, relay.Config{PermitKeys: [][]byte{[]byte("short")}}); err == nil || !strings.Contains(err.Error(), "PermitKeys") {
+		t.Errorf("NewClient(short key) = %v", err)
+	}
+}
+
+func TestQueueBounds(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := newClient(t, env, relay.Config{})
+		setEndpoint(t, c, relay.Endpoint{Name: "b", TargetURL: "https://b.example.com/", MaxQueued: 3, MaxQueuedPerSubject: 2})
+		submit(t, c, relay.SubmitParams{Endpoint: "b", Subject: "alice"})
+		alice2 := submit(t, c, relay.SubmitParams{Endpoint: "b", Subject: "alice"})
+		if _, err := c.Submit(ctxT(t), relay.SubmitParams{Endpoint: "b", Subject: "alice"}); !errors.Is(err, relay.ErrQueueFull) {
+			t.Fatalf("third task of alice = %v, want ErrQueueFull", err)
+		}
+		submit(t, c, relay.SubmitParams{Endpoint: "b", Subject: "bob"})
+		if _, err := c.Submit(ctxT(t), relay.SubmitParams{Endpoint: "b", Subject: "carol"}); !errors.Is(err, relay.ErrQueueFull) {
+			t.Fatalf("fourth task = %v, want ErrQueueFull (max_queued 3)", err)
+		}
+		// Cancelling one of alice's frees her share and a place in the queue.
+		if _, err := c.Cancel(ctxT(t), alice2.ID); err != nil {
+			t.Fatal(err)
+		}
+		submit(t, c, relay.SubmitParams{Endpoint: "b", Subject: "alice"})
+	})
+}
+
+// Deleting an endpoint cancels its waiting tasks at the next maintenance pass, and the endpoint
+// is then forgotten.
+func TestDeletedEndpointCancelsWaitingTasks(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	setEndpoint(t, c, relay.Endpoint{Name: "gone", TargetURL: "https://g.example.com/"})
+	id := submit(t, c, relay.SubmitParams{Endpoint: "gone"}).ID
+	if err := c.DeleteEndpoint(ctxT(t), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.MaintainOnce(ctxT(t))
+	if err != nil || res.Cancelled != 1 {
+		t.Fatalf("MaintainOnce = %+v, %v", res, err)
+	}
+	if task := get(t, c, id); task.Status != relay.StatusCancelled || task.Error != "endpoint deleted" {
+		t.Fatalf("task = %s (%s)", task.Status, task.Error)
+	}
+}
+
+func TestETAFromSettingsBeforeData(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	setEndpoint(t, c, relay.Endpoint{Name: "known", TargetURL: "https://k.example.com/", Concurrency: 2, AvgDuration: time.Second})
+	setEndpoint(t, c, relay.Endpoint{Name: "unknown", TargetURL: "https://u.example.com/", Concurrency: 2})
+	setEndpoint(t, c, relay.Endpoint{Name: "limited", TargetURL: "https://l.example.com/", Concurrency: 100, QPS: 10})
+	var known, unknown, limited []relay.SubmitResult
+	for range 6 {
+		known = append(known, submit(t, c, relay.SubmitParams{Endpoint: "known"}))
+		unknown = append(unknown, submit(t, c, relay.SubmitParams{Endpoint: "unknown"}))
+		limited = append(limited, submit(t, c, relay.SubmitParams{Endpoint: "limited"}))
+	}
+	// Two slots free: the first two start at once, then two per second (2 slots / 1s calls).
+	for i, want := range []time.Duration{0, 0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second} {
+		task := get(t, c, known[i].ID)
+		if !task.WaitKnown || task.WaitTime != want || task.WaitNum != int64(i) {
+			t.Errorf("known #%d: wait %s (known %v, ahead %d), want %s", i, task.WaitTime, task.WaitKnown, task.WaitNum, want)
+		}
+	}
+	// No duration, no QPS, no data: only the tasks that free slots start at once are known.
+	for i := range unknown {
+		task := get(t, c, unknown[i].ID)
+		if task.WaitKnown != (i < 2) {
+			t.Errorf("unknown #%d: known = %v", i, task.WaitKnown)
+		}
+	}
+	// QPS 10: one task now, then one every 100ms.
+	if task := get(t, c, limited[5].ID); !task.WaitKnown || task.WaitTime != 500*time.Millisecond {
+		t.Errorf("limited #5: wait %s (known %v), want 500ms", task.WaitTime, task.WaitKnown)
+	}
+	st, err := c.Stats(ctxT(t), "known")
+	if err != nil || st.Queued != 6 || st.Running != 0 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	if eta, ok := st.ETA(3); !ok || eta != time.Second {
+		t.Errorf("Stats.ETA(3) = %s %v, want 1s", eta, ok)
+	}
+}

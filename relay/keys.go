@@ -1,0 +1,94 @@
+package relay
+
+import (
+	"strings"
+	"sync"
+)
+
+// endpointKeys are the Redis keys of one endpoint, in the order every endpoint script receives
+// them (lua/lib.lua). All share the hash tag {ep:<name>}, so every script runs on Redis Cluster;
+// a task's id names its endpoint, so a task's hash is found from its id alone.
+type endpointKeys struct {
+	all []string
+}
+
+func newEndpointKeys(prefix, endpoint string) endpointKeys {
+	base := prefix + ":relay:{ep:" + endpoint + "}:"
+	return endpointKeys{all: []string{
+		base + "queue",
+		base + "wait",
+		base + "delayed",
+		base + "running",
+		base + "subjects",
+		base + "seq",
+		base + "rate",
+		base + "ring",
+		base + "counts",
+		base + "archive",
+		base + "t:",
+	}}
+}
+
+func (k endpointKeys) task(id string) string { return k.all[10] + id }
+func (k endpointKeys) archive() string       { return k.all[9] }
+
+// registryKeys are the keys of the endpoint settings, under the hash tag {relay}.
+type registryKeys struct {
+	settings string // hash name -> json
+	version  string // bumped on every change
+	known    string // zset name -> last change (ms)
+}
+
+func newRegistryKeys(prefix string) registryKeys {
+	base := prefix + ":relay:{relay}:"
+	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known"}
+}
+
+// channels are the Pub/Sub channels of the relay scripts.
+type channels struct {
+	wake string // payload: endpoint name; a task or a slot became free
+	task string // prefix: task channel = task + id; payload: the new status
+}
+
+func newChannels(prefix string) channels {
+	return channels{wake: prefix + ":relay:wake", task: prefix + ":relay:task:"}
+}
+
+// maxCachedKeys bounds keyCache: past it the cache starts over.
+const maxCachedKeys = 4096
+
+// keyCache keeps the keys of the endpoints a Client used lately.
+type keyCache struct {
+	prefix string
+	mu     sync.RWMutex
+	m      map[string]endpointKeys
+}
+
+func (c *keyCache) get(endpoint string) endpointKeys {
+	c.mu.RLock()
+	k, ok := c.m[endpoint]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = newEndpointKeys(c.prefix, endpoint)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedKeys {
+		c.m = make(map[string]endpointKeys)
+	}
+	c.m[endpoint] = k
+	c.mu.Unlock()
+	return k
+}
+
+// nameRule is the rule for endpoint names and the key prefix.
+const nameRule = "must match ^[-_A-Za-z0-9]+$ and be 1 to 64 bytes"
+
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
+	}) < 0
+}

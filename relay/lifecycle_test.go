@@ -1,0 +1,131 @@
+package relay_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/relay"
+)
+
+// Once tasks have ended and their endpoint is deleted, maintenance removes every key of it; what
+// is left (finished task hashes) expires.
+func TestNothingOutlivesItsOwner(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := newClient(t, env, relay.Config{FinishedRetention: time.Minute})
+		tg := newTarget(t, nil)
+		setEndpoint(t, c, relay.Endpoint{Name: "life", TargetURL: tg.URL, QPS: 1000, Concurrency: 4, MaxQueuedPerSubject: 10})
+		d := startDispatcher(t, c, relay.DispatcherConfig{MaintainInterval: -1})
+		var ids []string
+		for i := range 10 {
+			ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "life", Subject: []string{"a", "b"}[i%2]}).ID)
+		}
+		for _, id := range ids {
+			waitFinal(t, c, id)
+		}
+		d.Stop()
+		waiting := submit(t, c, relay.SubmitParams{Endpoint: "life", Subject: "a"}).ID
+		if err := c.DeleteEndpoint(ctxT(t), "life"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.MaintainOnce(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if task := get(t, c, waiting); task.Status != relay.StatusCancelled {
+			t.Fatalf("waiting task of the deleted endpoint = %s", task.Status)
+		}
+		var keys []string
+		for _, k := range scanKeys(t, env) {
+			// The settings version counter is one small key per prefix, kept for good.
+			if strings.HasSuffix(k, ":relay:{relay}:version") {
+				continue
+			}
+			keys = append(keys, k)
+		}
+		for _, k := range keys {
+			ttl, err := env.Client.PTTL(ctxT(t), k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ttl <= 0 || ttl > time.Minute {
+				t.Errorf("key %s has ttl %s; want every key left to expire within the finished retention", k, ttl)
+			}
+		}
+		if len(keys) != len(ids)+1 {
+			t.Errorf("keys left: %v; want only the %d task hashes", keys, len(ids)+1)
+		}
+	})
+}
+
+func scanKeys(t *testing.T, env *redistest.Env) []string {
+	t.Helper()
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, env.Prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	var err error
+	switch c := env.Client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// Stop drains: a call under way finishes and its result is stored.
+func TestStopDrainsCallsUnderWay(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) {
+		<-release
+		_, _ = w.Write([]byte("drained"))
+	})
+	setEndpoint(t, c, relay.Endpoint{Name: "drain", TargetURL: tg.URL})
+	d, err := relay.NewDispatcher(c, relay.DispatcherConfig{Sender: testSender(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	id := submit(t, c, relay.SubmitParams{Endpoint: "drain"}).ID
+	eventually(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
+	stopped := make(chan struct{})
+	go func() {
+		d.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a call was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	once.Do(func() { close(release) })
+	<-stopped
+	if task := get(t, c, id); task.Status != relay.StatusCompleted || string(task.Result) != "drained" {
+		t.Fatalf("after Stop: %s %q", task.Status, task.Result)
+	}
+}

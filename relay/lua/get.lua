@@ -1,0 +1,23 @@
+-- get.lua: read a task, its place in the queue and what the ETA needs. The first read of a final
+-- status shortens the task's life to the read retention.
+-- KEYS, ARGV[1..7]: lib.lua.
+-- ARGV[8] id  [9] mark a final status read (0|1)
+-- Returns {} when there is no such task, else {fields (see the HMGET below), wait_num (-1 when
+-- not waiting), running, queued, now (ms), ring (HGETALL; only while waiting, for the ETA)}.
+local tk = task_key(ARGV[8])
+local v = redis.call('HMGET', tk, 'st', 'sc', 'rd')
+if not v[1] then return {} end
+local st = v[1]
+local final = st == 'completed' or st == 'failed' or st == 'cancelled' or st == 'timeout'
+if final and ARGV[9] == '1' and v[3] ~= '1' then
+  redis.call('HSET', tk, 'rd', '1')
+  local ttl = redis.call('PTTL', tk)
+  if ttl < 0 or ttl > READ_TTL then redis.call('PEXPIRE', tk, READ_TTL) end
+end
+local rank = -1
+if st == 'pending' then rank = redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2]) end
+local f = redis.call('HMGET', tk, 'id', 'ep', 'st', 'pri', 'subj', 'ty', 'ca', 'sa', 'ea', 'att', 'tries',
+  'hs', 'rh', 'res', 'rt', 'err', 'pe', 'pu', 'dur', 'm', 'u', 'ns')
+local ring = {}
+if rank >= 0 then ring = redis.call('HGETALL', K_RING) end
+return {f, rank, redis.call('ZCARD', K_RUN), redis.call('ZCARD', K_QUEUE), now_ms(), ring}

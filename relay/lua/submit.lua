@@ -1,0 +1,46 @@
+-- submit.lua: queue new tasks (one or many: concurrent Submit calls are combined).
+-- KEYS, ARGV[1..7]: lib.lua.
+-- ARGV[8] tries  [9] max queued (0: no bound)  [10] max queued per subject (0: no bound)
+-- ARGV[11] queue timeout (ms): a task times out if it has not started by then
+-- ARGV[12] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
+-- none), type (offline|online), method, url, headers (json), body, namespace ('' for none).
+-- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
+-- {2} the subject's share is full.
+local now = now_ms()
+local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local qd = now + tonumber(ARGV[11])
+local n = tonumber(ARGV[12])
+local out = {}
+local waiting = redis.call('ZCARD', K_WAIT)
+local woke = false
+for i = 0, n - 1 do
+  local a = 13 + i * 9
+  local id, subj = ARGV[a], ARGV[a + 2]
+  if max_queued > 0 and waiting >= max_queued then
+    out[i + 1] = {1}
+  elseif subj ~= '' and max_subject > 0 and tonumber(redis.call('HGET', K_SUBJ, subj) or '0') >= max_subject then
+    out[i + 1] = {2}
+  else
+    local tk = task_key(id)
+    local seq = redis.call('INCR', K_SEQ)
+    local score = (255 - tonumber(ARGV[a + 1])) * 17592186044416 + seq
+    redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
+      'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now, 'att', 0,
+      'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd,
+      'ns', ARGV[a + 8])
+    redis.call('PEXPIRE', tk, qd - now + FINISHED_TTL)
+    if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, 1) end
+    redis.call('ZADD', K_WAIT, qd, id)
+    redis.call('ZADD', K_QUEUE, score, id)
+    waiting = waiting + 1
+    local rank = redis.call('ZRANK', K_QUEUE, id)
+    -- Dispatchers are told when the queue stops being empty; while it is not, they come back
+    -- by themselves (a freed slot, the rate limit's next token, their own free workers).
+    if rank == 0 and not woke then
+      wake()
+      woke = true
+    end
+    out[i + 1] = {0, now, rank}
+  end
+end
+return out

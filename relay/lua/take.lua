@@ -1,0 +1,112 @@
+-- take.lua: start the next tasks of an endpoint, as many as its limits allow right now. Taking a
+-- QPS token (GCRA), a concurrency slot and a task happen together, so no limit is checked in one
+-- call and used in another.
+-- KEYS, ARGV[1..7]: lib.lua.
+-- ARGV[8] most tasks to take  [9] concurrency  [10] qps (0: no rate limit)
+-- ARGV[11] burst: calls the rate limit lets through at once (>= 1)
+-- ARGV[12] lease of an offline call (ms)  [13] permit lifetime of an online task (ms)
+-- ARGV[14] lookahead (ms): rate-limit tokens due within it may be taken now; each such task
+-- says how long its caller waits before the call (so calls keep their exact spacing even when
+-- the dispatcher comes back late; the concurrency slot is held from now)
+-- ARGV[15] most offline tasks to take (the caller's free workers; online tasks need none)
+-- Returns {hint, n, then n offline tasks of 8 fields: id, attempt, tries, method, url, headers,
+-- body, delay (µs before the call)}. n counts only offline tasks (online ones become permitted
+-- here and need no call).
+-- hint: 0 call again now (more may be startable); > 0 ms until the rate limit or a retry lets
+-- the next task start; -1 nothing to do until a task or a slot is freed (a wake-up says so);
+-- -2 the next task is an offline one and the caller has no free worker for it.
+local now = now_ms()
+-- Retries whose backoff ended go back to their place in the queue.
+local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 100)
+for _, id in ipairs(due) do
+  redis.call('ZREM', K_DELAYED, id)
+  if redis.call('HGET', task_key(id), 'st') == 'pending' then requeue(id) end
+end
+local function idle_hint()
+  local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  if first[2] then return math.max(1, tonumber(first[2]) - now) end
+  return -1
+end
+local want = tonumber(ARGV[8])
+local free = tonumber(ARGV[9]) - redis.call('ZCARD', K_RUN)
+if redis.call('ZCARD', K_QUEUE) == 0 then return {idle_hint(), 0} end
+if free <= 0 then return {-1, 0} end
+local n = math.min(want, free)
+local qps, burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[14])
+-- GCRA: tat is when the next token is due. Tokens are due every interval from t0; a burst lets
+-- t0 run burst - 1 intervals behind now, and the lookahead lets tokens due soon be taken now.
+local interval, t0 = 0, now
+if qps > 0 then
+  interval = 1000 / qps
+  local tat = tonumber(redis.call('GET', K_RATE) or '0')
+  t0 = math.max(tat, now - (burst - 1) * interval)
+  local tokens = math.floor((now + lookahead - t0) / interval + 1e-9) + 1
+  if tokens <= 0 then return {math.max(1, math.ceil(t0 - lookahead - now)), 0} end
+  n = math.min(n, tokens)
+end
+local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
+local max_offline = tonumber(ARGV[15])
+local popped = redis.call('ZPOPMIN', K_QUEUE, n)
+local out = {0, 0}
+local started, offline = 0, 0
+local blocked = false
+for i = 1, #popped, 2 do
+  local id = popped[i]
+  local tk = task_key(id)
+  local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b', 'sq', 'subj')
+  local timed_out = tonumber(v[3] or '0') < now and tonumber(v[4] or '0') == 0
+  if v[1] == 'pending' and not timed_out and v[2] ~= 'online' and offline >= max_offline then
+    -- No worker for it: it and the rest go back to their places.
+    for j = i, #popped, 2 do redis.call('ZADD', K_QUEUE, popped[j + 1], popped[j]) end
+    blocked = true
+    break
+  end
+  if v[1] == 'pending' then
+    redis.call('ZREM', K_WAIT, id)
+    unsubject(tk, v[10], v[11])
+    if timed_out then
+      finish(id, 'timeout', now)
+    else
+      local delay = math.max(0, t0 + started * interval - now)
+      started = started + 1
+      local att = tonumber(v[4]) + 1
+      -- The task hash lives until its queue deadline plus the finished retention; a task that
+      -- starts close to (or, retried, after) its deadline gets the time its call may take.
+      local hold = (v[2] == 'online') and permit_ttl or lease
+      if tonumber(v[3]) - now < delay + hold then
+        redis.call('PEXPIRE', tk, delay + hold + FINISHED_TTL)
+      end
+      if v[2] == 'online' then
+        local pe = now + delay + permit_ttl
+        redis.call('HSET', tk, 'st', 'permitted', 'sa', now, 'att', att, 'pe', pe, 'pu', '0')
+        redis.call('ZADD', K_RUN, pe, id)
+        notify_task(id, 'permitted')
+      else
+        redis.call('HSET', tk, 'st', 'processing', 'sa', math.floor(now + delay), 'att', att)
+        redis.call('ZADD', K_RUN, now + delay + lease, id)
+        offline = offline + 1
+        local o = #out
+        out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, att, v[5], v[6]
+        out[o + 5], out[o + 6], out[o + 7], out[o + 8] = v[7], v[8], v[9], math.floor(delay * 1000)
+      end
+    end
+  end
+end
+local next_token = t0 + started * interval
+if started > 0 and qps > 0 then
+  redis.call('SET', K_RATE, tostring(next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
+end
+flush(now)
+out[2] = offline
+if blocked then
+  out[1] = -2
+elseif redis.call('ZCARD', K_QUEUE) == 0 then
+  out[1] = idle_hint()
+elseif started < n or n == want then
+  out[1] = 0
+elseif qps > 0 and started >= n and n < free then
+  out[1] = math.max(1, math.ceil(next_token - lookahead - now))
+else
+  out[1] = -1
+end
+return out
