@@ -127,6 +127,12 @@ func uncleanPath(p string) bool {
 // openAdminPaths need no admin token: Prometheus and health checkers scrape them.
 var openAdminPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
+// dashboardPath reports whether path belongs to the dashboard (server/ui), which checks the admin
+// token itself, once, and then its session cookie and CSRF tokens.
+func dashboardPath(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, "/ui/")
+}
+
 // wrap is the middleware of a listener: request id, body limit, panic recovery, admin auth,
 // registry-shaped 404/405, access log and request metrics. The mux routes each request once; the
 // route's pattern is read back from the request afterwards (ServeMux sets Request.Pattern).
@@ -148,7 +154,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		inflight.Inc()
 		defer inflight.Dec()
 		defer s.finish(sw, r, listener, start)
-		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
+		if admin && !openAdminPaths[r.URL.Path] && !dashboardPath(r.URL.Path) && !s.adminAuthorized(r) {
 			if !uncleanPath(r.URL.Path) {
 				_, r.Pattern = mux.Handler(r) // for the metrics' route label only
 			}

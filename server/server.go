@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
 	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/server/ui"
 	"github.com/sluicehq/sluice/waitroom"
 	"log/slog"
 	"net"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
 )
 
 // Server is one Sluice server instance. Several instances may share one Redis (and Prefix).
@@ -54,6 +56,8 @@ type Server struct {
 	waitroom   *waitroom.Client
 	rooms      *rooms.API
 	roomsMaint *waitroom.Maintainer
+	relay      *relay.Client
+	ui         *ui.UI
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -129,6 +133,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.closeStore()
 		return nil, err
 	}
+	if err := s.setupUI(); err != nil {
+		_ = s.closeStore()
+		return nil, err
+	}
 	pub, err := s.publicMux()
 	if err != nil {
 		_ = s.closeStore()
@@ -173,6 +181,24 @@ func (s *Server) setupRooms(ctx context.Context) error {
 	return nil
 }
 
+// setupUI makes the dashboard (server/ui, docs/dashboard.md) with a request-queue client of its
+// own for the endpoints and tasks pages.
+func (s *Server) setupUI() error {
+	var err error
+	if s.relay, err = relay.NewClient(s.rdb, relay.Config{Prefix: s.cfg.Prefix, Logger: s.log}); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.ui, err = ui.New(ui.Config{
+		Redis: s.rdb, Prefix: s.cfg.Prefix, Queue: s.queue, Namespaces: s.namespaces, Tokens: s.tokens,
+		Limits: s.limits, Relay: s.relay, Rooms: s.waitroom, AdminToken: s.cfg.AdminToken,
+		SampleInterval: s.cfg.UISampleInterval, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
 // PublicHandler serves the public API: /v1, the lmstfy-compatible routes, /healthz and /readyz.
 func (s *Server) PublicHandler() http.Handler { return s.public }
 
@@ -196,6 +222,8 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	s.mount(mux, s.adminRoutes())
 	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("/ui/", s.ui.Handler())
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	s.lmstfy.MountAdmin(mux)
 	return mux
 }
@@ -263,6 +291,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer s.roomsMaint.Stop()
+	s.ui.Start(context.WithoutCancel(ctx))
+	defer s.ui.Stop()
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -331,6 +361,12 @@ func (s *Server) Close() error {
 		}
 		if s.roomsMaint != nil {
 			s.roomsMaint.Stop()
+		}
+		if s.ui != nil {
+			s.ui.Stop()
+		}
+		if s.relay != nil {
+			_ = s.relay.Close()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()
