@@ -99,4 +99,3 @@ func (u *UI) resetRoom(w http.ResponseWriter, r *http.Request) error {
 	}
 	return done(w, r, "/ui/rooms", "Room "+name+" was reset: nobody is inside or waiting.")
 }
-
