@@ -271,7 +271,7 @@ func TestDashboardQueues(t *testing.T) {
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, `id="pause"`)
 
 	// Dead letter: listed with the last error; respawn one selected, delete the other.
-	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, "2 jobs", "boom: first", "boom: second")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, `id="dead-total">2 jobs<`, "boom: first", "boom: second")
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", nil), http.StatusBadRequest, "select at least one")
 	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail/dead?note=Respawned+1")
 	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead1); err != nil || j.State != queue.StateReady {
