@@ -66,7 +66,9 @@ func (s *sessions) issue(w http.ResponseWriter, r *http.Request) session {
 	exp := time.Now().Add(s.ttl)
 	binary.BigEndian.PutUint64(raw[16:], uint64(exp.Unix()))
 	value := base64.RawURLEncoding.EncodeToString(raw) + "." + base64.RawURLEncoding.EncodeToString(s.mac([]byte("session"), raw))
-	http.SetCookie(w, &http.Cookie{
+	// Secure only over TLS: the admin listener is usually plain HTTP on loopback, where a Secure
+	// cookie would never be sent back.
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // see above
 		Name: cookieName, Value: value, Path: "/ui/", Expires: exp, MaxAge: int(s.ttl / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
@@ -124,7 +126,7 @@ func (s *sessions) checkToken(secret string) bool {
 
 func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := u.sessions.fromRequest(r); ok || u.cfg.AdminToken == "" {
-		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
 		return nil
 	}
 	u.render(w, r, http.StatusOK, "login", "Log in", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
@@ -140,7 +142,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	next := safeNext(r.PostFormValue("next"))
 	if u.cfg.AdminToken == "" {
-		http.Redirect(w, r, next, http.StatusSeeOther)
+		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
 		return nil
 	}
 	if !u.sessions.checkToken(r.PostFormValue("token")) {
@@ -148,12 +150,12 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	u.sessions.issue(w, r)
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
 	return nil
 }
 
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}) //nolint:gosec // Secure over TLS only, as in issue
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 	return nil
 }
