@@ -56,7 +56,7 @@ type Server struct {
 	waitroom   *waitroom.Client
 	rooms      *rooms.API
 	roomsMaint *waitroom.Maintainer
-	relay      *relay.Client
+	relay      *relay.Client // the request queue (the dashboard makes it: ui.go)
 	ui         *ui.UI
 	metrics    *metrics
 	requestIDs *requestIDs
@@ -178,24 +178,6 @@ func (s *Server) setupRooms(ctx context.Context) error {
 	}
 	s.rooms = rooms.New(rooms.Config{Client: s.waitroom, ProxyHosts: hosts})
 	s.roomsMaint = waitroom.NewMaintainer(s.waitroom, waitroom.MaintainerConfig{})
-	return nil
-}
-
-// setupUI makes the dashboard (server/ui, docs/dashboard.md) with a request-queue client of its
-// own for the endpoints and tasks pages.
-func (s *Server) setupUI() error {
-	var err error
-	if s.relay, err = relay.NewClient(s.rdb, relay.Config{Prefix: s.cfg.Prefix, Logger: s.log}); err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
-	s.ui, err = ui.New(ui.Config{
-		Redis: s.rdb, Prefix: s.cfg.Prefix, Queue: s.queue, Namespaces: s.namespaces, Tokens: s.tokens,
-		Limits: s.limits, Relay: s.relay, Rooms: s.waitroom, AdminToken: s.cfg.AdminToken,
-		SampleInterval: s.cfg.UISampleInterval, Logger: s.log,
-	})
-	if err != nil {
-		return fmt.Errorf("server: %w", err)
-	}
 	return nil
 }
 
