@@ -10,7 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/server/rooms"
 )
 
 // visitor is a browser: an HTTP client with a cookie jar.
@@ -221,5 +227,93 @@ func TestRoomsFromConfigFile(t *testing.T) {
 	if _, err := LoadSettings(SettingsSources{File: bad}); err == nil || !strings.Contains(err.Error(), "shop") {
 		t.Fatalf("bad room: %v", err)
 	}
-	_ = context.Background
+}
+
+func TestWaitroomExampleConfigLoads(t *testing.T) {
+	t.Parallel()
+	s, err := LoadSettings(SettingsSources{File: "../deploy/sluice.waitroom.example.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Config.withDefaults().validate(); err != nil {
+		t.Fatalf("the example config does not validate: %v", err)
+	}
+	if room, ok := s.Rooms["shop"]; !ok || room.MaxActive == nil || *room.MaxActive != 500 || s.ProxyRooms != "*=shop" {
+		t.Fatalf("rooms %+v, proxy_rooms %q", s.Rooms, s.ProxyRooms)
+	}
+}
+
+// TestRoomExactnessTwoServers: concurrent arrivals through two sluice servers sharing one Redis,
+// both proxying to one upstream through the room: exactly max_active get in, and the upstream
+// never has more of them in flight.
+func TestRoomExactnessTwoServers(t *testing.T) {
+	t.Parallel()
+	const arrivals, maxActive, parallel = 3000, 25, 48
+	var inFlight, most, hits atomic.Int64
+	hold := make(chan struct{})
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		hits.Add(1)
+		<-hold
+		_, _ = io.WriteString(w, "in")
+	}))
+	t.Cleanup(app.Close)
+	env := redistest.New(t)
+	keys := "the-shared-pass-key-of-both-servers-0123456789"
+	n := maxActive
+	servers := []*testServer{}
+	for range 2 {
+		servers = append(servers, newTestServerOn(t, env, func(c *Config) {
+			c.ProxyRooms = "*=shop"
+			c.RoomPassKeys = keys
+			c.Rooms = map[string]rooms.RoomJSON{"shop": {MaxActive: &n, Upstream: &app.URL}}
+		}))
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: parallel}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	var admitted, waiting, failed atomic.Int64
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, servers[i%2].PublicURL+"/", nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				switch resp.StatusCode {
+				case http.StatusOK:
+					admitted.Add(1)
+				case http.StatusServiceUnavailable:
+					waiting.Add(1)
+				default:
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	go func() {
+		for i := range arrivals {
+			next <- i
+		}
+		close(next)
+	}()
+	eventually(t, 5*time.Minute, "every arrival decided", func() bool {
+		return waiting.Load()+failed.Load() >= arrivals-maxActive && inFlight.Load() >= maxActive
+	})
+	close(hold)
+	wg.Wait()
+	if failed.Load() != 0 || admitted.Load() != maxActive || hits.Load() != maxActive || most.Load() != maxActive ||
+		waiting.Load() != arrivals-maxActive {
+		t.Fatalf("admitted %d, waiting %d, failed %d, upstream hits %d, most in flight %d; want %d admitted",
+			admitted.Load(), waiting.Load(), failed.Load(), hits.Load(), most.Load(), maxActive)
+	}
 }

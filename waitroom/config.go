@@ -125,7 +125,7 @@ type RoomConfig struct {
 	// line. Default 2m.
 	QueueTimeout time.Duration
 	// PassTTL is how long a pass is valid after it was issued or last refreshed. Default
-	// SessionTimeout; at most SessionTimeout, so a valid pass always stands for a held slot.
+	// SessionTimeout; at most SessionTimeout, so a pass never outlives its slot's idle timeout.
 	PassTTL time.Duration
 	// Upstream is the URL the reverse proxy (deployment a) forwards admitted requests to. Default
 	// none.

@@ -191,7 +191,7 @@ func TestPassForgeryExpiryAndRotation(t *testing.T) {
 	oldKey, newKey := testKey(), testKey()
 	ctx := context.Background()
 	before := newClient(t, env, waitroom.Config{PassKeys: [][]byte{oldKey}})
-	room := newRoom(t, before, waitroom.RoomConfig{MaxActive: 10, SessionTimeout: 2 * time.Second, PassTTL: time.Second})
+	room := newRoom(t, before, waitroom.RoomConfig{MaxActive: 10, SessionTimeout: 5 * time.Second, PassTTL: 3 * time.Second})
 	st := arrive(t, room, "alice")
 	if _, ok := room.CheckPass(st.Pass); !ok {
 		t.Fatal("a fresh pass was refused")

@@ -46,7 +46,7 @@ func TestMaintainerRemovesSilentVisitorsAndRefreshesSettings(t *testing.T) {
 	eventually(t, 10*time.Second, func() error {
 		cfg, err := room.Config(ctx)
 		if err != nil || cfg.Language != "zh" {
-			return fmt.Errorf("cached settings %+v, %v", cfg, err)
+			return fmt.Errorf("cached settings %+v, %w", cfg, err)
 		}
 		return nil
 	})

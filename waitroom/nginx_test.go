@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,8 +71,8 @@ http {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
@@ -84,7 +85,7 @@ http {
 	eventually(t, 10*time.Second, func() error {
 		c, err := net.Dial("tcp", listen)
 		if err != nil {
-			return fmt.Errorf("nginx not listening: %v; stderr: %s", err, stderr.String())
+			return fmt.Errorf("nginx not listening: %w; stderr: %s", err, stderr.String())
 		}
 		return c.Close()
 	})
@@ -142,4 +143,22 @@ func TestNginxAuthRequest(t *testing.T) {
 	if r := do(t, alice, "GET", site+"/products", nil); strings.Contains(r.body, "upstream page") {
 		t.Fatalf("alice got in after her release: %d %q", r.code, r.body)
 	}
+}
+
+// lockedBuffer collects a child's output while the test may read it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

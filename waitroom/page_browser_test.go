@@ -95,3 +95,30 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 		return nil
 	})
 }
+
+// TestCountdownPageInChromium: before open_at the page counts down; at the start the draw puts
+// the visitor in line and, the room being empty, its next poll takes it to the upstream page.
+func TestCountdownPageInChromium(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
+	b := browsertest.New(t) // started first: the countdown starts once the browser is up
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(5 * time.Second)})
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+
+	b.Navigate(site.URL + "/launch")
+	if hidden := browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`); hidden {
+		t.Fatal("the countdown is hidden before the opening")
+	}
+	if got := b.Text("#countdown"); !strings.HasPrefix(got, "0:0") {
+		t.Fatalf("countdown shows %q", got)
+	}
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /launch") {
+			return fmt.Errorf("page %s shows %q (countdown %q)", b.Location(), got, b.Text("#countdown"))
+		}
+		return nil
+	})
+}

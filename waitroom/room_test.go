@@ -179,7 +179,8 @@ func TestHeartbeatExpiry(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := newClient(t, env, waitroom.Config{})
-		r := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second, SessionTimeout: time.Second})
+		// The queue timeout leaves room for a slow machine between two polls of "polling".
+		r := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, QueueTimeout: 3 * time.Second, SessionTimeout: time.Second})
 		arrive(t, r, "in")
 		arrive(t, r, "silent")
 		arrive(t, r, "polling")
@@ -241,7 +242,7 @@ func TestScheduledOpenShuffles(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		c := newClient(t, env, waitroom.Config{})
-		openAt := time.Now().Add(2 * time.Second)
+		openAt := time.Now().Add(5 * time.Second) // time for the early arrivals on a slow machine
 		r := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: openAt})
 		const early = 40
 		for i := range early {
