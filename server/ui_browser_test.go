@@ -178,6 +178,14 @@ func TestDashboardInChromium(t *testing.T) {
 	b.Navigate(ts.AdminURL + "/ui/endpoints")
 	waitText(t, b, `tr[data-endpoint="billing"]`, "http://127.0.0.1:1/charge")
 	s.shot(t, "endpoints")
+	sub, err := ts.srv.relay.Submit(ctx, relay.SubmitParams{Endpoint: "billing", Namespace: "shop", TargetURL: "http://127.0.0.1:1/charge/42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Run(chromedp.SendKeys(`input[name="id"]`, sub.ID), chromedp.Submit(`input[name="id"]`))
+	waitText(t, b, "#task-status", "pending")
+	waitText(t, b, "main", "http://127.0.0.1:1/charge/42")
+	s.shot(t, "task")
 
 	// At a phone's width the page itself does not scroll sideways (wide tables scroll inside
 	// their own box), and the navigation stays reachable.

@@ -230,7 +230,7 @@ func TestDashboardCSRF(t *testing.T) {
 
 func TestDashboardQueues(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	ts := newTestServer(t, func(c *Config) { c.UISampleInterval = 20 * time.Millisecond })
 	ctx := ctxT(t)
 	tok := ts.token(t, "shop")
 	for _, p := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
@@ -254,6 +254,12 @@ func TestDashboardQueues(t *testing.T) {
 	if l["shop/mail:ready"] != "3" || l["shop/mail:dead"] != "2" || l["shop/mail:paused"] != "running" {
 		t.Fatalf("overview JSON: %v", l)
 	}
+
+	// The server's sampler records the queue's counters for the throughput chart.
+	eventually(t, 10*time.Second, "a throughput sample", func() bool {
+		n, err := ts.env.Client.HLen(ctx, ts.env.Prefix+":ui:throughput:{shop:mail}").Result()
+		return err == nil && n > 0
+	})
 
 	// Queue page: the next jobs, a job by id (JSON and hex payloads), the find form.
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "Next jobs", "4 of 4 pending", `{&#34;n&#34;:1}`)
