@@ -67,6 +67,10 @@ type Config struct {
 	// leases of queues no consumer is reading. Default 500ms.
 	MaintainInterval time.Duration
 
+	// UISampleInterval is how often the dashboard samples the queues' counters for its throughput
+	// charts (docs/dashboard.md). Default 10s.
+	UISampleInterval time.Duration
+
 	// RoomPassKeys sign the waiting rooms' visitor and pass cookies: comma-separated, each at least
 	// 32 bytes, the first signing (two during a rotation). Default "": a key the servers sharing
 	// the Redis make once and keep there (<prefix>:waitroom:pass_key).

@@ -138,19 +138,26 @@ var guardCodes = map[adminguard.Reason]httpapi.Code{
 
 // adminGuard is how the admin listener tells tools from web pages (internal/adminguard): without
 // an admin token only loopback Host names are served (no DNS rebinding); always, a foreign Origin
-// is refused and a state-changing body must be JSON, or a form on lmstfy's /token/ routes.
+// is refused and a state-changing body must be JSON, or a form on lmstfy's /token/ routes or the
+// dashboard's /ui/ pages.
 func (s *Server) adminGuard() adminguard.Config {
 	return adminguard.Config{
 		LoopbackHostsOnly: s.cfg.AdminToken == "",
 		OpenReads:         openAdminPaths,
-		FormPrefixes:      []string{"/token/"},
+		// The dashboard's forms carry a CSRF token of their session (server/ui).
+		FormPrefixes: []string{"/token/", "/ui/"},
 	}
 }
 
+// dashboardPath reports whether path belongs to the dashboard (server/ui), which checks the admin
+// token itself, once, and then its session cookie and CSRF tokens.
+func dashboardPath(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, "/ui/")
+}
+
 // wrap is the middleware of a listener: request id, body limit, panic recovery, the admin guard
-// and admin auth, registry-shaped 404/405, access log and request metrics. The mux routes each
-// request once; the route's pattern is read back from the request afterwards (ServeMux sets
-// Request.Pattern).
+// and admin auth, registry-shaped 404/405, access log and request metrics. The mux routes each request once; the
+// route's pattern is read back from the request afterwards (ServeMux sets Request.Pattern).
 func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Handler {
 	inflight := s.metrics.inflight.WithLabelValues(listener)
 	guard := s.adminGuard()
@@ -179,7 +186,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 				return
 			}
 		}
-		if admin && !openAdminPaths[r.URL.Path] && !s.adminAuthorized(r) {
+		if admin && !openAdminPaths[r.URL.Path] && !dashboardPath(r.URL.Path) && !s.adminAuthorized(r) {
 			if !uncleanPath(r.URL.Path) {
 				_, r.Pattern = mux.Handler(r) // for the metrics' route label only
 			}

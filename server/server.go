@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
 	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/server/ui"
 	"github.com/sluicehq/sluice/waitroom"
 	"log/slog"
 	"net"
@@ -59,6 +60,8 @@ type Server struct {
 	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
 	deliverer  *relay.Deliverer
 	callbacks  *callbacks.API
+	relay      *relay.Client // the request queue (the dashboard makes it: ui.go)
+	ui         *ui.UI
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -153,6 +156,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.closeStore()
 		return nil, err
 	}
+	if err := s.setupUI(); err != nil {
+		_ = s.closeStore()
+		return nil, err
+	}
 	pub, err := s.publicMux()
 	if err != nil {
 		_ = s.closeStore()
@@ -220,6 +227,8 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	s.mount(mux, s.adminRoutes())
 	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("/ui/", s.ui.Handler())
+	mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
 	s.lmstfy.MountAdmin(mux)
 	return mux
 }
@@ -295,6 +304,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Stopped after the listeners (deferred before them): it gives back callbacks not yet sent and
 	// lets the ones in flight finish.
 	defer s.deliverer.Stop()
+	s.ui.Start(context.WithoutCancel(ctx))
+	defer s.ui.Stop()
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -366,6 +377,12 @@ func (s *Server) Close() error {
 		}
 		if s.deliverer != nil {
 			s.deliverer.Stop()
+		}
+		if s.ui != nil {
+			s.ui.Stop()
+		}
+		if s.relay != nil {
+			_ = s.relay.Close()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()

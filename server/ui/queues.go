@@ -1,0 +1,357 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// live is the numbers of a page by element key: rendered into the page and served as JSON by the
+// page's /ui/api/ twin, which the page's script polls (so a refresh changes text, never layout).
+// Keys ending in ":points" are the points of a chart's polyline.
+type live map[string]string
+
+func writeLive(w http.ResponseWriter, l live) error {
+	httpapi.WriteJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// queueRow is one queue of the overview.
+type queueRow struct {
+	Namespace, Queue string
+	Key              string // the live keys' stem
+}
+
+type nsBlock struct {
+	Name   string
+	Queues []queueRow
+}
+
+func statsLive(l live, key string, st queue.Stats) {
+	l[key+":ready"] = strconv.FormatInt(st.Ready, 10)
+	l[key+":delayed"] = strconv.FormatInt(st.Delayed, 10)
+	l[key+":leased"] = strconv.FormatInt(st.Leased, 10)
+	l[key+":dead"] = strconv.FormatInt(st.Dead, 10)
+	l[key+":done"] = strconv.FormatInt(st.Done, 10)
+	l[key+":published"] = strconv.FormatInt(st.Published, 10)
+	l[key+":acked"] = strconv.FormatInt(st.Acked, 10)
+	l[key+":paused"] = "running"
+	if st.Paused {
+		l[key+":paused"] = "paused"
+	}
+}
+
+func seriesLive(l live, key string, s series) {
+	top := int64(1)
+	for i := range window {
+		top = max(top, s.Published[i], s.Acked[i])
+	}
+	l[key+":pub:points"] = points(s.Published, top)
+	l[key+":ack:points"] = points(s.Acked, top)
+	rate := func(v int64) string {
+		if v < 0 {
+			return "–/min"
+		}
+		return strconv.FormatInt(v, 10) + "/min"
+	}
+	l[key+":rate"] = rate(last(s.Acked))
+	l[key+":pubrate"] = rate(last(s.Published))
+}
+
+// overviewData collects every namespace's queues with their numbers.
+func (u *UI) overviewData(ctx context.Context) ([]nsBlock, live, error) {
+	nss, err := u.cfg.Queue.Namespaces(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tn, err := u.cfg.Namespaces.List(ctx); err == nil {
+		for _, n := range tn {
+			if !contains(nss, n.Name) {
+				nss = append(nss, n.Name)
+			}
+		}
+	} else {
+		return nil, nil, err
+	}
+	l := live{}
+	blocks := make([]nsBlock, 0, len(nss))
+	for _, ns := range nss {
+		names, err := u.cfg.Queue.Queues(ctx, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		b := nsBlock{Name: ns}
+		if len(names) > 0 {
+			stats, err := u.cfg.Queue.StatsMany(ctx, ns, names)
+			if err != nil {
+				return nil, nil, err
+			}
+			tp, err := u.throughput(ctx, ns, names)
+			if err != nil {
+				return nil, nil, err
+			}
+			for i, q := range names {
+				key := ns + "/" + q
+				b.Queues = append(b.Queues, queueRow{Namespace: ns, Queue: q, Key: key})
+				statsLive(l, key, stats[i])
+				seriesLive(l, key, tp[i])
+			}
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, l, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
+	blocks, l, err := u.overviewData(r.Context())
+	if err != nil {
+		return err
+	}
+	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{"Namespaces": blocks, "Live": l, "Poll": "/ui/api/overview"})
+	return nil
+}
+
+func (u *UI) overviewJSON(w http.ResponseWriter, r *http.Request) error {
+	_, l, err := u.overviewData(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeLive(w, l)
+}
+
+// find sends the "find by id" form to the job's or task's page.
+func (u *UI) find(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ns, qn, id := strings.TrimSpace(q.Get("ns")), strings.TrimSpace(q.Get("q")), strings.TrimSpace(q.Get("id"))
+	if id == "" {
+		return httpapi.InvalidArg("id", "enter a job id")
+	}
+	if ns == "" || qn == "" {
+		return httpapi.InvalidArg("queue", "a job is found by namespace, queue and id")
+	}
+	http.Redirect(w, r, queuePath(ns, qn)+"/jobs/"+url.PathEscape(id), http.StatusSeeOther) //nolint:gosec // a path under /ui/, its parts escaped
+
+	return nil
+}
+
+func queuePath(ns, q string) string {
+	return "/ui/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q)
+}
+
+// queueRef reads and checks {ns} and {q}: a queue that does not exist is not_found (so that a
+// typo does not show an empty page that looks real).
+func (u *UI) queueRef(r *http.Request) (ns, q string, err error) {
+	ns, q = r.PathValue("ns"), r.PathValue("q")
+	ok, err := u.cfg.Queue.QueueExists(r.Context(), ns, q)
+	if err != nil {
+		return "", "", err
+	}
+	if !ok {
+		return "", "", &httpapi.Error{Code: httpapi.CodeNotFound, Message: fmt.Sprintf("no queue %q in namespace %q", q, ns)}
+	}
+	return ns, q, nil
+}
+
+func (u *UI) queueLive(ctx context.Context, ns, q string) (live, error) {
+	st, err := u.cfg.Queue.Stats(ctx, ns, q)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := u.throughput(ctx, ns, []string{q})
+	if err != nil {
+		return nil, err
+	}
+	l := live{}
+	key := ns + "/" + q
+	statsLive(l, key, st)
+	seriesLive(l, key, tp[0])
+	return l, nil
+}
+
+// peekLimit is how many of the next jobs the queue page lists.
+const peekLimit = 20
+
+func (u *UI) queuePage(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	l, err := u.queueLive(r.Context(), ns, q)
+	if err != nil {
+		return err
+	}
+	pending, err := u.cfg.Queue.Pending(r.Context(), queue.PendingParams{Namespace: ns, Queue: q, Limit: peekLimit})
+	if err != nil {
+		return err
+	}
+	u.render(w, r, http.StatusOK, "queue", q+" · "+ns, map[string]any{
+		"NS": ns, "Queue": q, "Key": ns + "/" + q, "Path": queuePath(ns, q), "Live": l,
+		"Paused": l[ns+"/"+q+":paused"] == "paused", "Pending": pending,
+		"Poll": "/ui/api/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q),
+	})
+	return nil
+}
+
+func (u *UI) queueJSON(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	l, err := u.queueLive(r.Context(), ns, q)
+	if err != nil {
+		return err
+	}
+	return writeLive(w, l)
+}
+
+func (u *UI) pause(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	if err := u.cfg.Queue.Pause(r.Context(), ns, q); err != nil {
+		return err
+	}
+	return done(w, r, queuePath(ns, q), "Paused: consumers get no jobs from "+q+" until it is resumed.")
+}
+
+func (u *UI) resume(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	if err := u.cfg.Queue.Resume(r.Context(), ns, q); err != nil {
+		return err
+	}
+	return done(w, r, queuePath(ns, q), "Resumed.")
+}
+
+// purge empties the queue's ready and delayed jobs. The form must repeat the queue's name in
+// "confirm": a stray click or a replayed form cannot purge.
+func (u *UI) purge(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	if r.PostFormValue("confirm") != q {
+		return httpapi.InvalidArg("confirm", "type the queue's name (%s) to confirm the purge", q)
+	}
+	n, err := u.cfg.Queue.Purge(r.Context(), ns, q)
+	if err != nil {
+		return err
+	}
+	return done(w, r, queuePath(ns, q), fmt.Sprintf("Purged %d jobs.", n))
+}
+
+func (u *UI) jobPage(w http.ResponseWriter, r *http.Request) error {
+	ns, q, id := r.PathValue("ns"), r.PathValue("q"), r.PathValue("id")
+	job, err := u.cfg.Queue.Get(r.Context(), ns, q, id)
+	if err != nil {
+		return err
+	}
+	attrs, _ := json.Marshal(job.Attributes)
+	u.render(w, r, http.StatusOK, "job", "Job "+id, map[string]any{
+		"Job": job, "Path": queuePath(ns, q), "Payload": preview(job.Payload), "Result": preview(job.Result),
+		"Attributes": string(attrs),
+	})
+	return nil
+}
+
+// deadPageSize is the dead letter page's length.
+const deadPageSize = 50
+
+func (u *UI) deadPage(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	cursor := r.URL.Query().Get("cursor")
+	res, err := u.cfg.Queue.DeadList(r.Context(), queue.DeadListParams{Namespace: ns, Queue: q, Limit: deadPageSize, Cursor: cursor})
+	if err != nil {
+		return err
+	}
+	u.render(w, r, http.StatusOK, "dead", "Dead letter · "+q, map[string]any{
+		"NS": ns, "Queue": q, "Path": queuePath(ns, q), "Page": res, "First": cursor == "",
+	})
+	return nil
+}
+
+// deadAction runs respawn or delete on the selected ids ("id" fields), or on the whole dead
+// letter ("all" set), a page of MaxDeadPage per script call.
+func (u *UI) deadAction(r *http.Request, ns, q string, run func(ids []string, limit int) (int, error)) (int, error) {
+	if err := r.ParseForm(); err != nil {
+		return 0, httpapi.InvalidArg("form", "%v", err)
+	}
+	ids := r.PostForm["id"]
+	if r.PostFormValue("all") == "" {
+		if len(ids) == 0 {
+			return 0, httpapi.InvalidArg("id", "select at least one job (or choose all)")
+		}
+		if len(ids) > queue.MaxDeadPage {
+			return 0, httpapi.InvalidArg("id", "at most %d jobs at once", queue.MaxDeadPage)
+		}
+		return run(ids, 0)
+	}
+	total, err := u.cfg.Queue.DeadSize(r.Context(), ns, q)
+	if err != nil {
+		return 0, err
+	}
+	// Bounded by the size seen now: jobs that die meanwhile wait for the next click.
+	n := 0
+	for int64(n) < total {
+		k, err := run(nil, int(min(total-int64(n), queue.MaxDeadPage)))
+		n += k
+		if err != nil {
+			return n, err
+		}
+		if k == 0 {
+			break
+		}
+	}
+	return n, nil
+}
+
+func (u *UI) deadRespawn(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	n, err := u.deadAction(r, ns, q, func(ids []string, limit int) (int, error) {
+		got, err := u.cfg.Queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{Namespace: ns, Queue: q, IDs: ids, Limit: limit})
+		return len(got), err
+	})
+	if err != nil {
+		return err
+	}
+	return done(w, r, queuePath(ns, q)+"/dead", fmt.Sprintf("Respawned %d jobs: they are ready again.", n))
+}
+
+func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
+	ns, q, err := u.queueRef(r)
+	if err != nil {
+		return err
+	}
+	n, err := u.deadAction(r, ns, q, func(ids []string, limit int) (int, error) {
+		return u.cfg.Queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: ns, Queue: q, IDs: ids, Limit: limit})
+	})
+	if err != nil {
+		return err
+	}
+	return done(w, r, queuePath(ns, q)+"/dead", fmt.Sprintf("Deleted %d dead jobs.", n))
+}

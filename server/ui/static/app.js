@@ -1,0 +1,43 @@
+// Sluice dashboard: live numbers and confirmations. Every page works without this script.
+"use strict";
+(function () {
+  // Forms with data-confirm (or whose submitter has it) ask before they are sent.
+  document.addEventListener("submit", function (ev) {
+    var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || ev.target.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) { ev.preventDefault(); }
+  });
+  // The dead letter's "select all" box.
+  var all = document.getElementById("select-all");
+  if (all) {
+    all.addEventListener("change", function () {
+      document.querySelectorAll('#dead-form input[name="id"]').forEach(function (b) { b.checked = all.checked; });
+    });
+  }
+  // Live numbers: the page names its JSON twin in data-poll; each element with data-live (text)
+  // or data-points (a chart line) is updated in place. A page in the background stops polling.
+  var main = document.getElementById("main");
+  var url = main && main.getAttribute("data-poll");
+  if (!url) { return; }
+  var every = 2000, timer = null, busy = false;
+  function apply(data) {
+    document.querySelectorAll("[data-live]").forEach(function (el) {
+      var v = data[el.getAttribute("data-live")];
+      if (v !== undefined && el.textContent !== v) { el.textContent = v; }
+    });
+    document.querySelectorAll("[data-points]").forEach(function (el) {
+      var v = data[el.getAttribute("data-points")];
+      if (v !== undefined) { el.setAttribute("points", v); }
+    });
+  }
+  function poll() {
+    if (busy || document.hidden) { return; }
+    busy = true;
+    fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (d) { if (d) { apply(d); main.removeAttribute("data-stale"); } else { main.setAttribute("data-stale", ""); } })
+      .catch(function () { main.setAttribute("data-stale", ""); })
+      .finally(function () { busy = false; });
+  }
+  timer = setInterval(poll, every);
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) { poll(); } });
+})();

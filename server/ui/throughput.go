@@ -1,0 +1,181 @@
+package ui
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/sample.lua
+var sampleLua string
+
+var sampleScript = redis.NewScript(sampleLua)
+
+const (
+	// window is the chart's span in minutes.
+	window = 60
+	// sampleTTL lets a queue's samples go when no server samples it any more.
+	sampleTTL = 2 * time.Hour
+)
+
+// Sampler records, for every queue, the cumulative published and acked counters once a minute
+// in a hash of at most an hour of samples; the overview draws throughput from their differences.
+// The hot path (publish, ack) pays nothing for it, and the cost is one small script per queue per
+// SampleInterval.
+type Sampler struct {
+	cfg    Config
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newSampler(cfg Config) *Sampler { return &Sampler{cfg: cfg} }
+
+// Start samples every SampleInterval until Stop or ctx ends. A second Start is a no-op.
+func (s *Sampler) Start(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.cfg.SampleInterval)
+		defer t.Stop()
+		for {
+			if err := s.SampleOnce(ctx); err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn("dashboard throughput sample failed", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop ends the sampling started by Start and waits for it.
+func (s *Sampler) Stop() {
+	s.mu.Lock()
+	cancel, done := s.cancel, s.done
+	s.cancel = nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// SampleOnce records the current minute's sample of every queue (where none is recorded yet).
+func (s *Sampler) SampleOnce(ctx context.Context) error {
+	q := s.cfg.Queue
+	nss, err := q.Namespaces(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		names, err := q.Queues(ctx, ns)
+		if err != nil || len(names) == 0 {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		stats, err := q.StatsMany(ctx, ns, names)
+		if err != nil {
+			return err
+		}
+		if err := sampleScript.Load(ctx, s.cfg.Redis).Err(); err != nil {
+			return fmt.Errorf("ui: load sample script: %w", err)
+		}
+		pipe := s.cfg.Redis.Pipeline()
+		for i, name := range names {
+			sampleScript.EvalSha(ctx, pipe, []string{sampleKey(s.cfg.Prefix, ns, name)},
+				stats[i].Published, stats[i].Acked, window, int(sampleTTL/time.Second))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ui: sample %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// series is a queue's throughput per minute over the window, oldest first; a minute without both
+// samples is -1 (no data).
+type series struct {
+	Published, Acked [window]int64
+}
+
+// throughput reads the samples of the queues (one pipelined HGETALL each, of at most window+2
+// fields) and turns them into per-minute series ending at the last full minute.
+func (u *UI) throughput(ctx context.Context, ns string, queues []string) ([]series, error) {
+	pipe := u.cfg.Redis.Pipeline()
+	tm := pipe.Time(ctx)
+	cmds := make([]*redis.MapStringStringCmd, len(queues))
+	for i, q := range queues {
+		cmds[i] = pipe.HGetAll(ctx, sampleKey(u.cfg.Prefix, ns, q))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ui: throughput: %w", err)
+	}
+	now := tm.Val().Unix() / 60
+	out := make([]series, len(queues))
+	for i, c := range cmds {
+		samples := map[int64][2]int64{}
+		for f, v := range c.Val() {
+			m, err1 := strconv.ParseInt(f, 10, 64)
+			p, a, ok := strings.Cut(v, ":")
+			pv, err2 := strconv.ParseInt(p, 10, 64)
+			av, err3 := strconv.ParseInt(a, 10, 64)
+			if err1 == nil && ok && err2 == nil && err3 == nil {
+				samples[m] = [2]int64{pv, av}
+			}
+		}
+		for j := range window {
+			m := now - window + int64(j) // the minute [m, m+1) ends at most at now
+			a, okA := samples[m]
+			b, okB := samples[m+1]
+			if !okA || !okB {
+				out[i].Published[j], out[i].Acked[j] = -1, -1
+				continue
+			}
+			out[i].Published[j], out[i].Acked[j] = max(0, b[0]-a[0]), max(0, b[1]-a[1])
+		}
+	}
+	return out, nil
+}
+
+// points draws a series as the points of an SVG polyline in a 60×20 box, scaled to top; minutes
+// without data sit on the baseline.
+func points(s [window]int64, top int64) string {
+	var b strings.Builder
+	top = max(top, 1)
+	for i, v := range s {
+		v = max(v, 0)
+		y := 19 - float64(v)*18/float64(top)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d,%.1f", i, y)
+	}
+	return b.String()
+}
+
+// last returns the most recent minute with data (-1: none).
+func last(s [window]int64) int64 {
+	for i := window - 1; i >= 0; i-- {
+		if s[i] >= 0 {
+			return s[i]
+		}
+	}
+	return -1
+}

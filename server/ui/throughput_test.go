@@ -1,0 +1,149 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/queue"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func setup(t *testing.T, env *redistest.Env) (*UI, *queue.Client) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	q, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	ns := tenant.NewNamespaceStore(env.Client, env.Prefix)
+	u, err := New(Config{
+		Redis: env.Client, Prefix: env.Prefix, Queue: q, Namespaces: ns,
+		Tokens: tenant.NewTokenStore(env.Client, env.Prefix, ns, time.Second),
+		Limits: tenant.NewLimitStore(env.Client, env.Prefix, time.Second, log), Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, q
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestSampleOnce: the first sample of a minute is kept (later ones of the same minute do not
+// overwrite it), samples older than the window go, and the hash expires.
+func TestSampleOnce(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		u, q := setup(t, env)
+		ctx := ctxT(t)
+		for range 3 {
+			if _, err := q.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		key := sampleKey(env.Prefix, "ns", "q")
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale := strconv.FormatInt(now.Unix()/60-window-5, 10)
+		if err := env.Client.HSet(ctx, key, stale, "1:1", "junk", "1:1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			minute := strconv.FormatInt(now.Unix()/60, 10)
+			if err := u.sampler.SampleOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := u.sampler.SampleOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := env.Client.HGetAll(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := env.Client.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Unix()/60 != now.Unix()/60 {
+				now = after // a minute passed mid-test: the samples may be of two minutes; again
+				continue
+			}
+			if len(got) != 1 || got[minute] != "3:0" {
+				t.Fatalf("samples %v, want only %s=3:0", got, minute)
+			}
+			break
+		}
+		ttl, err := env.Client.TTL(ctx, key).Result()
+		if err != nil || ttl <= 0 || ttl > sampleTTL {
+			t.Fatalf("ttl %s %v", ttl, err)
+		}
+	})
+}
+
+// TestThroughputSeries: per-minute throughput is the difference of consecutive samples; minutes
+// without both samples have no data (-1), and a counter that went down counts as 0.
+func TestThroughputSeries(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	u, _ := setup(t, env)
+	ctx := ctxT(t)
+	key := sampleKey(env.Prefix, "ns", "q")
+	for {
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := now.Unix() / 60
+		f := func(d int64) string { return strconv.FormatInt(m-d, 10) }
+		if err := env.Client.HSet(ctx, key, f(3), "0:0", f(2), "10:4", f(1), "15:9", f(0), "12:20").Err(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := u.throughput(ctx, "ns", []string{"q", "none"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := env.Client.Time(ctx).Result(); after.Unix()/60 != m {
+			if err := env.Client.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			continue // the minute turned mid-test
+		}
+		got := fmt.Sprint(s[0].Published[window-4:], s[0].Acked[window-4:])
+		if want := "[-1 10 5 0] [-1 4 5 11]"; got != want {
+			t.Fatalf("series tail %s, want %s", got, want)
+		}
+		if last(s[1].Acked) != -1 || last(s[0].Acked) != 11 {
+			t.Fatalf("last: %d %d", last(s[1].Acked), last(s[0].Acked))
+		}
+		break
+	}
+	p := points(s3(), 10)
+	if !strings.HasPrefix(p, "0,19.0 1,1.0 2,10.0") || strings.Count(p, " ") != window-1 {
+		t.Fatalf("points %q", p)
+	}
+}
+
+func s3() (s [window]int64) {
+	s[0], s[1], s[2] = -1, 10, 5
+	return s
+}

@@ -1,0 +1,272 @@
+package ui
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config is what the dashboard needs from the server.
+type Config struct {
+	// Redis holds the throughput samples. Required.
+	Redis redis.UniversalClient
+	// Prefix starts the sample keys, like every key Sluice writes. Default "sluice".
+	Prefix string
+	// Queue is the job queue the pages show and act on. Required.
+	Queue *queue.Client
+	// Namespaces and Tokens are the tenancy stores of the tokens page. Required.
+	Namespaces *tenant.NamespaceStore
+	Tokens     *tenant.TokenStore
+	// Limits are the tokens' rate limits, removed with a revoked token. Required.
+	Limits *tenant.LimitStore
+	// Relay is the request queue of the endpoints and tasks pages. Default nil: those pages say
+	// the request queue is not set up.
+	Relay *relay.Client
+	// Rooms is the waiting room client of the rooms page. Default nil: the page says there is none.
+	Rooms *waitroom.Client
+	// AdminToken, when set, is what the login page asks for. Default "": no login (the admin
+	// listener then serves loopback hosts only).
+	AdminToken string
+	// SessionTTL is how long a login lasts. Default 12h.
+	SessionTTL time.Duration
+	// SampleInterval is how often Sampler records the queues' counters. Default 10s (a sample
+	// per minute is kept; the interval bounds how far a minute's edge may be off).
+	SampleInterval time.Duration
+	// Logger receives the dashboard's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, "sluice")
+	c.SessionTTL = cmp.Or(c.SessionTTL, 12*time.Hour)
+	c.SampleInterval = cmp.Or(c.SampleInterval, 10*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Redis == nil:
+		return errors.New("ui: Config.Redis is required")
+	case c.Queue == nil:
+		return errors.New("ui: Config.Queue is required")
+	case c.Namespaces == nil || c.Tokens == nil || c.Limits == nil:
+		return errors.New("ui: Config.Namespaces, Config.Tokens and Config.Limits are required")
+	case c.SessionTTL < time.Minute:
+		return fmt.Errorf("ui: Config.SessionTTL %s is under a minute", c.SessionTTL)
+	}
+	return nil
+}
+
+// UI is the dashboard: its handler and the sampler behind its throughput charts.
+type UI struct {
+	cfg      Config
+	log      *slog.Logger
+	sessions *sessions
+	pages    map[string]*template.Template
+	handler  http.Handler
+	sampler  *Sampler
+}
+
+// New builds the dashboard. Mount Handler under /ui/ on the admin listener, and Start the
+// sampler with the server.
+func New(cfg Config) (*UI, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	u := &UI{cfg: cfg, log: cfg.Logger, pages: pages}
+	u.sessions = newSessions(cfg.AdminToken, cfg.SessionTTL)
+	u.sampler = newSampler(cfg)
+	u.handler = u.routes()
+	return u, nil
+}
+
+// Handler serves every path under /ui/.
+func (u *UI) Handler() http.Handler { return u.handler }
+
+// Start runs the throughput sampler until Stop (or ctx ends).
+func (u *UI) Start(ctx context.Context) { u.sampler.Start(ctx) }
+
+// Stop stops the sampler and waits for it.
+func (u *UI) Stop() { u.sampler.Stop() }
+
+// Sampler returns the throughput sampler (tests and the server drive it).
+func (u *UI) Sampler() *Sampler { return u.sampler }
+
+// handler is a page or action: it writes its answer or returns an error, rendered as an HTML page
+// (pages, actions) or in the native JSON shape (paths under /ui/api/).
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (u *UI) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", cacheStatic(http.FileServerFS(static))))
+	mux.HandleFunc("GET /ui/login", u.open(u.loginPage))
+	mux.HandleFunc("POST /ui/login", u.open(u.login))
+	page := func(pattern string, h handler) { mux.HandleFunc(pattern, u.guard(h)) }
+	page("POST /ui/logout", u.logout)
+	page("GET /ui/{$}", u.overview)
+	page("GET /ui/api/overview", u.overviewJSON)
+	page("GET /ui/find", u.find)
+	page("GET /ui/ns/{ns}/queues/{q}", u.queuePage)
+	page("GET /ui/api/ns/{ns}/queues/{q}", u.queueJSON)
+	page("POST /ui/ns/{ns}/queues/{q}/pause", u.pause)
+	page("POST /ui/ns/{ns}/queues/{q}/resume", u.resume)
+	page("POST /ui/ns/{ns}/queues/{q}/purge", u.purge)
+	page("GET /ui/ns/{ns}/queues/{q}/jobs/{id}", u.jobPage)
+	page("GET /ui/ns/{ns}/queues/{q}/dead", u.deadPage)
+	page("POST /ui/ns/{ns}/queues/{q}/dead/respawn", u.deadRespawn)
+	page("POST /ui/ns/{ns}/queues/{q}/dead/delete", u.deadDelete)
+	page("GET /ui/tokens", u.tokensPage)
+	page("POST /ui/tokens", u.createToken)
+	page("POST /ui/tokens/{ns}/{id}/revoke", u.revokeToken)
+	page("GET /ui/endpoints", u.endpointsPage)
+	page("GET /ui/api/endpoints", u.endpointsJSON)
+	page("POST /ui/endpoints/{name}", u.setEndpoint)
+	page("GET /ui/tasks", u.taskPage)
+	page("GET /ui/rooms", u.roomsPage)
+	page("GET /ui/api/rooms", u.roomsJSON)
+	page("POST /ui/rooms/{name}/capacity", u.setCapacity)
+	page("POST /ui/rooms/{name}/reset", u.resetRoom)
+	mux.HandleFunc("/ui/", u.open(func(w http.ResponseWriter, r *http.Request) error {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			other := r.Clone(r.Context())
+			other.Method = m
+			if _, p := mux.Handler(other); m != r.Method && p != "/ui/" && p != "" {
+				w.Header().Set("Allow", m)
+				return &httpapi.Error{Code: httpapi.CodeMethodNotAllowed, Message: r.Method + " is not allowed here (actions are POST forms)"}
+			}
+		}
+		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no such page; start from the overview"}
+	}))
+	return securityHeaders(mux)
+}
+
+// securityHeaders keeps the dashboard out of frames and stops it from loading anything that is
+// not its own.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=300")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// open serves a handler that needs no session (the login page).
+func (u *UI) open(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			u.renderError(w, r, err)
+		}
+	}
+}
+
+// guard serves a handler behind the session: a page without one goes to the login page (or, with
+// no admin token, gets a session at once); JSON and POSTs are refused. Every POST must carry the
+// session's CSRF token.
+func (u *UI) guard(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess, ok := u.sessions.fromRequest(r)
+		if !ok {
+			switch {
+			case u.cfg.AdminToken == "" && r.Method == http.MethodGet:
+				sess = u.sessions.issue(w, r)
+			case r.Method == http.MethodGet && !isAPI(r):
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			default:
+				u.renderError(w, r, &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "log in to the dashboard first (/ui/login)"})
+				return
+			}
+		}
+		if r.Method == http.MethodPost {
+			if err := u.sessions.checkCSRF(r, sess); err != nil {
+				u.renderError(w, r, err)
+				return
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		if err := h(w, r); err != nil {
+			u.renderError(w, r, err)
+		}
+	}
+}
+
+func isAPI(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/ui/api/") }
+
+// renderError answers err: the native JSON shape under /ui/api/, else an HTML page with the
+// registry's status and message.
+func (u *UI) renderError(w http.ResponseWriter, r *http.Request, err error) {
+	if isAPI(r) {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	if httpapi.ClientGone(r, err) {
+		return
+	}
+	e := httpapi.ErrorOf(err)
+	if st := httpapi.StateOf(r.Context()); st != nil {
+		st.NoteError(r.Context(), e, err)
+	} else if e.Code == httpapi.CodeInternal {
+		u.log.ErrorContext(r.Context(), "dashboard request failed", "path", r.URL.Path, "error", err)
+	}
+	httpapi.SetRetryAfter(w, e.RetryAfter)
+	msg := e.Message
+	if e.Field != "" {
+		msg = e.Field + ": " + msg
+	}
+	u.render(w, r, e.Status(), "error", "Error", map[string]any{"Code": e.Code, "Message": msg})
+}
+
+// done answers a successful action: back to the page it came from, with a note of what happened.
+func done(w http.ResponseWriter, r *http.Request, to, note string) error {
+	http.Redirect(w, r, to+sep(to)+"note="+url.QueryEscape(note), http.StatusSeeOther) //nolint:gosec // to is a dashboard path built from escaped parts
+	return nil
+}
+
+func sep(to string) string {
+	if strings.Contains(to, "?") {
+		return "&"
+	}
+	return "?"
+}

@@ -1,0 +1,418 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// dashboard is a browser-like client of the dashboard: a cookie jar, no redirects followed, and
+// the CSRF token of the last page it read.
+type dashboard struct {
+	ts     *testServer
+	client *http.Client
+	csrf   string
+}
+
+func newDashboard(t *testing.T, ts *testServer) *dashboard {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dashboard{ts: ts, client: &http.Client{Jar: jar, CheckRedirect: noRedirects.CheckRedirect}}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
+
+func (d *dashboard) send(t *testing.T, method, path string, form url.Values, header map[string]string) response {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctxT(t), method, d.ts.AdminURL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := csrfField.FindSubmatch(b); m != nil {
+		d.csrf = string(m[1])
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+func (d *dashboard) get(t *testing.T, path string) response {
+	t.Helper()
+	return d.send(t, http.MethodGet, path, nil, nil)
+}
+
+// post sends a form with the session's CSRF token.
+func (d *dashboard) post(t *testing.T, path string, form url.Values) response {
+	t.Helper()
+	if form == nil {
+		form = url.Values{}
+	}
+	form.Set("csrf", d.csrf)
+	return d.send(t, http.MethodPost, path, form, nil)
+}
+
+// login logs in with the admin token and loads the overview (for a CSRF token).
+func (d *dashboard) login(t *testing.T) {
+	t.Helper()
+	r := d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {d.ts.AdminToken}, "next": {"/ui/"}}, nil)
+	if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/ui/" {
+		t.Fatalf("login: %d %s", r.Status, r.Body)
+	}
+	page := d.get(t, "/ui/")
+	wantPage(t, page, http.StatusOK, "Queues")
+}
+
+// wantPage fails unless the page has the status and contains every text.
+func wantPage(t *testing.T, r response, status int, texts ...string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("got %d, want %d: %s", r.Status, status, r.Body)
+	}
+	for _, s := range texts {
+		if !strings.Contains(string(r.Body), s) {
+			t.Fatalf("page (%d) lacks %q:\n%s", r.Status, s, r.Body)
+		}
+	}
+}
+
+func wantRedirect(t *testing.T, r response, prefix string) {
+	t.Helper()
+	if r.Status != http.StatusSeeOther || !strings.HasPrefix(r.Header.Get("Location"), prefix) {
+		t.Fatalf("got %d Location %q, want 303 to %s...: %s", r.Status, r.Header.Get("Location"), prefix, r.Body)
+	}
+}
+
+// deadJob publishes a job with one try and fails its delivery, so it lands in the dead letter.
+func deadJob(t *testing.T, ts *testServer, ns, q, payload string) string {
+	t.Helper()
+	ctx := ctxT(t)
+	res, err := ts.Queue.Publish(ctx, queue.PublishParams{Namespace: ns, Queue: q, Payload: []byte(payload), Tries: 1, Priority: queue.MaxPriority})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ts.Queue.Consume(ctx, queue.ConsumeParams{Namespace: ns, Queues: []string{q}})
+	if err != nil || len(ds) != 1 || ds[0].ID != res.ID {
+		t.Fatalf("consume: %v %v", ds, err)
+	}
+	if _, err := ts.Queue.Nack(ctx, queue.NackParams{Namespace: ns, Queue: q, ID: res.ID, Delivery: ds[0].Delivery, Error: "boom: " + payload}); err != nil {
+		t.Fatal(err)
+	}
+	return res.ID
+}
+
+func TestDashboardLogin(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := newDashboard(t, ts)
+
+	// Without a session a page goes to the login page; JSON and actions are refused.
+	wantRedirect(t, d.get(t, "/ui/"), "/ui/login?next=")
+	wantStatus(t, d.get(t, "/ui/api/overview"), http.StatusUnauthorized, "unauthenticated")
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/a/queues/b/pause", url.Values{}, nil), http.StatusUnauthorized)
+	wantPage(t, d.get(t, "/ui/login"), http.StatusOK, "Admin token")
+
+	// A wrong token is refused and sets no cookie.
+	r := d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {"nope"}}, nil)
+	wantPage(t, r, http.StatusUnauthorized, "That is not the admin token")
+	if r.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("a failed login set a cookie: %s", r.Header.Get("Set-Cookie"))
+	}
+	// The bearer check of the admin API is not bypassed by the dashboard's paths.
+	wantStatus(t, do(t, http.MethodGet, ts.AdminURL+"/v1/namespaces", "", nil), http.StatusUnauthorized, "unauthenticated")
+
+	// A login from another site is refused.
+	r = d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {ts.AdminToken}}, map[string]string{"Origin": "http://evil.example"})
+	wantPage(t, r, http.StatusForbidden)
+
+	// The right token sets an HttpOnly, SameSite=Strict cookie and the session then serves pages;
+	// the post-login redirect stays inside the dashboard.
+	r = d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {ts.AdminToken}, "next": {"//evil.example/"}}, nil)
+	wantRedirect(t, r, "/ui/")
+	if r.Header.Get("Location") != "/ui/" {
+		t.Fatalf("next escaped the dashboard: %s", r.Header.Get("Location"))
+	}
+	c := r.Header.Get("Set-Cookie")
+	for _, want := range []string{"sluice_ui=", "HttpOnly", "SameSite=Strict", "Path=/ui/", "Max-Age="} {
+		if !strings.Contains(c, want) {
+			t.Fatalf("cookie %q lacks %s", c, want)
+		}
+	}
+	wantPage(t, d.get(t, "/ui/"), http.StatusOK, "Queues", "Nothing here yet")
+	wantStatus(t, d.get(t, "/ui/api/overview"), http.StatusOK, "")
+
+	// A forged cookie is no session.
+	other := newDashboard(t, ts)
+	u, _ := url.Parse(ts.AdminURL + "/ui/")
+	other.client.Jar.SetCookies(u, []*http.Cookie{{Name: "sluice_ui", Value: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA.AAAA", Path: "/ui/"}})
+	wantRedirect(t, other.get(t, "/ui/"), "/ui/login")
+
+	// Logging out ends the session in the browser.
+	wantRedirect(t, d.post(t, "/ui/logout", nil), "/ui/login")
+	wantRedirect(t, d.get(t, "/ui/"), "/ui/login")
+}
+
+func TestDashboardWithoutAdminToken(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.AdminToken = "" })
+	d := newDashboard(t, ts)
+	// No login: the first page view gets a session, and actions still need its CSRF token.
+	wantPage(t, d.get(t, "/ui/"), http.StatusOK, "Queues")
+	wantRedirect(t, d.get(t, "/ui/login"), "/ui/")
+	if _, err := ts.Queue.Publish(ctxT(t), queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{}, nil), http.StatusForbidden, "CSRF")
+	wantRedirect(t, d.post(t, "/ui/ns/ns/queues/q/pause", nil), "/ui/ns/ns/queues/q?note=")
+}
+
+func TestDashboardCSRF(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	if _, err := ts.Queue.Publish(ctxT(t), queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	d := newDashboard(t, ts)
+	d.login(t)
+	paused := func() bool {
+		st, err := ts.Queue.Stats(ctxT(t), "ns", "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Paused
+	}
+	// No token, a wrong token, a token of another session, a foreign Origin: all refused.
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{}, nil), http.StatusForbidden, "CSRF")
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{"csrf": {"wrong"}}, nil), http.StatusForbidden)
+	d2 := newDashboard(t, ts)
+	d2.login(t)
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{"csrf": {d2.csrf}}, nil), http.StatusForbidden)
+	wantPage(t, d.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{"csrf": {d.csrf}}, map[string]string{"Origin": "http://evil.example"}), http.StatusForbidden)
+	// A GET cannot change anything.
+	wantPage(t, d.get(t, "/ui/ns/ns/queues/q/pause"), http.StatusMethodNotAllowed)
+	if paused() {
+		t.Fatal("a refused request paused the queue")
+	}
+	wantRedirect(t, d.post(t, "/ui/ns/ns/queues/q/pause", nil), "/ui/ns/ns/queues/q?note=")
+	if !paused() {
+		t.Fatal("pause with the CSRF token did not pause")
+	}
+}
+
+func TestDashboardQueues(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.UISampleInterval = 20 * time.Millisecond })
+	ctx := ctxT(t)
+	tok := ts.token(t, "shop")
+	for _, p := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
+		wantStatus(t, ts.public(t, "POST", "/v1/ns/shop/queues/mail/jobs", tok, `{"payload":`+p+`}`), http.StatusCreated, "")
+	}
+	bin, err := ts.Queue.Publish(ctx, queue.PublishParams{Namespace: "shop", Queue: "mail", Payload: []byte{0, 1, 2, 0xff}, Delay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead1 := deadJob(t, ts, "shop", "mail", "first")
+	dead2 := deadJob(t, ts, "shop", "mail", "second")
+	d := newDashboard(t, ts)
+	d.login(t)
+
+	// Overview: the namespace, the queue and its numbers, in the page and in its JSON twin.
+	wantPage(t, d.get(t, "/ui/"), http.StatusOK, "shop", `href="/ui/ns/shop/queues/mail"`,
+		`data-live="shop/mail:ready">3<`, `data-live="shop/mail:delayed">1<`, `data-live="shop/mail:dead">2<`, "<polyline")
+	var l map[string]string
+	r := d.get(t, "/ui/api/overview")
+	r.JSON(t, &l)
+	if l["shop/mail:ready"] != "3" || l["shop/mail:dead"] != "2" || l["shop/mail:paused"] != "running" {
+		t.Fatalf("overview JSON: %v", l)
+	}
+
+	// The server's sampler records the queue's counters for the throughput chart.
+	eventually(t, 10*time.Second, "a throughput sample", func() bool {
+		n, err := ts.env.Client.HLen(ctx, ts.env.Prefix+":ui:throughput:{shop:mail}").Result()
+		return err == nil && n > 0
+	})
+
+	// Queue page: the next jobs, a job by id (JSON and hex payloads), the find form.
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "Next jobs", "4 of 4 pending", `{&#34;n&#34;:1}`)
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/nope"), http.StatusNotFound, "no queue")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/jobs/"+bin.ID), http.StatusOK, "delayed", "hex", "00 01 02 ff")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/jobs/"+dead1), http.StatusOK, "dead", "boom: first")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/jobs/nope"), http.StatusNotFound)
+	wantRedirect(t, d.get(t, "/ui/find?ns=shop&q=mail&id="+dead1), "/ui/ns/shop/queues/mail/jobs/"+dead1)
+	wantPage(t, d.get(t, "/ui/find?ns=shop&q=mail&id="), http.StatusBadRequest, "id")
+
+	// Pause and resume.
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/pause", nil), "/ui/ns/shop/queues/mail?note=")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, `id="resume"`, ">paused<")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/resume", nil), "/ui/ns/shop/queues/mail?note=")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, `id="pause"`)
+
+	// Dead letter: listed with the last error; respawn one selected, delete the other.
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, `id="dead-total">2 jobs<`, "boom: first", "boom: second")
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", nil), http.StatusBadRequest, "select at least one")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail/dead?note=Respawned+1")
+	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead1); err != nil || j.State != queue.StateReady {
+		t.Fatalf("respawned job: %+v %v", j, err)
+	}
+	d.get(t, "/ui/ns/shop/queues/mail/dead")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail/dead?note=Deleted+1")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, "The dead letter is empty")
+
+	// All of them at once.
+	for i := range 3 {
+		deadJob(t, ts, "shop", "other", "x"+string(rune('a'+i)))
+	}
+	d.get(t, "/ui/ns/shop/queues/other/dead")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other/dead?note=Respawned+3")
+	for i := range 2 {
+		deadJob(t, ts, "shop", "third", "y"+string(rune('a'+i)))
+	}
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third/dead?note=Deleted+2")
+	if n, err := ts.Queue.DeadSize(ctx, "shop", "third"); err != nil || n != 0 {
+		t.Fatalf("dead size after delete all: %d %v", n, err)
+	}
+
+	// Purge needs the queue's name typed in.
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/purge", nil), http.StatusBadRequest, "confirm")
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/purge", url.Values{"confirm": {"other"}}), http.StatusBadRequest, "confirm")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/purge", url.Values{"confirm": {"mail"}}), "/ui/ns/shop/queues/mail?note=Purged+5")
+	if st, err := ts.Queue.Stats(ctx, "shop", "mail"); err != nil || st.Ready+st.Delayed != 0 {
+		t.Fatalf("after purge: %+v %v", st, err)
+	}
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "No pending jobs")
+}
+
+func TestDashboardTokens(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := newDashboard(t, ts)
+	d.login(t)
+	wantPage(t, d.get(t, "/ui/tokens"), http.StatusOK, "Create a token", "No namespaces yet")
+	wantPage(t, d.post(t, "/ui/tokens", url.Values{"namespace": {"shop"}}), http.StatusBadRequest, "permissions")
+	wantPage(t, d.post(t, "/ui/tokens", url.Values{"namespace": {"shop"}, "perm": {"publish"}, "max_priority": {"x"}}), http.StatusBadRequest, "max_priority")
+	wantPage(t, d.post(t, "/ui/tokens", url.Values{"namespace": {"shop"}, "perm": {"fly"}}), http.StatusBadRequest)
+	wantPage(t, d.post(t, "/ui/tokens", url.Values{"namespace": {"bad name"}, "perm": {"publish"}}), http.StatusBadRequest, "namespace")
+
+	r := d.post(t, "/ui/tokens", url.Values{"namespace": {"shop"}, "description": {"mailer"}, "perm": {"publish"}, "max_priority": {"9"}})
+	wantPage(t, r, http.StatusCreated, "shown <b>only once</b>", "mailer")
+	secret := regexp.MustCompile(`id="token-secret" readonly value="([^"]+)"`).FindStringSubmatch(string(r.Body))
+	if secret == nil {
+		t.Fatalf("no secret in %s", r.Body)
+	}
+	tok, err := ts.Tokens.Authenticate(ctxT(t), secret[1])
+	if err != nil || tok.Namespace != "shop" || tok.MaxPriority != 9 || len(tok.Permissions) != 1 || tok.Permissions[0] != tenant.PermPublish {
+		t.Fatalf("created token: %+v %v", tok, err)
+	}
+	// The list shows the token, never its secret again.
+	page := d.get(t, "/ui/tokens")
+	wantPage(t, page, http.StatusOK, tok.ID, "mailer")
+	if strings.Contains(string(page.Body), secret[1]) {
+		t.Fatal("the token list shows the secret")
+	}
+	wantRedirect(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), "/ui/tokens?ns=shop&note=Revoked")
+	if _, err := ts.Tokens.Authenticate(ctxT(t), secret[1]); err == nil {
+		t.Fatal("the revoked token still authenticates")
+	}
+	wantPage(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), http.StatusNotFound)
+}
+
+func TestDashboardRooms(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := newDashboard(t, ts)
+	d.login(t)
+	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, "No waiting rooms yet")
+	if _, err := ts.srv.waitroom.SetRoom(ctxT(t), "sale", waitroom.RoomConfig{MaxActive: 1}); err != nil {
+		t.Fatal(err)
+	}
+	room, err := ts.srv.waitroom.Room("sale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"v1", "v2", "v3"} {
+		if _, err := room.Arrive(ctxT(t), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, `data-live="room/sale:active">1<`, `data-live="room/sale:waiting">2<`)
+	var l map[string]string
+	d.get(t, "/ui/api/rooms").JSON(t, &l)
+	if l["room/sale:max"] != "1" {
+		t.Fatalf("rooms JSON: %v", l)
+	}
+	wantPage(t, d.post(t, "/ui/rooms/sale/capacity", url.Values{"max_active": {"0"}}), http.StatusBadRequest, "max_active")
+	wantPage(t, d.post(t, "/ui/rooms/nope/capacity", url.Values{"max_active": {"3"}}), http.StatusNotFound)
+	wantRedirect(t, d.post(t, "/ui/rooms/sale/capacity", url.Values{"max_active": {"5"}}), "/ui/rooms?note=")
+	if cfg, err := ts.srv.waitroom.GetRoom(ctxT(t), "sale"); err != nil || cfg.MaxActive != 5 {
+		t.Fatalf("capacity: %+v %v", cfg, err)
+	}
+	wantPage(t, d.post(t, "/ui/rooms/sale/reset", nil), http.StatusBadRequest, "confirm")
+	wantRedirect(t, d.post(t, "/ui/rooms/sale/reset", url.Values{"confirm": {"sale"}}), "/ui/rooms?note=")
+	st, err := room.Stats(ctxT(t))
+	if err != nil || st.Active != 0 || st.Waiting != 0 {
+		t.Fatalf("after reset: %+v %v", st, err)
+	}
+}
+
+func TestDashboardRequestQueue(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := newDashboard(t, ts)
+	d.login(t)
+	wantPage(t, d.get(t, "/ui/endpoints"), http.StatusOK, "No endpoints yet")
+	wantPage(t, d.get(t, "/ui/tasks"), http.StatusOK, "Enter a task id")
+	rc := ts.srv.relay
+	if _, err := rc.SetEndpoint(ctxT(t), relay.Endpoint{Name: "slow", TargetURL: "http://127.0.0.1:1/api", QPS: 2, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := rc.Submit(ctxT(t), relay.SubmitParams{Endpoint: "slow", Namespace: "shop", Method: "POST", TargetURL: "http://127.0.0.1:1/api/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPage(t, d.get(t, "/ui/endpoints"), http.StatusOK, `data-live="ep/slow:queued">1<`, "http://127.0.0.1:1/api")
+	var l map[string]string
+	d.get(t, "/ui/api/endpoints").JSON(t, &l)
+	if l["ep/slow:queued"] != "1" {
+		t.Fatalf("endpoints JSON: %v", l)
+	}
+	limits := url.Values{"qps": {"5"}, "concurrency": {"3"}, "max_queued": {"100"}, "timeout": {"7"}}
+	bad := url.Values{"qps": {"-1"}, "concurrency": {"3"}, "max_queued": {"100"}, "timeout": {"7"}}
+	wantPage(t, d.post(t, "/ui/endpoints/slow", bad), http.StatusBadRequest, "qps")
+	wantPage(t, d.post(t, "/ui/endpoints/nope", limits), http.StatusNotFound)
+	wantRedirect(t, d.post(t, "/ui/endpoints/slow", limits), "/ui/endpoints?note=")
+	ep, err := rc.Endpoint(ctxT(t), "slow")
+	if err != nil || ep.QPS != 5 || ep.Concurrency != 3 || ep.MaxQueued != 100 || ep.Timeout != 7*time.Second || ep.TargetURL != "http://127.0.0.1:1/api" {
+		t.Fatalf("endpoint after edit: %+v %v", ep, err)
+	}
+	wantPage(t, d.get(t, "/ui/tasks?id="+url.QueryEscape(sub.ID)), http.StatusOK, sub.ID, "pending", "POST http://127.0.0.1:1/api/x")
+	wantPage(t, d.get(t, "/ui/tasks?id=slow-nope"), http.StatusNotFound)
+}
