@@ -19,4 +19,10 @@
 // Consume blocks without polling: scripts PUBLISH when jobs become ready, and a blocked consumer
 // sleeps until the next due job or lease end that Redis reported. A Maintainer does the same
 // housekeeping for queues that no consumer is reading.
+//
+// Where things are: the scripts are lua/*.lua (lib.lua holds the helpers they share, such as the
+// unique-key holder check); scripts.go is the only code that runs them (function library or
+// EVALSHA, loading, reloading, pipelines), called by typed script name; keys.go builds every key.
+// The typed worker SDK is typed_*.go and worker*.go. Helpers for the tests of code that uses
+// queues are in package queuetest.
 package queue

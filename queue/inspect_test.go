@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -283,4 +285,75 @@ func TestDeleteNamespace(t *testing.T) {
 			t.Fatalf("a deleted namespace keeps jobs: %+v", s)
 		}
 	})
+}
+
+func TestPending(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		low := f.publish(t, queue.PublishParams{Queue: "q", Payload: []byte("low")})
+		high := f.publish(t, queue.PublishParams{Queue: "q", Priority: 5, Payload: []byte("high")})
+		later := f.publish(t, queue.PublishParams{Queue: "q", Delay: time.Hour})
+		f.publish(t, queue.PublishParams{Queue: "q", Delay: 2 * time.Hour})
+		leased := f.publish(t, queue.PublishParams{Queue: "q", Priority: 9})
+		if d := f.consumeOne(t, "q"); d.ID != leased {
+			t.Fatalf("consumed %s, want %s", d.ID, leased)
+		}
+		acked := f.publish(t, queue.PublishParams{Queue: "other"})
+		f.ack(t, f.consumeOne(t, "other"))
+
+		res, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range res.Jobs {
+			got = append(got, j.ID+":"+string(j.State)+":"+strconv.Itoa(j.Position))
+		}
+		want := []string{high + ":ready:0", low + ":ready:1", later + ":delayed:-1"}
+		if res.Total != 5 || len(res.Jobs) != 5 || !slices.Equal(got[:3], want) || res.Jobs[4].ID != leased ||
+			res.Jobs[4].State != queue.StateLeased || res.Jobs[4].Deliveries != 1 {
+			t.Fatalf("Pending = total %d %v, want total 5 starting %v and ending with leased %s", res.Total, got, want, leased)
+		}
+		if string(res.Jobs[0].Payload) != "high" {
+			t.Fatalf("payload %q", res.Jobs[0].Payload)
+		}
+
+		res, err = f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q", Limit: 2})
+		if err != nil || res.Total != 5 || len(res.Jobs) != 2 || res.Jobs[0].ID != high {
+			t.Fatalf("Pending(limit 2) = %+v, %v", res, err)
+		}
+		res, err = f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "other"})
+		if err != nil || res.Total != 0 || len(res.Jobs) != 0 {
+			t.Fatalf("Pending of a queue whose one job %s was acked = %+v, %v", acked, res, err)
+		}
+		var verr *queue.ValidationError
+		if _, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q", Limit: 1001}); !errors.As(err, &verr) || verr.Field != "limit" {
+			t.Fatalf("Pending(limit 1001) = %v, want a ValidationError on limit", err)
+		}
+	})
+}
+
+// Jobs past their ttl that wait for housekeeping are gone for Pending, as for Get.
+func TestPendingLeavesOutExpired(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	f.publish(t, queue.PublishParams{Queue: "q", TTL: time.Millisecond})
+	live := f.publish(t, queue.PublishParams{Queue: "q"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Jobs) == 1 && res.Jobs[0].ID == live && res.Jobs[0].Position == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Pending still shows the job past its ttl: %+v", res.Jobs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

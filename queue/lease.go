@@ -131,13 +131,11 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 		collect(g, reply)
 		return errs, nil
 	}
-	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(groups))
-		for i, g := range groups {
-			cmds[i] = c.runPipelined(ctx, pipe, scriptAck, g.k, append([]any{len(g.idx)}, g.args...)...)
-		}
-		return cmds
-	})
+	calls := make([]scriptCall, len(groups))
+	for i, g := range groups {
+		calls[i] = scriptCall{script: scriptAck, keys: g.k, args: append([]any{len(g.idx)}, g.args...)}
+	}
+	cmds, err := c.runMany(ctx, calls)
 	if err != nil {
 		return nil, fmt.Errorf("queue: ack: %w", err)
 	}

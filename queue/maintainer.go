@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // MaintainerConfig configures a Maintainer.
@@ -76,13 +74,11 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		if len(queues) == 0 {
 			continue
 		}
-		cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
-			cmds := make([]*redis.Cmd, len(queues))
-			for i, q := range queues {
-				cmds[i] = c.runPipelined(ctx, pipe, scriptMaintain, c.keys.get(ns, q))
-			}
-			return cmds
-		})
+		calls := make([]scriptCall, len(queues))
+		for i, q := range queues {
+			calls[i] = scriptCall{script: scriptMaintain, keys: c.keys.get(ns, q)}
+		}
+		cmds, err := c.runMany(ctx, calls)
 		if err != nil {
 			return res, fmt.Errorf("queue: maintain %s: %w", ns, err)
 		}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Limits on what a job may carry.
@@ -155,14 +153,11 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		}
 		return out, collect(g, reply)
 	}
-	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(groups))
-		for i, g := range groups {
-			k := c.keys.get(g.ns, g.q)
-			cmds[i] = c.runPipelined(ctx, pipe, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...)
-		}
-		return cmds
-	})
+	calls := make([]scriptCall, len(groups))
+	for i, g := range groups {
+		calls[i] = scriptCall{script: scriptPublish, keys: c.keys.get(g.ns, g.q), args: append([]any{len(g.idx)}, g.args...)}
+	}
+	cmds, err := c.runMany(ctx, calls)
 	if err != nil {
 		return nil, fmt.Errorf("queue: publish: %w", err)
 	}

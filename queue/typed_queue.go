@@ -190,6 +190,10 @@ func (q *Queue[T]) Stats(ctx context.Context) (Stats, error) {
 	return q.client.Stats(ctx, q.ns, q.name)
 }
 
+// Decode turns a job's payload into a *T with the queue's codec, for code that reads jobs
+// outside a worker (Client.Get, Client.Pending, tests).
+func (q *Queue[T]) Decode(b []byte) (*T, error) { return q.decode(b) }
+
 // decode turns a job's payload into a *T.
 func (q *Queue[T]) decode(b []byte) (*T, error) {
 	v := new(T)

@@ -73,6 +73,13 @@ func (q *Queue[T]) Consume(ctx context.Context, handle func(ctx context.Context,
 
 type deliveryKey struct{}
 
+// ContextWithDelivery returns ctx carrying d, as a worker's handler context carries the delivery
+// it runs: code that calls a handler itself (a test helper such as queuetest's Drain) gives
+// handlers the same DeliveryFromContext.
+func ContextWithDelivery(ctx context.Context, d Delivery) context.Context {
+	return context.WithValue(ctx, deliveryKey{}, &d)
+}
+
 // DeliveryFromContext returns the delivery a handler is running, from the handler's context.
 func DeliveryFromContext(ctx context.Context) (Delivery, bool) {
 	d, ok := ctx.Value(deliveryKey{}).(*Delivery)
@@ -336,22 +343,8 @@ const maxErrorText = 4096
 func (w *worker) fail(calm context.Context, j *heldJob, err error) {
 	defer w.untrack(j)
 	d := &j.d
-	text := err.Error()
-	if len(text) > maxErrorText {
-		text = text[:maxErrorText]
-	}
-	p := NackParams{Namespace: d.Namespace, Queue: d.Queue, ID: d.ID, Delivery: d.Delivery, Error: text}
-	var skip *skipRetryError
-	var after *retryAfterError
-	switch {
-	case errors.As(err, &skip):
-		p.NoRetry = true
-	case errors.As(err, &after):
-		p.RetryAfter = &after.after
-	case d.RemainingTries > 0:
-		delay := max(w.cfg.RetryPolicy.RetryDelay(d.Delivery, err), 0)
-		p.RetryAfter = &delay
-	}
+	p := NackParamsFor(d, err, w.cfg.RetryPolicy)
+	text := p.Error
 	ctx, cancel := context.WithTimeout(calm, callTimeout)
 	defer cancel()
 	outcome, nerr := w.client.Nack(ctx, p)

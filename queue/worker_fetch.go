@@ -78,18 +78,15 @@ func (c *Client) releaseMany(ctx context.Context, ds []*Delivery) ([]error, erro
 	})
 }
 
-func (c *Client) leaseMany(ctx context.Context, script, op string, ds []*Delivery, args func(*Delivery) []any) ([]error, error) {
+func (c *Client) leaseMany(ctx context.Context, script scriptName, op string, ds []*Delivery, args func(*Delivery) []any) ([]error, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	cmds, err := c.execPipeline(ctx, func(pipe redis.Pipeliner) []*redis.Cmd {
-		cmds := make([]*redis.Cmd, len(ds))
-		for i, d := range ds {
-			k := c.keys.get(d.Namespace, d.Queue)
-			cmds[i] = c.runPipelined(ctx, pipe, script, k, args(d)...)
-		}
-		return cmds
-	})
+	calls := make([]scriptCall, len(ds))
+	for i, d := range ds {
+		calls[i] = scriptCall{script: script, keys: c.keys.get(d.Namespace, d.Queue), args: args(d)}
+	}
+	cmds, err := c.runMany(ctx, calls)
 	if err != nil {
 		return nil, leaseError(op, err)
 	}

@@ -63,6 +63,34 @@ func (b ExponentialBackoff) RetryDelay(attempt int, _ error) time.Duration {
 	return d
 }
 
+// NackParamsFor returns the Nack a worker sends when a handler failed delivery d with err: the
+// error's text (bounded) as the job's last error; SkipRetry's error sends the job to the dead
+// letter now, RetryAfter's names the delay, and any other error waits policy's delay while the
+// job has tries left. Code that runs handlers itself (queuetest's Drain) settles failures as
+// workers do with it.
+func NackParamsFor(d *Delivery, err error, policy RetryPolicy) NackParams {
+	text := err.Error()
+	if len(text) > maxErrorText {
+		text = text[:maxErrorText]
+	}
+	p := NackParams{Namespace: d.Namespace, Queue: d.Queue, ID: d.ID, Delivery: d.Delivery, Error: text}
+	var skip *skipRetryError
+	var after *retryAfterError
+	switch {
+	case errors.As(err, &skip):
+		p.NoRetry = true
+	case errors.As(err, &after):
+		p.RetryAfter = &after.after
+	case d.RemainingTries > 0:
+		if policy == nil {
+			policy = DefaultRetryPolicy
+		}
+		delay := max(policy.RetryDelay(d.Delivery, err), 0)
+		p.RetryAfter = &delay
+	}
+	return p
+}
+
 // SkipRetry marks a handler's error as final: the job goes to the dead letter at once, whatever
 // tries it has left. err is kept as the job's last error.
 func SkipRetry(err error) error {

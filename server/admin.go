@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 )
 
@@ -12,7 +14,7 @@ type createNamespaceRequest struct {
 // createNamespace is POST /v1/namespaces: 201 when created, 200 when it existed.
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	var req createNamespaceRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	n, created, err := s.namespaces.Create(r.Context(), req.Name, req.Description)
@@ -23,7 +25,7 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, n)
+	httpapi.WriteJSON(w, status, n)
 	return nil
 }
 
@@ -33,7 +35,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespaces": list})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"namespaces": list})
 	return nil
 }
 
@@ -43,7 +45,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, n)
+	httpapi.WriteJSON(w, http.StatusOK, n)
 	return nil
 }
 
@@ -54,11 +56,11 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.namespaces.Get(r.Context(), ns); err != nil {
 		return err
 	}
-	revoked, err := s.tokens.revokeNamespace(r.Context(), ns)
+	revoked, err := s.tokens.RevokeNamespace(r.Context(), ns)
 	if err != nil {
 		return err
 	}
-	if err := s.limits.removeNamespace(r.Context(), ns); err != nil {
+	if err := s.limits.RemoveNamespace(r.Context(), ns); err != nil {
 		return err
 	}
 	queues, jobs, err := s.queue.DeleteNamespace(r.Context(), ns)
@@ -68,54 +70,54 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.namespaces.Delete(r.Context(), ns); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{
+	httpapi.WriteJSON(w, http.StatusOK, map[string]int64{
 		"revoked_tokens": int64(revoked), "deleted_queues": int64(queues), "deleted_jobs": jobs,
 	})
 	return nil
 }
 
 type createTokenRequest struct {
-	Description string       `json:"description"`
-	Permissions []Permission `json:"permissions"`
-	MaxPriority *int         `json:"max_priority"`
+	Description string              `json:"description"`
+	Permissions []tenant.Permission `json:"permissions"`
+	MaxPriority *int                `json:"max_priority"`
 }
 
 // tokenCreated is the answer to a token creation: the only time the secret is shown.
 type tokenCreated struct {
-	Token
+	tenant.Token
 	Secret string `json:"token"`
 }
 
 // createToken is POST /v1/namespaces/{ns}/tokens (the namespace is registered when new).
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var req createTokenRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	if req.Permissions != nil && len(req.Permissions) == 0 {
-		return invalidArg("permissions", "name at least one of publish, consume, manage (leave it out for all)")
+		return httpapi.InvalidArg("permissions", "name at least one of publish, consume, manage (leave it out for all)")
 	}
-	secret, tok, err := s.tokens.Create(r.Context(), CreateTokenParams{
+	secret, tok, err := s.tokens.Create(r.Context(), tenant.CreateTokenParams{
 		Namespace: r.PathValue("ns"), Description: req.Description, Permissions: req.Permissions, MaxPriority: req.MaxPriority,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, tokenCreated{Token: tok, Secret: secret})
+	httpapi.WriteJSON(w, http.StatusCreated, tokenCreated{Token: tok, Secret: secret})
 	return nil
 }
 
 // listTokens is GET /v1/namespaces/{ns}/tokens (ids and settings; never secrets).
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	if !validName(ns) {
-		return invalidArg("namespace", "%q %s", ns, nameRule)
+	if !tenant.ValidName(ns) {
+		return httpapi.InvalidArg("namespace", "%q %s", ns, tenant.NameRule)
 	}
 	list, err := s.tokens.List(r.Context(), ns)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": list})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"tokens": list})
 	return nil
 }
 
@@ -123,14 +125,14 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 // token's rate limit goes with it.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	tok, err := s.tokens.find(r.Context(), ns, r.PathValue("id"))
+	tok, err := s.tokens.Find(r.Context(), ns, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	if err := s.tokens.Revoke(r.Context(), ns, tok.ID); err != nil {
 		return err
 	}
-	if err := s.limits.remove(r.Context(), ns, tok.ID); err != nil {
+	if err := s.limits.Remove(r.Context(), ns, tok.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -148,18 +150,18 @@ type limitJSON struct {
 
 // getTokenLimit is GET /v1/namespaces/{ns}/tokens/{id}/limit: 404 when the token has no limit.
 func (s *Server) getTokenLimit(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	tok, err := s.tokens.Find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	l, found, err := s.limits.get(r.Context(), tok.Namespace, tok.ID)
+	l, found, err := s.limits.Get(r.Context(), tok.Namespace, tok.ID)
 	if err != nil {
 		return err
 	}
 	if !found {
-		return &Error{Code: CodeNotFound, Message: "the token has no rate limit"}
+		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "the token has no rate limit"}
 	}
-	writeJSON(w, http.StatusOK, l)
+	httpapi.WriteJSON(w, http.StatusOK, l)
 	return nil
 }
 
@@ -167,15 +169,15 @@ func (s *Server) getTokenLimit(w http.ResponseWriter, r *http.Request) error {
 // Every instance applies it within a second.
 func (s *Server) setTokenLimit(w http.ResponseWriter, r *http.Request) error {
 	var req limitJSON
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
-	var l tokenLimit
+	var l tenant.Limit
 	switch {
 	case req.Interval == nil:
-		return invalidArg("interval", "give the interval in whole seconds (at least 1)")
+		return httpapi.InvalidArg("interval", "give the interval in whole seconds (at least 1)")
 	case req.Read == nil && req.Write == nil:
-		return invalidArg("read", "give read or write (or both): requests per interval")
+		return httpapi.InvalidArg("read", "give read or write (or both): requests per interval")
 	}
 	l.Interval = *req.Interval
 	if req.Read != nil {
@@ -184,28 +186,28 @@ func (s *Server) setTokenLimit(w http.ResponseWriter, r *http.Request) error {
 	if req.Write != nil {
 		l.Write = *req.Write
 	}
-	if field, msg := l.problem(); field != "" {
-		return invalidArg(field, "%s", msg)
+	if field, msg := l.Problem(); field != "" {
+		return httpapi.InvalidArg(field, "%s", msg)
 	}
-	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	tok, err := s.tokens.Find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if _, err := s.limits.set(r.Context(), tok.Namespace, tok.ID, l, true); err != nil {
+	if _, err := s.limits.Set(r.Context(), tok.Namespace, tok.ID, l, true); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, l)
+	httpapi.WriteJSON(w, http.StatusOK, l)
 	return nil
 }
 
 // deleteTokenLimit is DELETE /v1/namespaces/{ns}/tokens/{id}/limit: 204, also when the token had
 // no limit.
 func (s *Server) deleteTokenLimit(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.tokens.find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
+	tok, err := s.tokens.Find(r.Context(), r.PathValue("ns"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	if err := s.limits.remove(r.Context(), tok.Namespace, tok.ID); err != nil {
+	if err := s.limits.Remove(r.Context(), tok.Namespace, tok.ID); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

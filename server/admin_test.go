@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ func TestAdminNamespacesAndTokens(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated, "")
 	r = ts.adminDo(t, http.MethodPost, "/v1/namespaces", map[string]any{"name": "shop"})
 	wantStatus(t, r, http.StatusOK, "")
-	var ns Namespace
+	var ns tenant.Namespace
 	r.JSON(t, &ns)
 	if ns.Description != "the shop" {
 		t.Fatalf("existing namespace = %s", r.Body)

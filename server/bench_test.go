@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"log/slog"
 	"net"
@@ -33,7 +35,7 @@ func benchServer(b *testing.B) (base, token string) {
 		}
 		_ = srv.Close()
 	})
-	secret, _, err := srv.tokens.Create(ctx, CreateTokenParams{Namespace: "bench"})
+	secret, _, err := srv.tokens.Create(ctx, tenant.CreateTokenParams{Namespace: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,11 +78,11 @@ func BenchmarkHTTPPublish(b *testing.B) {
 func BenchmarkHTTPPublishBatch(b *testing.B) {
 	base, tok := benchServer(b)
 	url := base + "/v1/ns/bench/queues/q/jobs"
-	jobs := make([]map[string]any, 100)
-	for i := range jobs {
-		jobs[i] = map[string]any{"payload": map[string]int{"n": i}}
+	batch := make([]map[string]any, 100)
+	for i := range batch {
+		batch[i] = map[string]any{"payload": map[string]int{"n": i}}
 	}
-	body, _ := json.Marshal(map[string]any{"jobs": jobs})
+	body, _ := json.Marshal(map[string]any{"jobs": batch})
 	c := &http.Client{}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -93,12 +95,12 @@ func BenchmarkHTTPPublishBatch(b *testing.B) {
 func BenchmarkHTTPConsumeAck(b *testing.B) {
 	base, tok := benchServer(b)
 	c := &http.Client{}
-	jobs := make([]map[string]any, 1000)
-	for i := range jobs {
-		jobs[i] = map[string]any{"payload": i}
+	batch := make([]map[string]any, 1000)
+	for i := range batch {
+		batch[i] = map[string]any{"payload": i}
 	}
-	body, _ := json.Marshal(map[string]any{"jobs": jobs})
-	for n := 0; n < b.N; n += len(jobs) {
+	body, _ := json.Marshal(map[string]any{"jobs": batch})
+	for n := 0; n < b.N; n += len(batch) {
 		post(b, c, base+"/v1/ns/bench/queues/q/jobs", tok, body, http.StatusCreated)
 	}
 	consume := []byte(`{"queues": ["q"]}`)
@@ -106,7 +108,7 @@ func BenchmarkHTTPConsumeAck(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var got struct {
-			Jobs []deliveryJSON `json:"jobs"`
+			Jobs []jobs.DeliveryJSON `json:"jobs"`
 		}
 		if err := json.Unmarshal(post(b, c, base+"/v1/ns/bench/consume", tok, consume, http.StatusOK), &got); err != nil || len(got.Jobs) != 1 {
 			b.Fatalf("consume: %v %+v", err, got)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"io"
 	"log/slog"
 	"net"
@@ -97,8 +98,8 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	var errs []error
-	if !validName(c.Prefix) {
-		errs = append(errs, fmt.Errorf("config: prefix %q %s", c.Prefix, nameRule))
+	if !tenant.ValidName(c.Prefix) {
+		errs = append(errs, fmt.Errorf("config: prefix %q %s", c.Prefix, tenant.NameRule))
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, errors.New("config: max_body_bytes must be at least 1024"))

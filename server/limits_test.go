@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,7 +98,7 @@ func TestTokenLimitSetThroughLmstfyIsEnforcedOnBothAPIs(t *testing.T) {
 	wantLmstfyLimited(t, lmstfyDo(t, http.MethodPut, ts.PublicURL+"/api/rl/q/job/x", []byte("y"), "X-Token", e.secret), e.id, "produce")
 
 	// Read: the two jobs are consumed, one on each API, then both refuse.
-	var got struct{ Jobs []deliveryJSON }
+	var got struct{ Jobs []jobs.DeliveryJSON }
 	r = e.consume(t)
 	r.JSON(t, &got)
 	if r.Status != http.StatusOK || len(got.Jobs) != 1 {
@@ -129,8 +131,8 @@ func TestTokenLimitNativeAdmin(t *testing.T) {
 
 	r := ts.adminDo(t, http.MethodPut, path, map[string]int{"write": 1, "interval": 60})
 	wantStatus(t, r, http.StatusOK, "")
-	want := tokenLimit{Read: 0, Write: 1, Interval: 60}
-	var got tokenLimit
+	want := tenant.Limit{Read: 0, Write: 1, Interval: 60}
+	var got tenant.Limit
 	r.JSON(t, &got)
 	if got != want {
 		t.Fatalf("PUT answered %+v, want %+v", got, want)
@@ -220,7 +222,7 @@ func TestTokenLimitRefundsFailedRequests(t *testing.T) {
 	// The whole limit is still there.
 	wantStatus(t, e.publish(t, ts), http.StatusCreated, "")
 	wantNativeLimited(t, e.publish(t, ts), 1)
-	var got struct{ Jobs []deliveryJSON }
+	var got struct{ Jobs []jobs.DeliveryJSON }
 	r := e.consume(t)
 	r.JSON(t, &got)
 	if len(got.Jobs) != 1 {

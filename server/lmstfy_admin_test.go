@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"net/url"
 	"strings"
@@ -86,8 +87,8 @@ func TestLmstfyLimits(t *testing.T) {
 
 	limit = map[string]int{"read": 0, "write": 100, "interval": 60}
 	wantLmstfy(t, ts.adminDo(t, "PUT", path, limit), 200, map[string]any{"limiter": limit})
-	got, found, err := ts.srv.limits.get(ctxT(t), tok.Namespace, tok.ID)
-	if err != nil || !found || got != (tokenLimit{Read: 0, Write: 100, Interval: 60}) {
+	got, found, err := ts.srv.limits.Get(ctxT(t), tok.Namespace, tok.ID)
+	if err != nil || !found || got != (tenant.Limit{Read: 0, Write: 100, Interval: 60}) {
 		t.Fatalf("limits.get = %+v %v %v", got, found, err)
 	}
 	wantLmstfy(t, ts.adminDo(t, "GET", "/limits", nil), 200,
@@ -96,7 +97,7 @@ func TestLmstfyLimits(t *testing.T) {
 	wantLmstfy(t, ts.adminDo(t, "DELETE", path, nil), 200, map[string]string{"msg": "success"})
 	wantLmstfy(t, ts.adminDo(t, "GET", path, nil), 404, lmstfyNull)
 	wantLmstfy(t, ts.adminDo(t, "GET", "/limits?force_update=true", nil), 200, []any{})
-	if _, found, _ := ts.srv.limits.get(ctxT(t), tok.Namespace, tok.ID); found {
+	if _, found, _ := ts.srv.limits.Get(ctxT(t), tok.Namespace, tok.ID); found {
 		t.Fatal("a deleted limit is still found")
 	}
 

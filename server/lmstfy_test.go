@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"net/http"
 	"net/url"
@@ -327,12 +329,12 @@ func TestLmstfyAuth(t *testing.T) {
 		}
 	}
 	// Sluice tokens carry permissions; lmstfy's admin route makes tokens with all of them.
-	pubOnly := e.ts.token(t, e.ns, PermPublish)
+	pubOnly := e.ts.token(t, e.ns, tenant.PermPublish)
 	r := lmstfyDo(t, "GET", base, nil, "X-Token", pubOnly)
 	if r.Status != 403 || !strings.Contains(lmstfyErrMsg(r), "consume") {
 		t.Fatalf("consume with a publish-only token: %d %s", r.Status, r.Body)
 	}
-	consOnly := e.ts.token(t, e.ns, PermConsume)
+	consOnly := e.ts.token(t, e.ns, tenant.PermConsume)
 	if r := lmstfyDo(t, "DELETE", base, nil, "X-Token", consOnly); r.Status != 403 {
 		t.Fatalf("destroy with a consume-only token: %d %s", r.Status, r.Body)
 	}
@@ -602,7 +604,7 @@ func TestLmstfyHidesReservedAttributes(t *testing.T) {
 	r := e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{
 		"payload_base64": "MTIz", "attributes": map[string]string{"lang": "en"}})
 	wantStatus(t, r, http.StatusCreated, "")
-	var pub publishResult
+	var pub jobs.PublishResult
 	r.JSON(t, &pub)
 	r = e.ts.public(t, http.MethodPost, "/v1/ns/"+e.ns+"/queues/q/jobs", tok, map[string]any{"payload_base64": "MTIz"})
 	wantStatus(t, r, http.StatusCreated, "")

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +18,7 @@ func TestMetrics(t *testing.T) {
 	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/later/jobs", tok, map[string]any{"payload": 1, "delay": 600}), http.StatusCreated, "")
 	r := ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	wantStatus(t, ts.public(t, http.MethodPost, qpath+"/jobs/"+got.Jobs[0].JobID+"/ack", tok, map[string]any{"delivery": 1}), http.StatusNoContent, "")

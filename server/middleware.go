@@ -1,10 +1,12 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/lmstfy"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -13,44 +15,6 @@ import (
 	"time"
 )
 
-// reqState is what the middleware knows about one request; handlers reach it through the context.
-type reqState struct {
-	id  string
-	log *slog.Logger
-	srv *Server
-	// code is the registry code of the error the request answered with ("" for success).
-	code Code
-}
-
-type stateKey struct{}
-
-func stateOf(ctx context.Context) *reqState {
-	st, _ := ctx.Value(stateKey{}).(*reqState)
-	return st
-}
-
-// requestID returns the request id of a request's context ("" outside a request).
-func requestID(ctx context.Context) string {
-	if st := stateOf(ctx); st != nil {
-		return st.id
-	}
-	return ""
-}
-
-// noteError records the error a request answers with and logs the ones operators must see.
-func (st *reqState) noteError(ctx context.Context, e *Error, err error) {
-	st.code = e.Code
-	switch e.Code {
-	case CodeInternal:
-		st.log.ErrorContext(ctx, "request failed", "error", err, "request_id", st.id)
-	case CodeUnavailable:
-		if st.srv != nil {
-			st.srv.metrics.redisErrors.Inc()
-		}
-		st.log.WarnContext(ctx, "store unavailable", "error", err, "request_id", st.id)
-	}
-}
-
 // saneRequestID reports whether an incoming X-Request-Id can be reused: 1..128 bytes of
 // letters, digits and . _ - : (anything else is replaced, so ids never carry log injection).
 func saneRequestID(s string) bool {
@@ -58,7 +22,7 @@ func saneRequestID(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !isNameRune(r) && r != '.' && r != ':' {
+		if !tenant.IsNameRune(r) && r != '.' && r != ':' {
 			return false
 		}
 	}
@@ -175,8 +139,8 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			id = s.requestIDs.next()
 		}
 		w.Header().Set("X-Request-Id", id)
-		st := &reqState{id: id, log: s.log, srv: s}
-		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable}
+		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
@@ -188,7 +152,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			if !uncleanPath(r.URL.Path) {
 				_, r.Pattern = mux.Handler(r) // for the metrics' route label only
 			}
-			writeError(sw, r, &Error{Code: CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
+			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
 			return
 		}
 		sw.req = r
@@ -198,15 +162,15 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		case 0:
 		case http.StatusMethodNotAllowed:
 			sw.Header().Set("Allow", sw.muxHeader.Get("Allow"))
-			writeError(sw, r, &Error{Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
+			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
 		default:
 			r.Pattern = ""
 			sw.Header().Del("Location")
 			if !admin && (r.URL.Path == "/api" || strings.HasPrefix(r.URL.Path, "/api/")) {
-				lmstfyError(sw, r, http.StatusNotFound, "api not found") // lmstfy clients read its shape
+				lmstfy.NotFound(sw, r) // lmstfy clients read its shape
 				return
 			}
-			writeError(sw, r, &Error{Code: CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
+			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no route " + r.Method + " " + r.URL.Path})
 		}
 	})
 }
@@ -219,10 +183,10 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, star
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)
 		}
-		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", requestID(r.Context()),
+		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", httpapi.RequestID(r.Context()),
 			"stack", string(debug.Stack()))
 		if sw.status == 0 {
-			writeError(sw, r, &Error{Code: CodeInternal, Message: "internal error"})
+			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeInternal, Message: "internal error"})
 		}
 	}
 	route := r.Pattern
@@ -237,7 +201,7 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, star
 	s.metrics.observeRequest(listener, route, status, elapsed)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
-			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", requestID(r.Context()))
+			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", httpapi.RequestID(r.Context()))
 	}
 }
 

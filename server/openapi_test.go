@@ -42,8 +42,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	s := &Server{}
 	registered := []string{"GET /metrics"}
 	for _, rt := range append(s.publicRoutes(), s.adminRoutes()...) {
-		if !slices.Contains(registered, rt.pattern) {
-			registered = append(registered, rt.pattern)
+		if !slices.Contains(registered, rt.Pattern) {
+			registered = append(registered, rt.Pattern)
 		}
 	}
 	for _, r := range registered {

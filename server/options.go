@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"io"
 	"log/slog"
 	"os"
@@ -108,7 +109,7 @@ func Options() []Option {
 func parseDuration(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 || f > maxSeconds {
+		if f < 0 || f > httpapi.MaxSeconds {
 			return 0, fmt.Errorf("%q is out of range", v)
 		}
 		return time.Duration(f * float64(time.Second)), nil

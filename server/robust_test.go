@@ -36,7 +36,7 @@ func TestOddInputsNeverFail(t *testing.T) {
 	}
 	routes := ts.srv.publicRoutes()
 	for _, rt := range routes {
-		method, pattern, _ := strings.Cut(rt.pattern, " ")
+		method, pattern, _ := strings.Cut(rt.Pattern, " ")
 		path := strings.NewReplacer("{ns}", "shop", "{q}", "emails", "{id}", "01JD3M5R6W8X9Y0Z1A2B3C4D5E").Replace(pattern)
 		for _, b := range bodies {
 			r := ts.public(t, method, path, tok, b)

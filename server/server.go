@@ -1,12 +1,28 @@
-// Package server is Sluice's HTTP server: the native /v1 API and the lmstfy-compatible routes on
-// the public listener, namespaces, tokens and /metrics on the admin listener, and the embedded
-// Redis that lets `sluice server` run with no configuration at all. docs/server.md is the guide.
+// Package server is Sluice's HTTP server and the composition root of its HTTP surface: it owns
+// the listeners (public and admin), the middleware (request ids, body limits, panic recovery,
+// access log, metrics), authentication (namespace tokens, the admin token), the rendering of
+// errors, and the embedded Redis that lets `sluice server` run with no configuration at all.
+//
+// Each system's routes live in a package of their own, which the server mounts:
+//
+//   - server/jobs: the native job API, /v1/ns/{ns}/... (declared as httpapi.Route values, wrapped
+//     here with token authentication, per-token limits and the native error writer);
+//   - server/lmstfy: the lmstfy-compatible API, /api/... and its admin routes (its own shapes);
+//   - admin.go here: namespaces, tokens and their limits on the admin listener.
+//
+// Tenancy (namespaces, tokens, limits) is internal/tenant; what route packages share (the error
+// registry, JSON helpers, Route, the rate-limit wrapper) is internal/httpapi. docs/server.md is
+// the guide, and its section "Adding a system's routes" says how a new system plugs in.
 package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/lmstfy"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,13 +41,18 @@ type Server struct {
 	log        *slog.Logger
 	rdb        redis.UniversalClient
 	queue      *queue.Client
-	tokens     *TokenStore
-	limits     *limitStore
-	namespaces *NamespaceStore
+	tokens     *tenant.TokenStore
+	limits     *tenant.LimitStore
+	limiter    *httpapi.Limiter
+	jobs       *jobs.API
+	lmstfy     *lmstfy.API
+	namespaces *tenant.NamespaceStore
 	maintainer *queue.Maintainer
 	metrics    *metrics
 	requestIDs *requestIDs
-	embedded   *embeddedRedis // nil with an external Redis
+	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
+	onUnavailable func()
+	embedded      *embeddedRedis // nil with an external Redis
 
 	public http.Handler
 	admin  http.Handler
@@ -83,12 +104,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.queue = q
-	s.namespaces = NewNamespaceStore(s.rdb, cfg.Prefix)
-	s.tokens = NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
-	s.limits = newLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
+	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
+	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
+	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
+	s.onUnavailable = s.metrics.redisErrors.Inc
+	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
+		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
+	}}
 	s.requestIDs = newRequestIDs()
+	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx})
+	s.lmstfy = lmstfy.New(lmstfy.Config{
+		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
+		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
+	})
 	s.public = s.wrap("public", s.publicMux(), false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
@@ -103,61 +133,44 @@ func (s *Server) AdminHandler() http.Handler { return s.admin }
 // Config returns the server's configuration with defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// route is one pattern of a listener and its handler.
-type route struct {
-	pattern string
-	handler http.HandlerFunc
-}
-
 func (s *Server) publicMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, rt := range s.publicRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handler)
-	}
-	s.mountLmstfyPublic(mux)
+	s.mount(mux, s.publicRoutes())
+	s.lmstfy.MountPublic(mux)
 	return mux
 }
 
 func (s *Server) adminMux() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, rt := range s.adminRoutes() {
-		mux.HandleFunc(rt.pattern, rt.handler)
-	}
+	s.mount(mux, s.adminRoutes())
 	mux.Handle("GET /metrics", s.metrics.handler())
-	s.mountLmstfyAdmin(mux)
+	s.lmstfy.MountAdmin(mux)
 	return mux
 }
 
 // healthRoutes are on both listeners.
-func (s *Server) healthRoutes() []route {
-	return []route{
-		{"GET /healthz", s.healthz},
-		{"GET /readyz", s.readyz},
+func (s *Server) healthRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Pattern: "GET /healthz", Handler: s.healthz},
+		{Pattern: "GET /readyz", Handler: s.readyz},
 	}
 }
 
 // healthz answers while the process serves requests.
-func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // readyz answers 200 while Redis answers a PING within a second, else 503 unavailable.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 	defer cancel()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		writeError(w, r, &Error{Code: CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, cause: err})
-		return
+		return &httpapi.Error{Code: httpapi.CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, Cause: err}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// withDrain returns a context that also ends when a graceful shutdown starts, for requests that
-// block (consumes): they return at once instead of holding the shutdown up.
-func (s *Server) withDrain(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(s.drainCtx, cancel) //nolint:contextcheck // the server's lifetime, not a request's
-	return ctx, func() { stop(); cancel() }
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 // Run listens on PublicAddr and AdminAddr and serves until ctx ends, then shuts down gracefully

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"io"
 	"log/slog"
 	"net"
@@ -29,7 +31,7 @@ type testServer struct {
 	// Queue is the server's queue client.
 	Queue *queue.Client
 	// Tokens is the server's token store.
-	Tokens *TokenStore
+	Tokens *tenant.TokenStore
 }
 
 // newTestServer starts a server on a fresh redistest prefix; opts adjust its Config before New.
@@ -97,9 +99,9 @@ func startTestServer(t *testing.T, cfg Config, env *redistest.Env) *testServer {
 
 // token creates a token for namespace ns (registering it) with perms (none: all) and returns
 // its secret.
-func (ts *testServer) token(t *testing.T, ns string, perms ...Permission) string {
+func (ts *testServer) token(t *testing.T, ns string, perms ...tenant.Permission) string {
 	t.Helper()
-	p := CreateTokenParams{Namespace: ns, Permissions: perms}
+	p := tenant.CreateTokenParams{Namespace: ns, Permissions: perms}
 	secret, _, err := ts.Tokens.Create(ctxT(t), p)
 	if err != nil {
 		t.Fatalf("create token: %v", err)
@@ -124,14 +126,14 @@ func (r response) JSON(t *testing.T, v any) {
 
 // ErrorCode returns the registry code of an error body ("" when there is none).
 func (r response) ErrorCode() string {
-	var b errorBody
+	var b httpapi.ErrorBody
 	_ = json.Unmarshal(r.Body, &b)
 	return string(b.Error.Code)
 }
 
 // ErrorField returns the field an invalid_argument names.
 func (r response) ErrorField() string {
-	var b errorBody
+	var b httpapi.ErrorBody
 	_ = json.Unmarshal(r.Body, &b)
 	return b.Error.Field
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"log/slog"
 	"net/http"
@@ -45,7 +46,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "count": 10})
 	wantStatus(t, r, http.StatusOK, "")
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 2 {

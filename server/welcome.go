@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net"
 	"strings"
 )
@@ -30,13 +31,13 @@ func (s *Server) welcome(ctx context.Context, publicAddr, adminAddr string) erro
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSluice runs on its embedded Redis: %s.\n", where)
 	if !created {
-		fmt.Fprintf(&b, "Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
+		fmt.Fprintf(&b, "tenant.Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
 		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens%s -d '{\"description\": \"my token\"}'\n", adm, defaultNamespace, auth)
 		fmt.Fprintf(&b, "  sluice token create --ns %s --admin-url %s\n\n", defaultNamespace, adm)
 		_, err := fmt.Fprint(s.cfg.Out, b.String())
 		return err
 	}
-	secret, _, err := s.tokens.Create(ctx, CreateTokenParams{Namespace: defaultNamespace, Description: "created on first start"})
+	secret, _, err := s.tokens.Create(ctx, tenant.CreateTokenParams{Namespace: defaultNamespace, Description: "created on first start"})
 	if err != nil {
 		return err
 	}

@@ -20,25 +20,6 @@ else
   ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[9]) - 1)
 end
 
--- unique_holder returns the pending job (delayed, ready or leased) holding unique key u, or nil.
--- As in publish.lua, it first settles what time changed for the holder that housekeeping has not
--- done yet: past its ttl a waiting holder expires, and a lease that ended is a failed try.
-local function unique_holder(u)
-  local holder = redis.call('GET', K_UNIQUE .. u)
-  if not holder then return nil end
-  local h = load(holder)
-  local lease_end = h and redis.call('ZSCORE', K_LEASED, holder)
-  if lease_end then
-    if tonumber(lease_end) <= now then h = reap_lease(holder, now) end
-  elseif h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
-      and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY) then
-    expire(holder, h)
-    h = nil
-  end
-  if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then return holder end
-  return nil
-end
-
 local out = {}
 for _, id in ipairs(ids) do
   local rec = load(id)
@@ -54,7 +35,7 @@ for _, id in ipairs(ids) do
     rec[R_DUE] = now
     local u = rec[R_UNIQUE]
     if u ~= '' then
-      local holder = unique_holder(u)
+      local holder = unique_holder(u, now)
       if holder and holder ~= id then
         rec[R_UNIQUE] = ''
       else

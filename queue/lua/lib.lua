@@ -329,6 +329,29 @@ local function reap_lease(id, now)
   return rec
 end
 
+-- unique_holder returns the pending job (delayed, ready or leased) holding unique key u, or nil
+-- when none does. It first settles what time changed for the holder that housekeeping has not done
+-- yet: past its ttl a waiting holder expires (it is gone), and a lease that ended is a failed try
+-- (a leased job's ttl does not apply). fresh, when given, maps the ids of jobs the current call
+-- wrote to their records: such a holder is taken as it is, since nothing has changed it yet.
+-- publish.lua and dead_respawn.lua both take a key only when this finds no holder.
+local function unique_holder(u, now, fresh)
+  local holder = redis.call('GET', K_UNIQUE .. u)
+  if not holder then return nil end
+  local mine = fresh and fresh[holder]
+  local h = mine or load(holder)
+  local lease_end = h and not mine and redis.call('ZSCORE', K_LEASED, holder)
+  if lease_end then
+    if tonumber(lease_end) <= now then h = reap_lease(holder, now) end
+  elseif h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
+      and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY) then
+    expire(holder, h)
+    h = nil
+  end
+  if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then return holder end
+  return nil
+end
+
 -- housekeeping moves what time has changed, at most BATCH jobs of each kind: jobs past their ttl
 -- disappear, due delayed jobs become ready, expired leases are retried or dead-lettered.
 local function housekeeping(now)
@@ -367,7 +390,7 @@ local function flush_notify()
   if notify_ready then redis.call('PUBLISH', CHANNEL, 'r') end
 end
 
--- reply_job flattens a job for the Go side (parseJob in scripts.go reads the same order).
+-- reply_job flattens a job for the Go side (parseJob in job.go reads the same order).
 local function reply_job(out, id, rec, position)
   local n = #out
   out[n + 1] = id

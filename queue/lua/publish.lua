@@ -30,22 +30,7 @@ for i = 0, n - 1 do
   if stored[i + 1] then
     dup = 'resent'
   elseif unique ~= '' then
-    local holder = redis.call('GET', K_UNIQUE .. unique)
-    if holder then
-      local h = fresh[holder] or load(holder)
-      -- Settle what time changed for the holder that housekeeping has not done yet.
-      local lease_end = h and not fresh[holder] and redis.call('ZSCORE', K_LEASED, holder)
-      if lease_end then
-        -- Leased (its ttl does not apply); a lease that ended is a failed try.
-        if tonumber(lease_end) <= now then h = reap_lease(holder, now) end
-      elseif h and h[R_EXPIRE] > 0 and h[R_EXPIRE] <= now
-          and (h[R_STATE] == S_DELAYED or h[R_STATE] == S_READY) then
-        -- Its ttl passed, so it is gone.
-        expire(holder, h)
-        h = nil
-      end
-      if h and h[R_STATE] ~= S_DEAD and h[R_STATE] ~= S_DONE then dup = holder end
-    end
+    dup = unique_holder(unique, now, fresh)
   end
   if dup == 'resent' then
     out[#out + 1] = id

@@ -1,4 +1,4 @@
-package server
+package tenant
 
 import (
 	"context"
@@ -29,28 +29,30 @@ type NamespaceStore struct {
 
 // NewNamespaceStore returns the namespace registry under prefix.
 func NewNamespaceStore(rdb redis.UniversalClient, prefix string) *NamespaceStore {
-	return &NamespaceStore{rdb: rdb, key: prefix + ":auth:namespaces", now: time.Now}
+	return &NamespaceStore{rdb: rdb, key: newKeys(prefix).namespaces, now: time.Now}
 }
 
-// nameRule is the rule for namespace and queue names (the queue engine's, and lmstfy's).
-const nameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 255 bytes"
+// NameRule is the rule for namespace and queue names (the queue engine's, and lmstfy's).
+const NameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 255 bytes"
 
-func validName(s string) bool {
+// ValidName reports whether s follows NameRule.
+func ValidName(s string) bool {
 	if s == "" || len(s) > 255 {
 		return false
 	}
-	return strings.IndexFunc(s, func(r rune) bool { return !isNameRune(r) }) < 0
+	return strings.IndexFunc(s, func(r rune) bool { return !IsNameRune(r) }) < 0
 }
 
-func isNameRune(r rune) bool {
+// IsNameRune reports whether r may appear in a name.
+func IsNameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 // Create registers a namespace. It reports created=false when it already existed (nothing
 // changes then).
 func (s *NamespaceStore) Create(ctx context.Context, name, description string) (Namespace, bool, error) {
-	if !validName(name) {
-		return Namespace{}, false, invalidArg("name", "%q %s", name, nameRule)
+	if !ValidName(name) {
+		return Namespace{}, false, invalidArg("name", "%q %s", name, NameRule)
 	}
 	if len(description) > 1024 {
 		return Namespace{}, false, invalidArg("description", "longer than 1024 bytes")
@@ -81,7 +83,7 @@ func (s *NamespaceStore) ensure(ctx context.Context, name string) error {
 func (s *NamespaceStore) Get(ctx context.Context, name string) (Namespace, error) {
 	b, err := s.rdb.HGet(ctx, s.key, name).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return Namespace{}, &Error{Code: CodeNotFound, Message: "no namespace " + name}
+		return Namespace{}, notFound("no namespace " + name)
 	}
 	if err != nil {
 		return Namespace{}, fmt.Errorf("namespace: get: %w", err)
@@ -121,14 +123,14 @@ func (s *NamespaceStore) List(ctx context.Context) ([]Namespace, error) {
 }
 
 // Delete removes a namespace from the registry; it returns an error matching ErrNotFound when
-// there was none. (Server.deleteNamespace also revokes its tokens and deletes its queues.)
+// there was none. (The admin route that deletes a namespace also revokes its tokens and deletes its queues.)
 func (s *NamespaceStore) Delete(ctx context.Context, name string) error {
 	n, err := s.rdb.HDel(ctx, s.key, name).Result()
 	if err != nil {
 		return fmt.Errorf("namespace: delete: %w", err)
 	}
 	if n == 0 {
-		return &Error{Code: CodeNotFound, Message: "no namespace " + name}
+		return notFound("no namespace " + name)
 	}
 	return nil
 }

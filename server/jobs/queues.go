@@ -1,6 +1,8 @@
-package server
+package jobs
 
 import (
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strconv"
 	"time"
@@ -8,8 +10,8 @@ import (
 	"github.com/sluicehq/sluice/queue"
 )
 
-// queueJSON is a queue's depths and event counters.
-type queueJSON struct {
+// QueueJSON is a queue's depths and event counters.
+type QueueJSON struct {
 	Name         string `json:"name"`
 	Ready        int64  `json:"ready"`
 	Delayed      int64  `json:"delayed"`
@@ -31,8 +33,8 @@ type queueJSON struct {
 	Purged       int64  `json:"purged"`
 }
 
-func toQueueJSON(name string, st queue.Stats) queueJSON {
-	return queueJSON{
+func toQueueJSON(name string, st queue.Stats) QueueJSON {
+	return QueueJSON{
 		Name: name, Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Dead: st.Dead, Done: st.Done,
 		Paused: st.Paused, Published: st.Published, Consumed: st.Consumed, Acked: st.Acked, Nacked: st.Nacked,
 		Retried: st.Retried, DeadLettered: st.DeadLettered, Expired: st.Expired, Deleted: st.Deleted,
@@ -42,69 +44,69 @@ func toQueueJSON(name string, st queue.Stats) queueJSON {
 
 // listQueues is GET /v1/ns/{ns}/queues: every queue of the namespace with its stats (one
 // pipelined round trip, O(priorities) per queue inside Redis).
-func (s *Server) listQueues(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) listQueues(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	names, err := s.queue.Queues(r.Context(), ns)
+	names, err := a.queue.Queues(r.Context(), ns)
 	if err != nil {
 		return err
 	}
-	stats, err := s.queue.StatsMany(r.Context(), ns, names)
+	stats, err := a.queue.StatsMany(r.Context(), ns, names)
 	if err != nil {
 		return err
 	}
-	out := make([]queueJSON, len(names))
+	out := make([]QueueJSON, len(names))
 	for i, q := range names {
 		out[i] = toQueueJSON(q, stats[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"queues": out})
 	return nil
 }
 
 // queueExists reports whether a queue is registered in its namespace.
-func (s *Server) queueExists(r *http.Request) error {
+func (a *API) queueExists(r *http.Request) error {
 	ns, q := r.PathValue("ns"), r.PathValue("q")
-	if !validName(q) {
-		return invalidArg("queue", "%q %s", q, nameRule)
+	if !tenant.ValidName(q) {
+		return httpapi.InvalidArg("queue", "%q %s", q, tenant.NameRule)
 	}
-	ok, err := s.queue.QueueExists(r.Context(), ns, q)
+	ok, err := a.queue.QueueExists(r.Context(), ns, q)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return &Error{Code: CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
+		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no queue " + q + " in namespace " + ns}
 	}
 	return nil
 }
 
 // getQueue is GET /v1/ns/{ns}/queues/{q}.
-func (s *Server) getQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
-	if err := s.queueExists(r); err != nil {
+func (a *API) getQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queueExists(r); err != nil {
 		return err
 	}
-	st, err := s.queue.Stats(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	st, err := a.queue.Stats(r.Context(), r.PathValue("ns"), r.PathValue("q"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toQueueJSON(r.PathValue("q"), st))
+	httpapi.WriteJSON(w, http.StatusOK, toQueueJSON(r.PathValue("q"), st))
 	return nil
 }
 
 // deleteQueue is DELETE /v1/ns/{ns}/queues/{q}: every job of the queue is removed.
-func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
-	if err := s.queueExists(r); err != nil {
+func (a *API) deleteQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queueExists(r); err != nil {
 		return err
 	}
-	n, err := s.queue.DeleteQueue(r.Context(), r.PathValue("ns"), r.PathValue("q"))
+	n, err := a.queue.DeleteQueue(r.Context(), r.PathValue("ns"), r.PathValue("q"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"deleted_jobs": n})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]int64{"deleted_jobs": n})
 	return nil
 }
 
 // pauseQueue is POST /v1/ns/{ns}/queues/{q}/pause: consumers get nothing until resume.
-func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
-	if err := s.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+func (a *API) pauseQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queue.Pause(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -112,8 +114,8 @@ func (s *Server) pauseQueue(w http.ResponseWriter, r *http.Request, _ Token) err
 }
 
 // resumeQueue is POST /v1/ns/{ns}/queues/{q}/resume.
-func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, _ Token) error {
-	if err := s.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
+func (a *API) resumeQueue(w http.ResponseWriter, r *http.Request) error {
+	if err := a.queue.Resume(r.Context(), r.PathValue("ns"), r.PathValue("q")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -121,24 +123,24 @@ func (s *Server) resumeQueue(w http.ResponseWriter, r *http.Request, _ Token) er
 }
 
 // listDead is GET /v1/ns/{ns}/queues/{q}/dead?limit=&cursor=.
-func (s *Server) listDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) listDead(w http.ResponseWriter, r *http.Request) error {
 	p := queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor")}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > queue.MaxDeadPage {
-			return invalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
+			return httpapi.InvalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
 		}
 		p.Limit = n
 	}
-	res, err := s.queue.DeadList(r.Context(), p)
+	res, err := a.queue.DeadList(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	jobs := make([]jobJSON, len(res.Jobs))
+	jobs := make([]JobJSON, len(res.Jobs))
 	for i := range res.Jobs {
 		jobs[i] = toJobJSON(&res.Jobs[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
 	return nil
 }
 
@@ -151,41 +153,41 @@ type deadRequest struct {
 func (d *deadRequest) selection() (int, []string, error) {
 	switch {
 	case d.Limit != nil && d.IDs != nil:
-		return 0, nil, invalidArg("ids", "give limit or ids, not both")
+		return 0, nil, httpapi.InvalidArg("ids", "give limit or ids, not both")
 	case d.IDs != nil:
 		if len(d.IDs) == 0 || len(d.IDs) > queue.MaxDeadPage {
-			return 0, nil, invalidArg("ids", "%d ids; give 1..%d", len(d.IDs), queue.MaxDeadPage)
+			return 0, nil, httpapi.InvalidArg("ids", "%d ids; give 1..%d", len(d.IDs), queue.MaxDeadPage)
 		}
 		return 0, d.IDs, nil
 	case d.Limit != nil:
 		if *d.Limit < 1 || *d.Limit > queue.MaxDeadPage {
-			return 0, nil, invalidArg("limit", "%d is outside 1..%d", *d.Limit, queue.MaxDeadPage)
+			return 0, nil, httpapi.InvalidArg("limit", "%d is outside 1..%d", *d.Limit, queue.MaxDeadPage)
 		}
 		return *d.Limit, nil, nil
 	default:
-		return 0, nil, invalidArg("limit", "give limit (the oldest jobs) or ids")
+		return 0, nil, httpapi.InvalidArg("limit", "give limit (the oldest jobs) or ids")
 	}
 }
 
 // respawnDead is POST /v1/ns/{ns}/queues/{q}/dead/respawn: dead jobs go back to ready with
 // fresh tries.
-func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) respawnDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	limit, ids, err := req.selection()
 	if err != nil {
 		return err
 	}
-	ttl, err := seconds("ttl", req.TTL)
+	ttl, err := httpapi.Seconds("ttl", req.TTL)
 	if err != nil {
 		return err
 	}
 	if req.TTL != nil && ttl < time.Millisecond {
-		return invalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
+		return httpapi.InvalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
 	}
-	out, err := s.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
+	out, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit, TTL: ttl,
 	})
 	if err != nil {
@@ -194,29 +196,29 @@ func (s *Server) respawnDead(w http.ResponseWriter, r *http.Request, _ Token) er
 	if out == nil {
 		out = []string{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_ids": out, "respawned": len(out)})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"job_ids": out, "respawned": len(out)})
 	return nil
 }
 
 // deleteDead is DELETE /v1/ns/{ns}/queues/{q}/dead.
-func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) deleteDead(w http.ResponseWriter, r *http.Request) error {
 	var req deadRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	if req.TTL != nil {
-		return invalidArg("ttl", "only respawn takes a ttl")
+		return httpapi.InvalidArg("ttl", "only respawn takes a ttl")
 	}
 	limit, ids, err := req.selection()
 	if err != nil {
 		return err
 	}
-	n, err := s.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{
+	n, err := a.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit,
 	})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"deleted": n})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]int{"deleted": n})
 	return nil
 }

@@ -1,9 +1,10 @@
-package server
+package jobs
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"net/http"
 	"time"
 
@@ -17,8 +18,8 @@ type consumeRequest struct {
 	Timeout *float64 `json:"timeout"`
 }
 
-// deliveryJSON is a leased job as consume returns it.
-type deliveryJSON struct {
+// DeliveryJSON is a leased job as consume returns it.
+type DeliveryJSON struct {
 	JobID          string            `json:"job_id"`
 	Queue          string            `json:"queue"`
 	Payload        json.RawMessage   `json:"payload,omitempty"`
@@ -33,11 +34,11 @@ type deliveryJSON struct {
 	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
 }
 
-func toDeliveryJSON(d queue.Delivery) deliveryJSON {
+func toDeliveryJSON(d queue.Delivery) DeliveryJSON {
 	pl := encodePayload(d.Payload, d.Attributes)
-	return deliveryJSON{
+	return DeliveryJSON{
 		JobID: d.ID, Queue: d.Queue, Payload: pl.JSON, PayloadBase64: pl.Base64, Delivery: d.Delivery,
-		RemainingTries: d.RemainingTries, Priority: d.Priority, Attributes: publicAttributes(d.Attributes),
+		RemainingTries: d.RemainingTries, Priority: d.Priority, Attributes: httpapi.PublicAttributes(d.Attributes),
 		PublishedAt: d.PublishedAt.UTC(), ElapsedMS: d.Elapsed.Milliseconds(), LeaseUntil: d.LeaseUntil.UTC(),
 		ExpiresAt: timePtr(d.ExpiresAt),
 	}
@@ -46,52 +47,52 @@ func toDeliveryJSON(d queue.Delivery) deliveryJSON {
 // consume is POST /v1/ns/{ns}/consume. A blocking consume ends when a job is ready, when its
 // timeout passes, when the client goes away, or when the server starts shutting down (then it
 // answers with no jobs). A consume that gets no job is refunded to the token's read limit.
-func (s *Server) consume(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) consume(w http.ResponseWriter, r *http.Request) error {
 	var req consumeRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	p := queue.ConsumeParams{Namespace: r.PathValue("ns"), Queues: req.Queues}
 	if len(req.Queues) == 0 {
-		return invalidArg("queues", "name at least one queue")
+		return httpapi.InvalidArg("queues", "name at least one queue")
 	}
 	if req.Count != nil {
 		if *req.Count < 1 || *req.Count > queue.MaxConsumeCount {
-			return invalidArg("count", "%d is outside 1..%d", *req.Count, queue.MaxConsumeCount)
+			return httpapi.InvalidArg("count", "%d is outside 1..%d", *req.Count, queue.MaxConsumeCount)
 		}
 		p.Count = *req.Count
 	}
 	var err error
-	if p.TTR, err = seconds("ttr", req.TTR); err != nil {
+	if p.TTR, err = httpapi.Seconds("ttr", req.TTR); err != nil {
 		return err
 	}
 	if req.TTR != nil && p.TTR < time.Millisecond {
-		return invalidArg("ttr", "must be at least 0.001 seconds (leave it out for each job's own ttr)")
+		return httpapi.InvalidArg("ttr", "must be at least 0.001 seconds (leave it out for each job's own ttr)")
 	}
-	if p.Timeout, err = seconds("timeout", req.Timeout); err != nil {
+	if p.Timeout, err = httpapi.Seconds("timeout", req.Timeout); err != nil {
 		return err
 	}
-	if p.Timeout > s.cfg.MaxConsumeTimeout {
-		return invalidArg("timeout", "%gs is over the server's limit of %gs", p.Timeout.Seconds(), s.cfg.MaxConsumeTimeout.Seconds())
+	if p.Timeout > a.cfg.MaxConsumeTimeout {
+		return httpapi.InvalidArg("timeout", "%gs is over the server's limit of %gs", p.Timeout.Seconds(), a.cfg.MaxConsumeTimeout.Seconds())
 	}
 	ctx := r.Context()
 	if p.Timeout > 0 { // only a blocking consume waits long enough for a shutdown to end it
 		var cancel context.CancelFunc
-		ctx, cancel = s.withDrain(ctx)
+		ctx, cancel = httpapi.WithDrain(ctx, a.cfg.Drain)
 		defer cancel()
 	}
-	ds, err := s.queue.Consume(ctx, p)
+	ds, err := a.queue.Consume(ctx, p)
 	if err != nil {
-		shuttingDown := s.drainCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
+		shuttingDown := a.cfg.Drain.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, queue.ErrClosed))
 		if !shuttingDown {
 			return err
 		}
 		ds = nil
 	}
 	if len(ds) == 0 {
-		refundRequest(r.Context()) // a consume that got nothing does not count against a read limit
+		httpapi.RefundRequest(r.Context()) // a consume that got nothing does not count against a read limit
 	}
-	out := make([]deliveryJSON, len(ds))
+	out := make([]DeliveryJSON, len(ds))
 	for i, d := range ds {
 		out[i] = toDeliveryJSON(d)
 	}

@@ -1,4 +1,4 @@
-package server
+package tenant
 
 import (
 	"context"
@@ -92,7 +92,7 @@ const idLen = 16
 func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *NamespaceStore, cacheTTL time.Duration) *TokenStore {
 	return &TokenStore{
 		rdb:        rdb,
-		key:        prefix + ":auth:tokens",
+		key:        newKeys(prefix).tokens,
 		namespaces: namespaces,
 		ttl:        cacheTTL,
 		now:        time.Now,
@@ -108,8 +108,8 @@ func hashSecret(secret string) string {
 // Create makes a token for a namespace, registering the namespace when it is new, and returns
 // the secret (shown once: only its hash is stored).
 func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, Token, error) {
-	if !validName(p.Namespace) {
-		return "", Token{}, invalidArg("namespace", "%q %s", p.Namespace, nameRule)
+	if !ValidName(p.Namespace) {
+		return "", Token{}, invalidArg("namespace", "%q %s", p.Namespace, NameRule)
 	}
 	perms := p.Permissions
 	if perms == nil {
@@ -253,8 +253,8 @@ func (s *TokenStore) List(ctx context.Context, ns string) ([]Token, error) {
 	return out, nil
 }
 
-// find returns the token of namespace ns named by its secret or its id, or a not_found error.
-func (s *TokenStore) find(ctx context.Context, ns, secretOrID string) (Token, error) {
+// Find returns the token of namespace ns named by its secret or its id, or a not_found error.
+func (s *TokenStore) Find(ctx context.Context, ns, secretOrID string) (Token, error) {
 	id := secretOrID
 	if !isTokenID(secretOrID) {
 		id = hashSecret(secretOrID)[:idLen]
@@ -264,7 +264,7 @@ func (s *TokenStore) find(ctx context.Context, ns, secretOrID string) (Token, er
 		return Token{}, err
 	}
 	if !found || rec.Namespace != ns {
-		return Token{}, &Error{Code: CodeNotFound, Message: "no such token in namespace " + ns}
+		return Token{}, notFound("no such token in namespace " + ns)
 	}
 	return rec.Token, nil
 }
@@ -281,7 +281,7 @@ func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
 		return err
 	}
 	if !found || rec.Namespace != ns {
-		return &Error{Code: CodeNotFound, Message: "no such token in namespace " + ns}
+		return notFound("no such token in namespace " + ns)
 	}
 	if err := s.rdb.HDel(ctx, s.key, id).Err(); err != nil {
 		return fmt.Errorf("token: revoke: %w", err)
@@ -292,8 +292,8 @@ func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
 	return nil
 }
 
-// revokeNamespace deletes every token of ns and returns how many.
-func (s *TokenStore) revokeNamespace(ctx context.Context, ns string) (int, error) {
+// RevokeNamespace deletes every token of ns and returns how many.
+func (s *TokenStore) RevokeNamespace(ctx context.Context, ns string) (int, error) {
 	toks, err := s.List(ctx, ns)
 	if err != nil {
 		return 0, err

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strings"
 	"testing"
@@ -79,7 +81,7 @@ func TestBadLeaseAndConsumeRequests(t *testing.T) {
 	ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": 1})
 	r := ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "ttr": 60})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 1 {
@@ -153,8 +155,8 @@ func TestBadLeaseAndConsumeRequests(t *testing.T) {
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
-	publisher := ts.token(t, "shop", PermPublish)
-	consumer := ts.token(t, "shop", PermConsume)
+	publisher := ts.token(t, "shop", tenant.PermPublish)
+	consumer := ts.token(t, "shop", tenant.PermConsume)
 	other := ts.token(t, "other")
 	body := map[string]any{"payload": 1}
 	wantStatus(t, ts.public(t, http.MethodPost, qpath+"/jobs", "", body), http.StatusUnauthorized, "unauthenticated")

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strings"
 	"testing"
@@ -37,7 +39,7 @@ func TestPublishConsumeAck(t *testing.T) {
 	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}})
 	wantStatus(t, r, http.StatusOK, "")
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 1 {
@@ -55,7 +57,7 @@ func TestPublishConsumeAck(t *testing.T) {
 	wantStatus(t, r, http.StatusOK, "")
 	r = ts.public(t, http.MethodGet, qpath+"/jobs/"+pub.JobID, tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
-	var job jobJSON
+	var job jobs.JobJSON
 	r.JSON(t, &job)
 	if job.State != "leased" || job.LeaseUntil == nil || time.Until(*job.LeaseUntil) < 20*time.Second {
 		t.Fatalf("job after touch = %s", r.Body)
@@ -66,7 +68,7 @@ func TestPublishConsumeAck(t *testing.T) {
 	wantStatus(t, r, http.StatusNoContent, "")
 	r = ts.public(t, http.MethodGet, qpath+"/jobs/"+pub.JobID, tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
-	job = jobJSON{}
+	job = jobs.JobJSON{}
 	r.JSON(t, &job)
 	if job.State != "done" || string(job.Result) != `{"sent":1}` {
 		t.Fatalf("job after ack = %s", r.Body)
@@ -99,7 +101,7 @@ func TestPublishBatchBase64AndDedup(t *testing.T) {
 	}})
 	wantStatus(t, r, http.StatusCreated, "")
 	var pub struct {
-		Jobs []publishResult `json:"jobs"`
+		Jobs []jobs.PublishResult `json:"jobs"`
 	}
 	r.JSON(t, &pub)
 	if len(pub.Jobs) != 4 || !pub.Jobs[3].Duplicate || pub.Jobs[3].JobID != pub.Jobs[2].JobID {
@@ -107,7 +109,7 @@ func TestPublishBatchBase64AndDedup(t *testing.T) {
 	}
 	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "count": 10})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 3 {
@@ -128,16 +130,16 @@ func TestPriorityCap(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	prio := 2
-	secret, _, err := ts.Tokens.Create(ctxT(t), CreateTokenParams{Namespace: "shop", MaxPriority: &prio})
+	secret, _, err := ts.Tokens.Create(ctxT(t), tenant.CreateTokenParams{Namespace: "shop", MaxPriority: &prio})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := ts.public(t, http.MethodPost, qpath+"/jobs", secret, map[string]any{"payload": 1, "priority": 200})
 	wantStatus(t, r, http.StatusCreated, "")
-	var pub publishResult
+	var pub jobs.PublishResult
 	r.JSON(t, &pub)
 	r = ts.public(t, http.MethodGet, qpath+"/jobs/"+pub.JobID, secret, nil)
-	var job jobJSON
+	var job jobs.JobJSON
 	r.JSON(t, &job)
 	if job.Priority != 2 || job.State != "ready" || job.Position == nil || *job.Position != 0 {
 		t.Fatalf("capped job = %s", r.Body)
@@ -151,13 +153,13 @@ func TestNackDeadRespawnDelete(t *testing.T) {
 	var ids []string
 	for range 3 {
 		r := ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": "x", "tries": 1})
-		var pub publishResult
+		var pub jobs.PublishResult
 		r.JSON(t, &pub)
 		ids = append(ids, pub.JobID)
 	}
 	r := ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "count": 3})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	for _, d := range got.Jobs {
@@ -170,9 +172,9 @@ func TestNackDeadRespawnDelete(t *testing.T) {
 	r = ts.public(t, http.MethodGet, qpath+"/dead?limit=2", tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
 	var dead struct {
-		Jobs       []jobJSON `json:"jobs"`
-		NextCursor string    `json:"next_cursor"`
-		Total      int       `json:"total"`
+		Jobs       []jobs.JobJSON `json:"jobs"`
+		NextCursor string         `json:"next_cursor"`
+		Total      int            `json:"total"`
 	}
 	r.JSON(t, &dead)
 	if len(dead.Jobs) != 2 || dead.Total != 3 || dead.NextCursor == "" || dead.Jobs[0].LastError != "boom" {
@@ -213,7 +215,7 @@ func TestQueuesPauseResumeDelete(t *testing.T) {
 	r := ts.public(t, http.MethodGet, "/v1/ns/shop/queues", tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
 	var list struct {
-		Queues []queueJSON `json:"queues"`
+		Queues []jobs.QueueJSON `json:"queues"`
 	}
 	r.JSON(t, &list)
 	if len(list.Queues) != 2 || list.Queues[0].Name != "a" || list.Queues[0].Ready != 1 || list.Queues[0].Delayed != 1 || list.Queues[1].Published != 1 {
@@ -222,7 +224,7 @@ func TestQueuesPauseResumeDelete(t *testing.T) {
 	r = ts.public(t, http.MethodPost, "/v1/ns/shop/queues/a/pause", tok, nil)
 	wantStatus(t, r, http.StatusNoContent, "")
 	r = ts.public(t, http.MethodGet, "/v1/ns/shop/queues/a", tok, nil)
-	var one queueJSON
+	var one jobs.QueueJSON
 	r.JSON(t, &one)
 	if !one.Paused || one.Ready != 1 {
 		t.Fatalf("paused queue = %s", r.Body)
@@ -287,7 +289,7 @@ func TestBase64PayloadWithMostAttributes(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated, "")
 	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}})
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	if len(got.Jobs) != 1 || got.Jobs[0].PayloadBase64 == nil || *got.Jobs[0].PayloadBase64 != "AP8=" ||
@@ -316,7 +318,7 @@ func TestInvalidUTF8PayloadComesBackAsBase64(t *testing.T) {
 		t.Fatalf("consume answered invalid UTF-8: %q", r.Body)
 	}
 	var got struct {
-		Jobs []deliveryJSON `json:"jobs"`
+		Jobs []jobs.DeliveryJSON `json:"jobs"`
 	}
 	r.JSON(t, &got)
 	want := base64.StdEncoding.EncodeToString(raw)
@@ -325,7 +327,7 @@ func TestInvalidUTF8PayloadComesBackAsBase64(t *testing.T) {
 	}
 	job := qpath + "/jobs/" + got.Jobs[0].JobID
 	r = ts.public(t, http.MethodGet, job, tok, nil)
-	var j jobJSON
+	var j jobs.JobJSON
 	r.JSON(t, &j)
 	if !utf8.Valid(r.Body) || j.PayloadBase64 == nil || *j.PayloadBase64 != want {
 		t.Fatalf("GET job = %q", r.Body)

@@ -1,8 +1,9 @@
-package server
+package jobs
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,7 @@ import (
 	"time"
 )
 
-// encodingJSON is what writeJSON would send for v.
+// encodingJSON is what httpapi.WriteJSON would send for v.
 func encodingJSON(t *testing.T, v any) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -25,7 +26,7 @@ func encodingJSON(t *testing.T, v any) string {
 
 func TestWritePublishedMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
-	for _, res := range []publishResult{{JobID: "01JAX3", Duplicate: false}, {JobID: "j-1_x", Duplicate: true}} {
+	for _, res := range []PublishResult{{JobID: "01JAX3", Duplicate: false}, {JobID: "j-1_x", Duplicate: true}} {
 		rec := httptest.NewRecorder()
 		writePublished(rec, res)
 		if rec.Code != http.StatusCreated || rec.Header().Get("Content-Type") != "application/json" {
@@ -34,16 +35,6 @@ func TestWritePublishedMatchesEncodingJSON(t *testing.T) {
 		if got, want := rec.Body.String(), encodingJSON(t, res); got != want {
 			t.Fatalf("got %s want %s", got, want)
 		}
-	}
-}
-
-func TestWriteLmstfyPublishedMatchesEncodingJSON(t *testing.T) {
-	t.Parallel()
-	rec := httptest.NewRecorder()
-	writeLmstfyPublished(rec, "01JAX3")
-	want := encodingJSON(t, map[string]string{"msg": "published", "job_id": "01JAX3"})
-	if rec.Code != http.StatusCreated || rec.Body.String() != want {
-		t.Fatalf("got %d %s, want 201 %s", rec.Code, rec.Body, want)
 	}
 }
 
@@ -59,9 +50,9 @@ func TestWriteDeliveriesMatchesEncodingJSON(t *testing.T) {
 		`{"s":"\u00e9\n"}`, `12.5e3`}
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	for range 2000 {
-		ds := make([]deliveryJSON, rng.IntN(4))
+		ds := make([]DeliveryJSON, rng.IntN(4))
 		for i := range ds {
-			d := deliveryJSON{
+			d := DeliveryJSON{
 				JobID: pick(texts), Queue: pick(texts), Delivery: rng.IntN(5) + 1, RemainingTries: rng.IntN(5) - 1,
 				Priority:    rng.IntN(10),
 				Attributes:  map[string]string{},
@@ -93,7 +84,7 @@ func TestWriteDeliveriesMatchesEncodingJSON(t *testing.T) {
 }
 
 // TestWriteDeliveriesTimeOutsideRFC3339: time.Time's MarshalJSON refuses a year outside
-// 0..9999, so writeJSON answers 500 for such a delivery; the hand-written answer must not differ.
+// 0..9999, so httpapi.WriteJSON answers 500 for such a delivery; the hand-written answer must not differ.
 func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 	t.Parallel()
 	for _, tm := range []time.Time{
@@ -101,10 +92,10 @@ func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.UnixMilli(1<<53 - 1).UTC(), // a Lua-safe integer of milliseconds from Redis: year 287396
 	} {
-		ds := []deliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
+		ds := []DeliveryJSON{{JobID: "j", Queue: "q", Delivery: 1, Attributes: map[string]string{},
 			PublishedAt: time.Unix(1_790_000_000, 0).UTC(), LeaseUntil: tm}}
 		want := httptest.NewRecorder()
-		writeJSON(want, 200, map[string]any{"jobs": ds})
+		httpapi.WriteJSON(want, 200, map[string]any{"jobs": ds})
 		got := httptest.NewRecorder()
 		writeDeliveries(got, ds)
 		if got.Code != want.Code || got.Body.String() != want.Body.String() {

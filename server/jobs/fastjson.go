@@ -1,17 +1,22 @@
-package server
+package jobs
 
-import "github.com/sluicehq/sluice/internal/jsonscan"
+import (
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/jsonscan"
+)
 
 // The hot job requests (publish one job, consume, ack) are decoded here without reflection when
 // their body is plain: known member names without escapes, each at most once, values of the
 // field's own JSON type, no nulls. Anything else (and every mistake) goes to encoding/json in
-// decodeBody, which gives the same result for what the fast path accepts and names the field in
+// httpapi.DecodeBody, which gives the same result for what the fast path accepts and names the field in
 // its errors. fastjson_test.go checks that equivalence on many generated and mutated bodies.
 
-// fastDecoder is a request type with a fast path; decode reports false to fall back.
-type fastDecoder interface {
-	decodeFast(data []byte) bool
-}
+// The request types below implement httpapi.FastDecoder.
+var (
+	_ httpapi.FastDecoder = (*publishRequest)(nil)
+	_ httpapi.FastDecoder = (*consumeRequest)(nil)
+	_ httpapi.FastDecoder = (*ackRequest)(nil)
+)
 
 // seenFields remembers which members an object had, to refuse duplicates (the slow path decides
 // what a repeated member means).
@@ -25,7 +30,7 @@ func (s *seenFields) first(bit uint) bool {
 	return true
 }
 
-func (p *publishRequest) decodeFast(data []byte) bool {
+func (p *publishRequest) DecodeFast(data []byte) bool {
 	var seen seenFields
 	var out publishRequest
 	j := &out.publishJob
@@ -75,7 +80,7 @@ func (p *publishRequest) decodeFast(data []byte) bool {
 	return ok
 }
 
-func (c *consumeRequest) decodeFast(data []byte) bool {
+func (c *consumeRequest) DecodeFast(data []byte) bool {
 	var seen seenFields
 	var out consumeRequest
 	ok := jsonscan.Members(data, func(name string, v []byte) bool {
@@ -103,7 +108,7 @@ func (c *consumeRequest) decodeFast(data []byte) bool {
 	return ok
 }
 
-func (a *ackRequest) decodeFast(data []byte) bool {
+func (a *ackRequest) DecodeFast(data []byte) bool {
 	var seen seenFields
 	var out ackRequest
 	ok := jsonscan.Members(data, func(name string, v []byte) bool {

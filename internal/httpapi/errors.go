@@ -1,8 +1,7 @@
-package server
+package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -51,7 +51,7 @@ var statusOf = map[Code]int{
 	CodeUnavailable:      http.StatusServiceUnavailable,
 }
 
-// Sentinel errors of the server, matched with errors.Is.
+// Sentinel errors, matched with errors.Is.
 var (
 	ErrUnauthenticated  = &Error{Code: CodeUnauthenticated, Message: "missing or unknown token"}
 	ErrPermissionDenied = &Error{Code: CodePermissionDenied, Message: "the token does not allow this"}
@@ -60,7 +60,7 @@ var (
 )
 
 // Error is an API error: a registry code, a message for people and, for invalid arguments, the
-// field at fault. Handlers return it (or errors the writer maps to it).
+// field at fault. Handlers return it (or errors ErrorOf maps to it).
 type Error struct {
 	Code    Code
 	Message string
@@ -68,8 +68,8 @@ type Error struct {
 	Field string
 	// RetryAfter is sent as the Retry-After header (rate_limited, unavailable). 0: none.
 	RetryAfter time.Duration
-	// cause is the error behind it, for logs.
-	cause error
+	// Cause is the error behind it, for logs.
+	Cause error
 }
 
 func (e *Error) Error() string {
@@ -80,7 +80,7 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.cause }
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Is matches errors of the same code, so errors.Is(err, ErrNotFound) holds for every not_found.
 func (e *Error) Is(target error) bool {
@@ -91,49 +91,60 @@ func (e *Error) Is(target error) bool {
 // Status is the HTTP status of the error.
 func (e *Error) Status() int { return statusOf[e.Code] }
 
-// invalidArg returns an invalid_argument error naming a field.
-func invalidArg(field, format string, args ...any) *Error {
+// InvalidArg returns an invalid_argument error naming a field.
+func InvalidArg(field, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// errorBody is the JSON shape of every native error.
-type errorBody struct {
-	Error errorDetail `json:"error"`
+// ErrorBody is the JSON shape of every native error.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
 }
 
-type errorDetail struct {
+// ErrorDetail is the "error" member of ErrorBody.
+type ErrorDetail struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 }
 
-// apiError turns any error into the registry's *Error: the queue's sentinels and validation
-// errors, body-size errors, Redis failures (unavailable) and, for anything else, internal.
-func apiError(err error) *Error {
+// ErrorOf turns any error into the registry's *Error: the queue's and tenancy's sentinels and
+// validation errors, body-size errors, Redis failures (unavailable) and, for anything else,
+// internal. A system whose package has errors of its own adds its case here, so that every
+// route renders them alike.
+func ErrorOf(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	var v *queue.ValidationError
+	var tv *tenant.ValidationError
+	var tnf *tenant.NotFoundError
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &v):
-		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, cause: err}
+		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
+	case errors.As(err, &tv):
+		return &Error{Code: CodeInvalidArgument, Field: tv.Field, Message: tv.Message, Cause: err}
+	case errors.Is(err, tenant.ErrUnauthenticated):
+		return &Error{Code: CodeUnauthenticated, Message: ErrUnauthenticated.Message, Cause: err}
+	case errors.As(err, &tnf):
+		return &Error{Code: CodeNotFound, Message: tnf.Message, Cause: err}
 	case errors.Is(err, queue.ErrNotFound):
-		return &Error{Code: CodeNotFound, Message: "not found", cause: err}
+		return &Error{Code: CodeNotFound, Message: "not found", Cause: err}
 	case errors.Is(err, queue.ErrLeaseLost):
-		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", cause: err}
+		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
 	case errors.As(err, &tooBig):
-		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), cause: err}
-	case isUnavailable(err):
-		return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, cause: err}
+		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), Cause: err}
+	case IsUnavailable(err):
+		return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, Cause: err}
 	default:
-		return &Error{Code: CodeInternal, Message: "internal error", cause: err}
+		return &Error{Code: CodeInternal, Message: "internal error", Cause: err}
 	}
 }
 
-// isUnavailable reports whether err means the store could not be reached or cannot serve now.
-func isUnavailable(err error) bool {
+// IsUnavailable reports whether err means the store could not be reached or cannot serve now.
+func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -166,42 +177,29 @@ var unavailableReplies = []string{
 	"MISCONF", "NOTBUSY",
 }
 
-// writeError renders err in the native shape with its registry status, and logs internal and
+// WriteError renders err in the native shape with its registry status, and logs internal and
 // unavailable errors with the request id. A request whose client went away gets no body.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	if ClientGone(r, err) {
 		return
 	}
-	e := apiError(err)
-	if st := stateOf(r.Context()); st != nil {
-		st.noteError(r.Context(), e, err)
+	e := ErrorOf(err)
+	if st := StateOf(r.Context()); st != nil {
+		st.NoteError(r.Context(), e, err)
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((e.RetryAfter+time.Second-1)/time.Second))))
-	}
-	writeJSON(w, e.Status(), errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+	SetRetryAfter(w, e.RetryAfter)
+	WriteJSON(w, e.Status(), ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
 }
 
-// writeJSON writes v as the JSON body with status. The body is encoded into a pooled buffer
-// first, so it goes out in one write with its Content-Length, and a value that cannot be encoded
-// is a clean 500 rather than half a body.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, "internal error: response could not be encoded", http.StatusInternalServerError)
-		return
-	}
-	writeBody(w, status, "application/json", buf.Bytes())
+// ClientGone reports whether err only says that the request's client went away: such a request
+// gets no answer.
+func ClientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && errors.Is(err, context.Canceled)
 }
 
-// writeBody writes a complete body with its Content-Type and Content-Length.
-func writeBody(w http.ResponseWriter, status int, contentType string, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+// SetRetryAfter sets the Retry-After header to d in whole seconds (at least 1); 0 sets nothing.
+func SetRetryAfter(w http.ResponseWriter, d time.Duration) {
+	if d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
+	}
 }

@@ -1,7 +1,8 @@
-package server
+package jobs
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -11,13 +12,13 @@ import (
 // fastCase pairs a request type's fast path with a fresh value for the general path.
 type fastCase struct {
 	name  string
-	fresh func() fastDecoder
+	fresh func() httpapi.FastDecoder
 }
 
 var fastCases = []fastCase{
-	{"publish", func() fastDecoder { return &publishRequest{} }},
-	{"consume", func() fastDecoder { return &consumeRequest{} }},
-	{"ack", func() fastDecoder { return &ackRequest{} }},
+	{"publish", func() httpapi.FastDecoder { return &publishRequest{} }},
+	{"consume", func() httpapi.FastDecoder { return &consumeRequest{} }},
+	{"ack", func() httpapi.FastDecoder { return &ackRequest{} }},
 }
 
 // checkFastEquivalent fails when the fast path accepts a body that encoding/json decodes
@@ -25,11 +26,11 @@ var fastCases = []fastCase{
 func checkFastEquivalent(t *testing.T, c fastCase, body string) bool {
 	t.Helper()
 	fast := c.fresh()
-	if !fast.decodeFast([]byte(body)) {
+	if !fast.DecodeFast([]byte(body)) {
 		return false
 	}
 	slow := c.fresh()
-	if err := decodeJSON([]byte(body), slow); err != nil {
+	if err := httpapi.DecodeJSON([]byte(body), slow); err != nil {
 		t.Fatalf("%s: fast path accepted %q, encoding/json refused it: %v", c.name, body, err)
 	}
 	if !reflect.DeepEqual(fast, slow) {

@@ -1,45 +1,34 @@
-package server
+package jobs
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // The answers of the hot job requests (publish, consume) are written here without reflection,
-// byte for byte as writeJSON would write them; jsonwrite_test.go compares the two.
+// byte for byte as httpapi.WriteJSON would write them; jsonwrite_test.go compares the two.
 
 // writePublished answers a single publish: 201 {"job_id","duplicate"}.
-func writePublished(w http.ResponseWriter, res publishResult) {
-	buf := getBuffer()
-	defer putBuffer(buf)
+func writePublished(w http.ResponseWriter, res PublishResult) {
+	buf := httpapi.GetBuffer()
+	defer httpapi.PutBuffer(buf)
 	b := append(buf.AvailableBuffer(), `{"job_id":`...)
-	b = appendJSONString(b, res.JobID)
+	b = httpapi.AppendJSONString(b, res.JobID)
 	b = append(b, `,"duplicate":`...)
 	b = strconv.AppendBool(b, res.Duplicate)
 	b = append(b, "}\n"...)
-	writeBody(w, http.StatusCreated, "application/json", b)
-}
-
-// writeLmstfyPublished answers an lmstfy publish: 201 {"job_id","msg":"published"} (writeJSON's
-// bytes for the map it used to write: keys sorted).
-func writeLmstfyPublished(w http.ResponseWriter, id string) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	b := append(buf.AvailableBuffer(), `{"job_id":`...)
-	b = appendJSONString(b, id)
-	b = append(b, `,"msg":"published"}`+"\n"...)
-	writeBody(w, http.StatusCreated, "application/json", b)
+	httpapi.WriteBody(w, http.StatusCreated, "application/json", b)
 }
 
 // writeDeliveries answers a consume: 200 {"jobs": [...]}.
-func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
-	buf := getBuffer()
-	defer putBuffer(buf)
+func writeDeliveries(w http.ResponseWriter, ds []DeliveryJSON) {
+	buf := httpapi.GetBuffer()
+	defer httpapi.PutBuffer(buf)
 	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
 	for i := range ds {
 		if i > 0 {
@@ -47,27 +36,27 @@ func writeDeliveries(w http.ResponseWriter, ds []deliveryJSON) {
 		}
 		var ok bool
 		if b, ok = appendDelivery(b, &ds[i]); !ok {
-			writeJSON(w, http.StatusOK, map[string]any{"jobs": ds}) // not expected: let encoding/json decide
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"jobs": ds}) // not expected: let encoding/json decide
 			return
 		}
 	}
 	b = append(b, "]}\n"...)
-	writeBody(w, http.StatusOK, "application/json", b)
+	httpapi.WriteBody(w, http.StatusOK, "application/json", b)
 }
 
-// appendDelivery appends d as encoding/json encodes deliveryJSON; false when encoding/json would
+// appendDelivery appends d as encoding/json encodes DeliveryJSON; false when encoding/json would
 // refuse it (a payload that is not valid JSON, a time outside the years 0..9999).
-func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
+func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
 	if !jsonTime(d.PublishedAt) || !jsonTime(d.LeaseUntil) || d.ExpiresAt != nil && !jsonTime(*d.ExpiresAt) {
 		return b, false
 	}
 	b = append(b, `{"job_id":`...)
-	b = appendJSONString(b, d.JobID)
+	b = httpapi.AppendJSONString(b, d.JobID)
 	b = append(b, `,"queue":`...)
-	b = appendJSONString(b, d.Queue)
+	b = httpapi.AppendJSONString(b, d.Queue)
 	if len(d.Payload) > 0 {
 		b = append(b, `,"payload":`...)
-		// encoding/json compacts a RawMessage (HTML escaping is off in writeJSON).
+		// encoding/json compacts a RawMessage (HTML escaping is off in httpapi.WriteJSON).
 		out := bytes.NewBuffer(b)
 		if err := json.Compact(out, d.Payload); err != nil {
 			return b, false
@@ -76,7 +65,7 @@ func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
 	}
 	if d.PayloadBase64 != nil {
 		b = append(b, `,"payload_base64":`...)
-		b = appendJSONString(b, *d.PayloadBase64)
+		b = httpapi.AppendJSONString(b, *d.PayloadBase64)
 	}
 	b = append(b, `,"delivery":`...)
 	b = strconv.AppendInt(b, int64(d.Delivery), 10)
@@ -99,23 +88,6 @@ func appendDelivery(b []byte, d *deliveryJSON) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
-// appendJSONString appends s as a JSON string. Plain ASCII is copied; anything that needs
-// escaping or UTF-8 care goes through encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			var out bytes.Buffer
-			enc := json.NewEncoder(&out)
-			enc.SetEscapeHTML(false)
-			_ = enc.Encode(s) // a string always encodes
-			return append(b, bytes.TrimSuffix(out.Bytes(), []byte("\n"))...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // appendStringMap appends m with its keys sorted, as encoding/json does (nil is null).
 func appendStringMap(b []byte, m map[string]string) []byte {
 	if m == nil {
@@ -131,9 +103,9 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = httpapi.AppendJSONString(b, k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = httpapi.AppendJSONString(b, m[k])
 	}
 	return append(b, '}')
 }

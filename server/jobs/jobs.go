@@ -1,9 +1,11 @@
-package server
+package jobs
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"math"
 	"net/http"
 	"strings"
@@ -13,13 +15,9 @@ import (
 	"github.com/sluicehq/sluice/queue"
 )
 
-// reservedAttrPrefix starts the attributes the server keeps for itself; clients cannot set them
-// and never see them.
-const reservedAttrPrefix = "sluice."
-
 // attrEncoding marks a job published with payload_base64, so consumers get payload_base64 back
 // even when the bytes happen to be valid JSON.
-const attrEncoding = reservedAttrPrefix + "encoding"
+const attrEncoding = httpapi.ReservedAttrPrefix + "encoding"
 
 // maxPublishBatch bounds the jobs of one publish request.
 const maxPublishBatch = 1000
@@ -61,15 +59,17 @@ func (j *publishJob) empty() bool {
 		j.UniqueFor == nil && j.Attributes == nil
 }
 
-type publishResult struct {
+// PublishResult is the answer to a publish: one, or one per job of a batch under "jobs".
+type PublishResult struct {
 	JobID     string `json:"job_id"`
 	Duplicate bool   `json:"duplicate"`
 }
 
 // publish is POST /v1/ns/{ns}/queues/{q}/jobs.
-func (s *Server) publish(w http.ResponseWriter, r *http.Request, tok Token) error {
+func (a *API) publish(w http.ResponseWriter, r *http.Request) error {
+	tok, _ := tenant.FromContext(r.Context())
 	var req publishRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	ns, q := r.PathValue("ns"), r.PathValue("q")
@@ -78,18 +78,18 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, tok Token) erro
 		if err != nil {
 			return err
 		}
-		res, err := s.queue.Publish(r.Context(), p)
+		res, err := a.queue.Publish(r.Context(), p)
 		if err != nil {
 			return err
 		}
-		writePublished(w, publishResult{JobID: res.ID, Duplicate: res.Duplicate})
+		writePublished(w, PublishResult{JobID: res.ID, Duplicate: res.Duplicate})
 		return nil
 	}
 	if !req.empty() {
-		return invalidArg("jobs", "give either one job or a jobs array, not both")
+		return httpapi.InvalidArg("jobs", "give either one job or a jobs array, not both")
 	}
 	if len(req.Jobs) == 0 || len(req.Jobs) > maxPublishBatch {
-		return invalidArg("jobs", "%d jobs; a batch has 1..%d", len(req.Jobs), maxPublishBatch)
+		return httpapi.InvalidArg("jobs", "%d jobs; a batch has 1..%d", len(req.Jobs), maxPublishBatch)
 	}
 	ps := make([]queue.PublishParams, len(req.Jobs))
 	for i := range req.Jobs {
@@ -99,99 +99,99 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request, tok Token) erro
 		}
 		ps[i] = p
 	}
-	res, err := s.queue.PublishMany(r.Context(), ps)
+	res, err := a.queue.PublishMany(r.Context(), ps)
 	if err != nil {
 		return err
 	}
-	out := make([]publishResult, len(res))
+	out := make([]PublishResult, len(res))
 	for i, x := range res {
-		out[i] = publishResult{JobID: x.ID, Duplicate: x.Duplicate}
+		out[i] = PublishResult{JobID: x.ID, Duplicate: x.Duplicate}
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"jobs": out})
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"jobs": out})
 	return nil
 }
 
 // params validates one job and turns it into the engine's parameters; field names carry prefix.
-func (j *publishJob) params(tok Token, ns, q, prefix string) (queue.PublishParams, error) {
+func (j *publishJob) params(tok tenant.Token, ns, q, prefix string) (queue.PublishParams, error) {
 	f := func(name string) string { return prefixed(prefix, name) }
 	p := queue.PublishParams{Namespace: ns, Queue: q}
 	switch {
 	case j.Payload != nil && j.PayloadBase64 != nil:
-		return p, invalidArg(f("payload"), "give payload or payload_base64, not both")
+		return p, httpapi.InvalidArg(f("payload"), "give payload or payload_base64, not both")
 	case j.Payload != nil:
 		p.Payload = []byte(j.Payload)
 	case j.PayloadBase64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*j.PayloadBase64)
 		if err != nil {
-			return p, invalidArg(f("payload_base64"), "not standard base64: %v", err)
+			return p, httpapi.InvalidArg(f("payload_base64"), "not standard base64: %v", err)
 		}
 		p.Payload = b
 	default:
-		return p, invalidArg(f("payload"), "give payload (any JSON value) or payload_base64 (bytes)")
+		return p, httpapi.InvalidArg(f("payload"), "give payload (any JSON value) or payload_base64 (bytes)")
 	}
 	if j.Priority != nil {
 		p.Priority = *j.Priority
 		if p.Priority < 0 || p.Priority > queue.MaxPriority {
-			return p, invalidArg(f("priority"), "%d is outside 0..%d", p.Priority, queue.MaxPriority)
+			return p, httpapi.InvalidArg(f("priority"), "%d is outside 0..%d", p.Priority, queue.MaxPriority)
 		}
 		if tok.MaxPriority >= 0 && p.Priority > tok.MaxPriority {
 			p.Priority = tok.MaxPriority // the token's cap: clients cannot raise their own priority
 		}
 	}
 	var err error
-	if p.Delay, err = seconds(f("delay"), j.Delay); err != nil {
+	if p.Delay, err = httpapi.Seconds(f("delay"), j.Delay); err != nil {
 		return p, err
 	}
 	if j.RunAt != nil {
 		if j.Delay != nil {
-			return p, invalidArg(f("run_at"), "give delay or run_at, not both")
+			return p, httpapi.InvalidArg(f("run_at"), "give delay or run_at, not both")
 		}
 		if p.RunAt, err = time.Parse(time.RFC3339Nano, *j.RunAt); err != nil {
-			return p, invalidArg(f("run_at"), "%q is not an RFC 3339 time (2026-01-02T15:04:05Z)", *j.RunAt)
+			return p, httpapi.InvalidArg(f("run_at"), "%q is not an RFC 3339 time (2026-01-02T15:04:05Z)", *j.RunAt)
 		}
 		// The engine reads a zero time as "no run_at", so year 1 must be refused here.
 		if p.RunAt.UnixMilli() <= 0 {
-			return p, invalidArg(f("run_at"), "must be after 1970")
+			return p, httpapi.InvalidArg(f("run_at"), "must be after 1970")
 		}
 	}
 	if j.Tries != nil {
 		if *j.Tries < 1 || *j.Tries > maxTries {
-			return p, invalidArg(f("tries"), "%d is outside 1..%d", *j.Tries, maxTries)
+			return p, httpapi.InvalidArg(f("tries"), "%d is outside 1..%d", *j.Tries, maxTries)
 		}
 		p.Tries = *j.Tries
 	}
-	if p.TTL, err = seconds(f("ttl"), j.TTL); err != nil {
+	if p.TTL, err = httpapi.Seconds(f("ttl"), j.TTL); err != nil {
 		return p, err
 	}
 	if j.TTL != nil && p.TTL < time.Millisecond {
-		return p, invalidArg(f("ttl"), "must be at least 0.001 seconds (leave it out for no ttl)")
+		return p, httpapi.InvalidArg(f("ttl"), "must be at least 0.001 seconds (leave it out for no ttl)")
 	}
-	if p.TTR, err = seconds(f("ttr"), j.TTR); err != nil {
+	if p.TTR, err = httpapi.Seconds(f("ttr"), j.TTR); err != nil {
 		return p, err
 	}
 	if j.TTR != nil && p.TTR < time.Millisecond {
-		return p, invalidArg(f("ttr"), "must be at least 0.001 seconds")
+		return p, httpapi.InvalidArg(f("ttr"), "must be at least 0.001 seconds")
 	}
 	if j.Backoff != nil {
-		if p.Backoff.Base, err = seconds(f("backoff.base"), j.Backoff.Base); err != nil {
+		if p.Backoff.Base, err = httpapi.Seconds(f("backoff.base"), j.Backoff.Base); err != nil {
 			return p, err
 		}
-		if p.Backoff.Max, err = seconds(f("backoff.max"), j.Backoff.Max); err != nil {
+		if p.Backoff.Max, err = httpapi.Seconds(f("backoff.max"), j.Backoff.Max); err != nil {
 			return p, err
 		}
 	}
 	if j.UniqueKey != nil {
 		if *j.UniqueKey == "" {
-			return p, invalidArg(f("unique_key"), "must not be empty (leave it out for no dedup)")
+			return p, httpapi.InvalidArg(f("unique_key"), "must not be empty (leave it out for no dedup)")
 		}
 		p.UniqueKey = *j.UniqueKey
 	}
-	if p.UniqueFor, err = seconds(f("unique_for"), j.UniqueFor); err != nil {
+	if p.UniqueFor, err = httpapi.Seconds(f("unique_for"), j.UniqueFor); err != nil {
 		return p, err
 	}
 	for k := range j.Attributes {
-		if strings.HasPrefix(k, reservedAttrPrefix) {
-			return p, invalidArg(f("attributes"), "keys starting with %q are reserved", reservedAttrPrefix)
+		if strings.HasPrefix(k, httpapi.ReservedAttrPrefix) {
+			return p, httpapi.InvalidArg(f("attributes"), "keys starting with %q are reserved", httpapi.ReservedAttrPrefix)
 		}
 	}
 	p.Attributes = j.Attributes
@@ -199,7 +199,7 @@ func (j *publishJob) params(tok Token, ns, q, prefix string) (queue.PublishParam
 	// against the engine's MaxAttributes, so it is left off when it is not needed.
 	if j.PayloadBase64 != nil && isJSONText(p.Payload) {
 		if len(j.Attributes) >= queue.MaxAttributes {
-			return p, invalidArg(f("attributes"), "a payload_base64 whose bytes are valid JSON takes one of the %d attributes "+
+			return p, httpapi.InvalidArg(f("attributes"), "a payload_base64 whose bytes are valid JSON takes one of the %d attributes "+
 				"(the server marks it as bytes): give at most %d", queue.MaxAttributes, queue.MaxAttributes-1)
 		}
 		p.Attributes = make(map[string]string, len(j.Attributes)+1)
@@ -232,19 +232,9 @@ func isJSONText(b []byte) bool {
 	return len(b) > 0 && json.Valid(b) && utf8.Valid(b)
 }
 
-// publicAttributes drops the server's reserved attributes.
-func publicAttributes(a map[string]string) map[string]string {
-	out := make(map[string]string, len(a))
-	for k, v := range a {
-		if !strings.HasPrefix(k, reservedAttrPrefix) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// jobJSON is a job as GET and the dead letter list show it.
-type jobJSON struct {
+// JobJSON is a job as GET and the dead letter list show it. The exported answer types are the
+// wire shapes, for Go clients and tests.
+type JobJSON struct {
 	JobID          string            `json:"job_id"`
 	Namespace      string            `json:"namespace"`
 	Queue          string            `json:"queue"`
@@ -260,7 +250,7 @@ type jobJSON struct {
 	UniqueKey      string            `json:"unique_key,omitempty"`
 	TTL            float64           `json:"ttl,omitempty"`
 	TTR            float64           `json:"ttr"`
-	Backoff        *backoffOut       `json:"backoff,omitempty"`
+	Backoff        *BackoffJSON      `json:"backoff,omitempty"`
 	LastError      string            `json:"last_error,omitempty"`
 	Result         json.RawMessage   `json:"result,omitempty"`
 	ResultBase64   *string           `json:"result_base64,omitempty"`
@@ -271,7 +261,8 @@ type jobJSON struct {
 	FinishedAt     *time.Time        `json:"finished_at,omitempty"`
 }
 
-type backoffOut struct {
+// BackoffJSON is a job's backoff policy in seconds.
+type BackoffJSON struct {
 	Base float64 `json:"base"`
 	Max  float64 `json:"max"`
 }
@@ -284,15 +275,15 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func toJobJSON(j *queue.Job) jobJSON {
+func toJobJSON(j *queue.Job) JobJSON {
 	var pl payloadJSON
 	if j.State != queue.StateDone { // a done job keeps its result, not its payload
 		pl = encodePayload(j.Payload, j.Attributes)
 	}
-	out := jobJSON{
+	out := JobJSON{
 		JobID: j.ID, Namespace: j.Namespace, Queue: j.Queue, State: string(j.State),
 		Priority: j.Priority, Tries: j.Tries, RemainingTries: j.RemainingTries, Deliveries: j.Deliveries,
-		Payload: pl.JSON, PayloadBase64: pl.Base64, Attributes: publicAttributes(j.Attributes),
+		Payload: pl.JSON, PayloadBase64: pl.Base64, Attributes: httpapi.PublicAttributes(j.Attributes),
 		UniqueKey: j.UniqueKey, TTL: secondsOf(j.TTL), TTR: secondsOf(j.TTR), LastError: j.LastError,
 		PublishedAt: j.PublishedAt.UTC(), DueAt: timePtr(j.DueAt), LeaseUntil: timePtr(j.LeaseUntil),
 		ExpiresAt: timePtr(j.ExpiresAt), FinishedAt: timePtr(j.FinishedAt),
@@ -302,7 +293,7 @@ func toJobJSON(j *queue.Job) jobJSON {
 		out.Position = &pos
 	}
 	if j.Backoff != (queue.Backoff{}) {
-		out.Backoff = &backoffOut{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
+		out.Backoff = &BackoffJSON{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
 	}
 	if j.Result != nil {
 		if isJSONText(j.Result) {
@@ -316,23 +307,23 @@ func toJobJSON(j *queue.Job) jobJSON {
 }
 
 // getJob is GET /v1/ns/{ns}/queues/{q}/jobs/{id}.
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request, _ Token) error {
-	j, err := s.queue.Get(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.queue.Get(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJobJSON(j))
+	httpapi.WriteJSON(w, http.StatusOK, toJobJSON(j))
 	return nil
 }
 
 // deleteJob is DELETE /v1/ns/{ns}/queues/{q}/jobs/{id}: cancel a job in any state.
-func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, _ Token) error {
-	n, err := s.queue.Delete(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
+func (a *API) deleteJob(w http.ResponseWriter, r *http.Request) error {
+	n, err := a.queue.Delete(r.Context(), r.PathValue("ns"), r.PathValue("q"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		return &Error{Code: CodeNotFound, Message: "no job " + r.PathValue("id") + " in this queue"}
+		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no job " + r.PathValue("id") + " in this queue"}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -346,15 +337,15 @@ type ackRequest struct {
 
 func deliveryOf(d *int) (int, error) {
 	if d == nil || *d < 1 {
-		return 0, invalidArg("delivery", "give the delivery number the consume returned (1 or more)")
+		return 0, httpapi.InvalidArg("delivery", "give the delivery number the consume returned (1 or more)")
 	}
 	return *d, nil
 }
 
 // ack is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/ack.
-func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) ack(w http.ResponseWriter, r *http.Request) error {
 	var req ackRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	d, err := deliveryOf(req.Delivery)
@@ -364,18 +355,18 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request, _ Token) error {
 	p := queue.AckParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), ID: r.PathValue("id"), Delivery: d}
 	switch {
 	case req.Result != nil && req.ResultBase64 != nil:
-		return invalidArg("result", "give result or result_base64, not both")
+		return httpapi.InvalidArg("result", "give result or result_base64, not both")
 	case req.Result != nil:
 		p.Result = []byte(req.Result)
 	case req.ResultBase64 != nil:
 		if p.Result, err = base64.StdEncoding.DecodeString(*req.ResultBase64); err != nil {
-			return invalidArg("result_base64", "not standard base64: %v", err)
+			return httpapi.InvalidArg("result_base64", "not standard base64: %v", err)
 		}
 		if p.Result == nil {
 			p.Result = []byte{}
 		}
 	}
-	if err := s.queue.Ack(r.Context(), p); err != nil {
+	if err := a.queue.Ack(r.Context(), p); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -390,9 +381,9 @@ type nackRequest struct {
 }
 
 // nack is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/nack.
-func (s *Server) nack(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) nack(w http.ResponseWriter, r *http.Request) error {
 	var req nackRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	d, err := deliveryOf(req.Delivery)
@@ -400,22 +391,22 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request, _ Token) error {
 		return err
 	}
 	if len(req.Error) > 4096 {
-		return invalidArg("error", "longer than 4096 bytes")
+		return httpapi.InvalidArg("error", "longer than 4096 bytes")
 	}
 	p := queue.NackParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), ID: r.PathValue("id"),
 		Delivery: d, Error: req.Error, NoRetry: req.NoRetry}
 	if req.RetryAfter != nil {
-		ra, err := seconds("retry_after", req.RetryAfter)
+		ra, err := httpapi.Seconds("retry_after", req.RetryAfter)
 		if err != nil {
 			return err
 		}
 		p.RetryAfter = &ra
 	}
-	out, err := s.queue.Nack(r.Context(), p)
+	out, err := a.queue.Nack(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"outcome": string(out)})
 	return nil
 }
 
@@ -425,27 +416,38 @@ type touchRequest struct {
 }
 
 // touch is POST /v1/ns/{ns}/queues/{q}/jobs/{id}/touch.
-func (s *Server) touch(w http.ResponseWriter, r *http.Request, _ Token) error {
+func (a *API) touch(w http.ResponseWriter, r *http.Request) error {
 	var req touchRequest
-	if err := decodeBody(r, &req); err != nil {
+	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
 	d, err := deliveryOf(req.Delivery)
 	if err != nil {
 		return err
 	}
-	ttr, err := seconds("ttr", req.TTR)
+	ttr, err := httpapi.Seconds("ttr", req.TTR)
 	if err != nil {
 		return err
 	}
 	if req.TTR != nil && ttr < time.Millisecond {
-		return invalidArg("ttr", "must be at least 0.001 seconds (leave it out for the job's own ttr)")
+		return httpapi.InvalidArg("ttr", "must be at least 0.001 seconds (leave it out for the job's own ttr)")
 	}
-	until, err := s.queue.Touch(r.Context(), queue.TouchParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"),
+	until, err := a.queue.Touch(r.Context(), queue.TouchParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"),
 		ID: r.PathValue("id"), Delivery: d, TTR: ttr})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]time.Time{"lease_until": until.UTC()})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]time.Time{"lease_until": until.UTC()})
 	return nil
+}
+
+// secondsOf renders a duration as seconds for responses.
+func secondsOf(d time.Duration) float64 { return d.Seconds() }
+
+// prefixed puts a batch prefix before a field name ("jobs[2]" + "priority").
+func prefixed(prefix, field string) string {
+	if prefix == "" {
+		return field
+	}
+	return fmt.Sprintf("%s.%s", prefix, field)
 }

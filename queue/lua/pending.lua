@@ -1,0 +1,59 @@
+-- pending.lua: the pending jobs of one queue, at most limit of them: the ready jobs in the order
+-- consumers get them (priority, highest first, then FIFO), then the delayed jobs by due time, then
+-- the leased jobs by lease end. Read-only. Jobs that Get answers as gone are left out: waiting jobs
+-- past their ttl, and leased ones whose lease ended after their ttl (housekeeping removes them), so
+-- a page may hold fewer than limit jobs while such jobs wait for housekeeping.
+-- KEYS: the queue keys (lib.lua).
+-- ARGV[7]: limit.
+-- Returns: {total, n, job fields...} with 21 fields per job (reply_job); total counts every job in
+-- the ready lists, the delayed set and the leased set, before the jobs past their ttl are left out.
+local now = now_ms()
+local limit = tonumber(ARGV[7])
+local out = {0, 0}
+local n, total = 0, 0
+local function live(rec) return rec[R_EXPIRE] == 0 or rec[R_EXPIRE] > now end
+
+local pos = 0
+for _, p in ipairs(redis.call('ZREVRANGE', K_PRIOS, 0, -1)) do
+  local list = K_READY .. p
+  total = total + redis.call('LLEN', list)
+  if n < limit then
+    for _, id in ipairs(redis.call('LRANGE', list, 0, limit - n - 1)) do
+      local rec = load(id)
+      if rec and live(rec) then
+        reply_job(out, id, rec, pos)
+        pos = pos + 1
+        n = n + 1
+      end
+    end
+  end
+end
+
+total = total + redis.call('ZCARD', K_DELAYED)
+if n < limit then
+  for _, id in ipairs(redis.call('ZRANGE', K_DELAYED, 0, limit - n - 1)) do
+    local rec = load(id)
+    if rec and live(rec) then
+      reply_job(out, id, rec, -1)
+      n = n + 1
+    end
+  end
+end
+
+total = total + redis.call('ZCARD', K_LEASED)
+if n < limit then
+  local leased = redis.call('ZRANGE', K_LEASED, 0, limit - n - 1, 'WITHSCORES')
+  for i = 1, #leased, 2 do
+    local id, lease_until = leased[i], tonumber(leased[i + 1])
+    local rec = load(id)
+    local delivery = lease_of(id)
+    if rec and delivery and (live(rec) or lease_until > now) then
+      as_leased(rec, delivery, lease_until)
+      reply_job(out, id, rec, -1)
+      n = n + 1
+    end
+  end
+end
+
+out[1], out[2] = total, n
+return out
