@@ -8,13 +8,13 @@ import (
 // routes (server/jobs). The lmstfy-compatible ones are mounted by lmstfy.API.MountPublic.
 // docs/openapi.yaml describes exactly these and adminRoutes; a test keeps them in step.
 func (s *Server) publicRoutes() []httpapi.Route {
-	return append(s.healthRoutes(), s.jobs.Routes()...)
+	return append(append(s.healthRoutes(), s.jobs.Routes()...), s.tasks.Routes()...)
 }
 
 // adminRoutes are the native routes of the admin listener (plus GET /metrics, and lmstfy's admin
 // routes mounted by lmstfy.API.MountAdmin). The admin middleware checks the admin token.
 func (s *Server) adminRoutes() []httpapi.Route {
-	return append(s.healthRoutes(),
+	routes := append(s.healthRoutes(),
 		httpapi.Route{Pattern: "POST /v1/namespaces", Handler: s.createNamespace},
 		httpapi.Route{Pattern: "GET /v1/namespaces", Handler: s.listNamespaces},
 		httpapi.Route{Pattern: "GET /v1/namespaces/{ns}", Handler: s.getNamespace},
@@ -26,4 +26,5 @@ func (s *Server) adminRoutes() []httpapi.Route {
 		httpapi.Route{Pattern: "PUT /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.setTokenLimit},
 		httpapi.Route{Pattern: "DELETE /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.deleteTokenLimit},
 	)
+	return append(routes, s.tasks.AdminRoutes()...)
 }

@@ -20,9 +20,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
+	"github.com/sluicehq/sluice/server/tasks"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,6 +51,10 @@ type Server struct {
 	lmstfy     *lmstfy.API
 	namespaces *tenant.NamespaceStore
 	maintainer *queue.Maintainer
+	relay      *relay.Client
+	dispatcher *relay.Dispatcher // nil when RelayWorkers is negative
+	archive    *taskarchive.Archive
+	tasks      *tasks.API
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -119,6 +126,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
 	})
+	if err := s.startRelay(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.public = s.wrap("public", s.publicMux(), false)
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
@@ -205,6 +216,15 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	defer s.maintainer.Stop()
+	if s.dispatcher != nil {
+		if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
+			_ = public.Close()
+			_ = admin.Close()
+			return fmt.Errorf("server: %w", err)
+		}
+		// Stopped after the listeners drained: calls under way finish and are stored.
+		defer s.dispatcher.Stop()
+	}
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -270,6 +290,15 @@ func (s *Server) Close() error {
 		s.drain()
 		if s.maintainer != nil {
 			s.maintainer.Stop()
+		}
+		if s.dispatcher != nil {
+			s.dispatcher.Stop()
+		}
+		if s.relay != nil {
+			_ = s.relay.Close()
+		}
+		if s.archive != nil {
+			_ = s.archive.Close()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()
