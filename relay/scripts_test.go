@@ -129,3 +129,37 @@ func TestLibraryIsReloadedWhenLost(t *testing.T) {
 		t.Fatalf("libraries after the reload: %d, %v", len(libs), err)
 	}
 }
+
+// On a Redis over maxmemory (noeviction) new tasks are refused, but reads and the calls that move
+// tasks on (cancel, maintenance) still run, so a full Redis can drain.
+func TestFullRedisRefusesSubmitsButDrains(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t, "maxmemory-policy noeviction")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := relay.NewClient(rdb, relay.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	setEndpoint(t, c, relay.Endpoint{Name: "full", TargetURL: "https://f.example.com/"})
+	id := submit(t, c, relay.SubmitParams{Endpoint: "full"}).ID
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(ctxT(t), relay.SubmitParams{Endpoint: "full"}); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("Submit on a full Redis = %v, want an OOM refusal", err)
+	}
+	if _, err := c.Stats(ctxT(t), "full"); err != nil {
+		t.Errorf("Stats on a full Redis: %v", err)
+	}
+	if task, err := c.Get(ctxT(t), id); err != nil || task.Status != relay.StatusPending {
+		t.Errorf("Get on a full Redis: %s, %v", task.Status, err)
+	}
+	if res, err := c.Cancel(ctxT(t), id); err != nil || !res.Cancelled {
+		t.Errorf("Cancel on a full Redis: %+v, %v", res, err)
+	}
+	if _, err := c.MaintainOnce(ctxT(t)); err != nil {
+		t.Errorf("MaintainOnce on a full Redis: %v", err)
+	}
+}
