@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/tasks"
@@ -373,4 +374,37 @@ func TestRelayMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+}
+
+// With archive_dsn set, a finished task is read back from MariaDB once its Redis copy is gone.
+func TestTaskArchiveRoundTrip(t *testing.T) {
+	t.Parallel()
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "kept in the archive")
+	}))
+	defer target.Close()
+	ts := relayServer(t, func(c *Config) {
+		c.ArchiveDSN = mysqltest.New(t)
+		// Longer than a maintenance pass (500ms), which archives it first.
+		c.RelayReadRetention = 2 * time.Second
+	})
+	ts.putEndpoint(t, "gen", map[string]any{"target_url": target.URL})
+	tok := ts.taskToken(t, "shop", -1)
+	id := ts.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
+	done := ts.task(t, tok, id, "?wait=20s")
+	if done.TaskStatus != "completed" || done.Archived {
+		t.Fatalf("task: %+v", done)
+	}
+	var got tasks.TaskResponse
+	eventually(t, 20*time.Second, "the task to be answered from the archive", func() bool {
+		got = ts.task(t, tok, id, "")
+		return got.Archived
+	})
+	if got.TaskStatus != "completed" || got.HTTPStatus != 200 || got.TaskResult == nil || *got.TaskResult != "kept in the archive" ||
+		got.CreatedAt == nil || !got.CreatedAt.Equal(*done.CreatedAt) {
+		t.Fatalf("archived task %+v, finished one %+v", got, done)
+	}
+	// Still in the submitting namespace only.
+	other := ts.taskToken(t, "other", -1)
+	wantStatus(t, ts.public(t, http.MethodGet, "/v1/tasks/"+id, other, nil), http.StatusNotFound, "not_found")
 }
