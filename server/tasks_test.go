@@ -408,3 +408,42 @@ func TestTaskArchiveRoundTrip(t *testing.T) {
 	other := ts.taskToken(t, "other", -1)
 	wantStatus(t, ts.public(t, http.MethodGet, "/v1/tasks/"+id, other, nil), http.StatusNotFound, "not_found")
 }
+
+// A batch submit answers each task, or the error that refused it.
+func TestTaskBatchSubmit(t *testing.T) {
+	t.Parallel()
+	ts := relayServer(t, noDispatch)
+	ts.putEndpoint(t, "slow", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 3})
+	tok := ts.taskToken(t, "shop", -1)
+	r := ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": []map[string]any{
+		{"endpoint": "slow"}, {"endpoint": "slow"}, {"endpoint": "nope"}, {"endpoint": "slow", "body": "x"}, {"endpoint": "slow"},
+	}})
+	wantStatus(t, r, http.StatusCreated, "")
+	var res struct{ Tasks []tasks.BatchItem }
+	r.JSON(t, &res)
+	ok, full := 0, 0
+	for i, it := range res.Tasks {
+		switch {
+		case i == 2:
+			if it.Error == nil || it.Error.Code != "not_found" {
+				t.Fatalf("item 2: %+v", it)
+			}
+		case it.SubmitResponse != nil && it.TaskID != "":
+			ok++
+		case it.Error != nil && it.Error.Code == "queue_full":
+			full++
+		default:
+			t.Fatalf("item %d: %+v", i, it)
+		}
+	}
+	if ok != 3 || full != 1 {
+		t.Fatalf("%d queued, %d refused as full: %s", ok, full, r.Body)
+	}
+	r = ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": []map[string]any{{"endpoint": "slow"}, {"endpoint": "slow", "task_type": "x"}}})
+	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+	if r.ErrorField() != "tasks[1].task_type" {
+		t.Fatalf("field %q", r.ErrorField())
+	}
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "slow", "tasks": []map[string]any{{}}}), http.StatusBadRequest, "invalid_argument")
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": []map[string]any{}}), http.StatusBadRequest, "invalid_argument")
+}

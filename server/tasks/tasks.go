@@ -1,14 +1,17 @@
 package tasks
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -81,34 +84,104 @@ type CancelResponse struct {
 	Cancelled bool `json:"cancelled"`
 }
 
-// submit is POST /v1/tasks.
+// maxSubmitBatch bounds the tasks of one batch submit.
+const maxSubmitBatch = 1000
+
+// submitBatch is a batch submit: {"tasks": [task, ...]}.
+type submitBatch struct {
+	submitRequest
+	Tasks []submitRequest `json:"tasks"`
+}
+
+// BatchItem is one task's outcome in a batch submit: the task, or the error that refused it.
+type BatchItem struct {
+	*SubmitResponse
+	Error *httpapi.ErrorDetail `json:"error,omitempty"`
+}
+
+// submit is POST /v1/tasks: one task, or a batch under "tasks".
 func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	tok, _ := tenant.FromContext(r.Context())
-	var req submitRequest
+	var req submitBatch
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
-	p, err := req.params(tok)
-	if err != nil {
-		return err
+	grant := r.Header.Get(GrantHeader)
+	if req.Tasks == nil {
+		p, err := req.params(tok, "")
+		if err != nil {
+			return err
+		}
+		p.Grant = cmp.Or(p.Grant, grant)
+		res, err := a.relay.Submit(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusCreated, submitted(res))
+		return nil
 	}
-	if p.Grant == "" {
-		p.Grant = r.Header.Get(GrantHeader)
+	if !reflect.ValueOf(req.submitRequest).IsZero() {
+		return httpapi.InvalidArg("tasks", "give either one task or a tasks array, not both")
 	}
-	res, err := a.relay.Submit(r.Context(), p)
-	if err != nil {
-		return err
+	if len(req.Tasks) == 0 || len(req.Tasks) > maxSubmitBatch {
+		return httpapi.InvalidArg("tasks", "%d tasks; a batch has 1..%d", len(req.Tasks), maxSubmitBatch)
 	}
-	httpapi.WriteJSON(w, http.StatusCreated, SubmitResponse{
+	ps := make([]relay.SubmitParams, len(req.Tasks))
+	for i := range req.Tasks {
+		p, err := req.Tasks[i].params(tok, fmt.Sprintf("tasks[%d].", i))
+		if err != nil {
+			return err
+		}
+		p.Grant = cmp.Or(p.Grant, grant)
+		ps[i] = p
+	}
+	// Concurrent submits to one endpoint share script calls (the relay combines them), so a
+	// batch costs Redis about one round trip per endpoint. Tasks are accepted or refused one by
+	// one (a full queue refuses the rest); the order of ids within a priority follows the
+	// batch only loosely.
+	out := make([]BatchItem, len(ps))
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Go(func() {
+			res, err := a.relay.Submit(r.Context(), ps[i])
+			if err != nil {
+				e := httpapi.ErrorOf(err)
+				if e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
+					if st := httpapi.StateOf(r.Context()); st != nil {
+						st.NoteError(r.Context(), e, err)
+					}
+				}
+				out[i].Error = &httpapi.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}
+				return
+			}
+			sr := submitted(res)
+			out[i].SubmitResponse = &sr
+		})
+	}
+	wg.Wait()
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"tasks": out})
+	return nil
+}
+
+func submitted(res relay.SubmitResult) SubmitResponse {
+	return SubmitResponse{
 		TaskID: res.ID, TaskStatus: string(res.Status), Endpoint: res.Endpoint, Priority: res.Priority,
 		CreatedAt: res.CreatedAt, WaitNum: res.WaitNum,
-	})
-	return nil
+	}
 }
 
 // params turns the body into relay.SubmitParams for tok's namespace. The priority cap comes from
 // the token (none: every priority), never from the body.
-func (req *submitRequest) params(tok tenant.Token) (relay.SubmitParams, error) {
+func (req *submitRequest) params(tok tenant.Token, prefix string) (relay.SubmitParams, error) {
+	p, err := req.paramsOf(tok)
+	var fe *httpapi.Error
+	if prefix != "" && errors.As(err, &fe) && fe.Field != "" {
+		fe.Field = prefix + fe.Field
+	}
+	return p, err
+}
+
+func (req *submitRequest) paramsOf(tok tenant.Token) (relay.SubmitParams, error) {
 	p := relay.SubmitParams{
 		Endpoint: req.Endpoint, TargetURL: req.TargetURL, Method: req.HTTPMethod,
 		Subject: req.Subject, Grant: req.PriorityGrant, Namespace: tok.Namespace,
