@@ -1,8 +1,10 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -446,4 +448,76 @@ func TestTaskBatchSubmit(t *testing.T) {
 	}
 	wantStatus(t, ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "slow", "tasks": []map[string]any{{}}}), http.StatusBadRequest, "invalid_argument")
 	wantStatus(t, ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": []map[string]any{}}), http.StatusBadRequest, "invalid_argument")
+}
+
+// An endpoint changed on one instance applies on another within the refresh interval.
+func TestEndpointChangeReachesOtherInstances(t *testing.T) {
+	t.Parallel()
+	a := relayServer(t, noDispatch)
+	b := newTestServerOn(t, a.env, noDispatch)
+	tok := a.taskToken(t, "shop", -1)
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusNotFound, "not_found")
+	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 1})
+	eventually(t, 5*time.Second, "b to know the new endpoint", func() bool {
+		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
+	})
+	// A lowered bound reaches b too: max_queued 1 is full now, then raised to 2.
+	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 2})
+	eventually(t, 5*time.Second, "b to apply the raised max_queued", func() bool {
+		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
+	})
+}
+
+// A graceful shutdown drains the listeners first, then stops the dispatcher, which waits for the
+// call under way and stores its result.
+func TestShutdownFinishesCallsUnderWay(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "finished during shutdown")
+	}))
+	defer target.Close()
+	other := relayServer(t, noDispatch)
+	other.putEndpoint(t, "gen", map[string]any{"target_url": target.URL})
+	tok := other.taskToken(t, "shop", -1)
+
+	cfg := Config{RedisURL: other.env.URL, Prefix: other.env.Prefix, AdminToken: "admin-secret", RelayAllowPrivate: true,
+		Logger: other.srv.log, Out: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	pub, _ := net.Listen("tcp", "127.0.0.1:0")
+	adm, _ := net.Listen("tcp", "127.0.0.1:0")
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, pub, adm) }()
+
+	id := other.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
+	<-started
+	cancel() // shutdown starts with the call under way
+	eventually(t, 10*time.Second, "the listener to close", func() bool {
+		c, err := net.Dial("tcp", pub.Addr().String())
+		if err == nil {
+			_ = c.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) before the call under way finished", err)
+	default:
+	}
+	close(release)
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	got := other.task(t, tok, id, "")
+	if got.TaskStatus != "completed" || got.TaskResult == nil || *got.TaskResult != "finished during shutdown" {
+		t.Fatalf("task after shutdown: %+v", got)
+	}
 }
