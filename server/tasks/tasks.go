@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -140,27 +141,39 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	// one (a full queue refuses the rest); the order of ids within a priority follows the
 	// batch only loosely.
 	out := make([]BatchItem, len(ps))
+	errs := make([]error, len(ps))
+	ctx := r.Context()
 	var wg sync.WaitGroup
 	for i := range ps {
-		wg.Go(func() {
-			res, err := a.relay.Submit(r.Context(), ps[i])
-			if err != nil {
-				e := httpapi.ErrorOf(err)
-				if e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
-					if st := httpapi.StateOf(r.Context()); st != nil {
-						st.NoteError(r.Context(), e, err)
-					}
-				}
-				out[i].Error = &httpapi.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}
-				return
-			}
-			sr := submitted(res)
-			out[i].SubmitResponse = &sr
-		})
+		wg.Go(func() { out[i], errs[i] = a.submitOne(ctx, ps[i]) })
 	}
 	wg.Wait()
+	// The server's fault (internal, unavailable) is logged and counted once per request, as a
+	// request's error would be.
+	if st := httpapi.StateOf(ctx); st != nil {
+		for _, err := range errs {
+			if err == nil {
+				continue
+			}
+			if e := httpapi.ErrorOf(err); e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
+				st.NoteError(ctx, e, err)
+				break
+			}
+		}
+	}
 	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"tasks": out})
 	return nil
+}
+
+// submitOne submits one task of a batch; a failure becomes the item's error.
+func (a *API) submitOne(ctx context.Context, p relay.SubmitParams) (BatchItem, error) {
+	res, err := a.relay.Submit(ctx, p)
+	if err != nil {
+		e := httpapi.ErrorOf(err)
+		return BatchItem{Error: &httpapi.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}, err
+	}
+	sr := submitted(res)
+	return BatchItem{SubmitResponse: &sr}, nil
 }
 
 func submitted(res relay.SubmitResult) SubmitResponse {
