@@ -7,6 +7,9 @@
 //
 //   - server/jobs: the native job API, /v1/ns/{ns}/... (declared as httpapi.Route values, wrapped
 //     here with token authentication, per-token limits and the native error writer);
+//   - server/tasks: the request queue (package relay), /v1/tasks and /v1/permits/check on the
+//     public listener and /v1/endpoints on the admin one; relay.go here builds the relay client,
+//     its dispatcher and archive, which Serve starts and stops with the listeners;
 //   - server/lmstfy: the lmstfy-compatible API, /api/... and its admin routes (its own shapes);
 //   - admin.go here: namespaces, tokens and their limits on the admin listener.
 //
