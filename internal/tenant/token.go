@@ -119,12 +119,12 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		perms = AllPermissions
 	}
 	if len(perms) == 0 {
-		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage")
+		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage, tasks")
 	}
 	seen := map[Permission]bool{}
 	for _, pm := range perms {
 		if !slices.Contains(AllPermissions, pm) {
-			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage", pm)
+			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage, tasks", pm)
 		}
 		seen[pm] = true
 	}
