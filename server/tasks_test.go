@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -519,5 +520,42 @@ func TestShutdownFinishesCallsUnderWay(t *testing.T) {
 	got := other.task(t, tok, id, "")
 	if got.TaskStatus != "completed" || got.TaskResult == nil || *got.TaskResult != "finished during shutdown" {
 		t.Fatalf("task after shutdown: %+v", got)
+	}
+}
+
+// Two instances share the endpoint's rate: calls arrive at the target no faster than qps, whichever
+// instance's dispatcher makes them.
+func TestTaskTwoInstancesShareQPS(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+	}))
+	defer target.Close()
+	a := relayServer(t)
+	a.putEndpoint(t, "rated", map[string]any{"target_url": target.URL, "qps": 50, "concurrency": 100})
+	b := newTestServerOn(t, a.env, func(c *Config) { c.RelayAllowPrivate = true })
+	tok := a.taskToken(t, "shop", -1)
+	const n = 30
+	batch := make([]map[string]any, n)
+	for i := range batch {
+		batch[i] = map[string]any{"endpoint": "rated"}
+	}
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": batch}), http.StatusCreated, "")
+	eventually(t, 20*time.Second, "every call", func() bool {
+		var s tasks.EndpointWithStats
+		a.adminDo(t, http.MethodGet, "/v1/endpoints/rated", nil).JSON(t, &s)
+		return s.Stats.Totals["completed"] == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(arrivals, func(x, y time.Time) int { return x.Compare(y) })
+	// At 50 QPS (20ms apart, a burst of one) 30 calls span at least 28 intervals; the margin is
+	// for the arrivals' own scheduling jitter, not the limit's.
+	if span := arrivals[n-1].Sub(arrivals[0]); len(arrivals) != n || span < 28*20*time.Millisecond*9/10 {
+		t.Fatalf("%d calls at 50 QPS arrived within %s", len(arrivals), span)
 	}
 }
