@@ -559,3 +559,38 @@ func TestTaskTwoInstancesShareQPS(t *testing.T) {
 		t.Fatalf("%d calls at 50 QPS arrived within %s", len(arrivals), span)
 	}
 }
+
+// Cancelling a running offline task marks it cancelled and discards its result.
+func TestTaskCancelWhileRunning(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "too late")
+	}))
+	defer target.Close()
+	defer close(release)
+	ts := relayServer(t)
+	ts.putEndpoint(t, "gen", map[string]any{"target_url": target.URL})
+	tok := ts.taskToken(t, "shop", -1)
+	id := ts.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
+	<-started
+	if got := ts.task(t, tok, id, ""); got.TaskStatus != "processing" {
+		t.Fatalf("running task: %+v", got)
+	}
+	var c tasks.CancelResponse
+	r := ts.public(t, http.MethodPost, "/v1/tasks/"+id+"/cancel", tok, nil)
+	wantStatus(t, r, http.StatusOK, "")
+	r.JSON(t, &c)
+	if c.TaskStatus != "cancelled" || !c.Cancelled {
+		t.Fatalf("cancel: %+v", c)
+	}
+	release <- struct{}{}
+	eventually(t, 10*time.Second, "the call's result to be discarded", func() bool {
+		return ts.srv.dispatcher.Stats().Discarded == 1
+	})
+	if got := ts.task(t, tok, id, ""); got.TaskStatus != "cancelled" || got.TaskResult != nil {
+		t.Fatalf("after the call returned: %+v", got)
+	}
+}
