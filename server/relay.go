@@ -67,7 +67,10 @@ func (s *Server) startRelay(ctx context.Context) error {
 	}
 	if cfg.RelayWorkers >= 0 {
 		s.dispatcher, err = relay.NewDispatcher(s.relay, relay.DispatcherConfig{
-			Workers:      cfg.RelayWorkers,
+			Workers: cfg.RelayWorkers,
+			// A dispatch may start as many tasks as there are workers (up to 256), so a busy
+			// endpoint costs Redis few script calls per task.
+			Batch:        min(max(cfg.RelayWorkers, 1), 256),
 			AllowPrivate: cfg.RelayAllowPrivate,
 			OnCall:       s.metrics.observeCall,
 			Logger:       s.log,
