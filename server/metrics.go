@@ -24,6 +24,7 @@ type metrics struct {
 	redisErrors prometheus.Counter
 	rateLimited *prometheus.CounterVec
 	callbacks   *callbackMetrics
+	relayCalls  *prometheus.HistogramVec
 	series      sync.Map // requestSeries -> *requestObservers
 }
 
@@ -51,8 +52,9 @@ func newMetrics(s *Server) *metrics {
 			Name: "sluice_rate_limited_total",
 			Help: "Job requests refused (429) because their token's rate limit was reached, by namespace and direction (read: consume, write: publish).",
 		}, []string{"namespace", "direction"}),
+		relayCalls: newCallLatency(),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited,
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited, m.relayCalls, &relayCollector{s: s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&queueCollector{s: s, m: m}, &roomCollector{s: s, m: m})
 	m.callbacks = newCallbackMetrics(m.reg)

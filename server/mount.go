@@ -30,7 +30,7 @@ func (s *Server) handler(rt httpapi.Route) http.HandlerFunc {
 		h = s.limiter.Wrap(rt.Limit, denyNative, h)
 	}
 	if rt.Perms != nil {
-		h = s.authed(h, rt.Perms...)
+		h = s.authed(h, rt.AnyNamespace, rt.Perms...)
 	}
 	return httpapi.Adapt(h)
 }

@@ -82,6 +82,13 @@ func Options() []Option {
 			return nil
 		}
 	}
+	keys := func(f func(*Settings) *[]string) func(*Settings, string) error {
+		return func(s *Settings, v string) error {
+			k, err := parseKeys(v)
+			*f(s) = k
+			return err
+		}
+	}
 	return []Option{
 		{"redis_url", "SLUICE_REDIS_URL", `""`, "`URL` of the Redis to use: redis://, rediss://, redis+sentinel://, redis+cluster://; empty runs the embedded Redis",
 			str(func(s *Settings) *string { return &s.RedisURL })},
@@ -127,6 +134,30 @@ func Options() []Option {
 			integer(func(s *Settings, n int64) { s.ReplicaAcks = int(n) })},
 		{"replica_ack_timeout", "SLUICE_REPLICA_ACK_TIMEOUT", "1s", "longest wait (`duration`) for replica_acks; fewer acknowledgements fail the publish with 503",
 			dur(func(s *Settings) *time.Duration { return &s.ReplicaAckTimeout })},
+		{"relay_workers", "SLUICE_RELAY_WORKERS", "64", "most offline calls (`n`) of the request queue this instance makes at once; -1: no dispatcher here",
+			integer(func(s *Settings, n int64) { s.RelayWorkers = int(n) })},
+		{"relay_allow_private", "SLUICE_RELAY_ALLOW_PRIVATE", "false", "let offline calls reach loopback and private addresses (`bool`)",
+			boolean(func(s *Settings) *bool { return &s.RelayAllowPrivate })},
+		{"relay_permit_keys", "SLUICE_RELAY_PERMIT_KEYS", `""`, "comma-separated `keys` (32+ bytes each) signing online permits, the first signs; empty: one generated and stored in Redis",
+			keys(func(s *Settings) *[]string { return &s.RelayPermitKeys })},
+		{"relay_grant_keys", "SLUICE_RELAY_GRANT_KEYS", `""`, "comma-separated `keys` (32+ bytes each) verifying priority grants; empty: grants ignored",
+			keys(func(s *Settings) *[]string { return &s.RelayGrantKeys })},
+		{"relay_endpoints", "SLUICE_RELAY_ENDPOINTS", "{}", "`JSON` object of endpoint name -> settings (as PUT /v1/endpoints/{name}), applied at start",
+			func(s *Settings, v string) error {
+				m, err := parseEndpoints(v)
+				s.RelayEndpoints = m
+				return err
+			}},
+		{"relay_pending_retention", "SLUICE_RELAY_PENDING_RETENTION", "3h", "longest (`duration`) a task waits for its turn in Redis",
+			dur(func(s *Settings) *time.Duration { return &s.RelayPendingRetention })},
+		{"relay_finished_retention", "SLUICE_RELAY_FINISHED_RETENTION", "1h", "how long (`duration`) a finished task stays in Redis",
+			dur(func(s *Settings) *time.Duration { return &s.RelayFinishedRetention })},
+		{"relay_read_retention", "SLUICE_RELAY_READ_RETENTION", "20s", "how long (`duration`) a finished task stays in Redis after its final status was read",
+			dur(func(s *Settings) *time.Duration { return &s.RelayReadRetention })},
+		{"archive_dsn", "SLUICE_ARCHIVE_DSN", `""`, "MySQL/MariaDB `DSN` (user:pass@tcp(host:3306)/db) finished tasks are archived to",
+			str(func(s *Settings) *string { return &s.ArchiveDSN })},
+		{"archive_retention", "SLUICE_ARCHIVE_RETENTION", "72h", "how long (`duration`) archived tasks are kept",
+			dur(func(s *Settings) *time.Duration { return &s.ArchiveRetention })},
 		{"log_format", "SLUICE_LOG_FORMAT", "text", "log `format`: text or json",
 			str(func(s *Settings) *string { return &s.LogFormat })},
 		{"log_level", "SLUICE_LOG_LEVEL", "info", "log `level`: debug, info, warn or error",
@@ -232,6 +263,25 @@ func loadConfigFile(path string, s *Settings, opts []Option) error {
 			text = strconv.FormatFloat(x, 'f', -1, 64)
 		case bool:
 			text = strconv.FormatBool(x)
+		case map[string]any:
+			if k != "relay_endpoints" {
+				return fmt.Errorf("config file %s: %s: want a string or a number", path, k)
+			}
+			text = string(raw[k]) // an option whose value is JSON
+		case []any:
+			if !strings.HasSuffix(k, "_keys") {
+				return fmt.Errorf("config file %s: %s: want a string or a number", path, k)
+			}
+			// A list of secrets (relay_permit_keys, relay_grant_keys).
+			parts := make([]string, len(x))
+			for i, e := range x {
+				str, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("config file %s: %s: want a list of strings", path, k)
+				}
+				parts[i] = str
+			}
+			text = strings.Join(parts, ",")
 		default:
 			return fmt.Errorf("config file %s: %s: want a string or a number", path, k)
 		}

@@ -109,3 +109,29 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("the example config does not validate: %v", err)
 	}
 }
+
+// The config file takes endpoints as a JSON object and keys as a list.
+func TestLoadSettingsRelay(t *testing.T) {
+	t.Parallel()
+	k := strings.Repeat("k", 32)
+	s, err := LoadSettings(SettingsSources{File: writeFile(t, `{"relay_permit_keys": ["`+k+`", "`+k+`2"],
+		"relay_endpoints": {"gen": {"target_url": "http://gen.internal/v1", "qps": 5, "timeout": 2.5}},
+		"archive_dsn": "u:p@tcp(db:3306)/sluice", "relay_workers": -1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.RelayPermitKeys) != 2 || s.RelayEndpoints["gen"].TargetURL != "http://gen.internal/v1" ||
+		*s.RelayEndpoints["gen"].Timeout != 2.5 || s.RelayWorkers != -1 || s.ArchiveDSN == "" {
+		t.Fatalf("settings %+v", s.Config)
+	}
+	for body, want := range map[string]string{
+		`{"relay_permit_keys": ["short"]}`:              "at least 32",
+		`{"relay_endpoints": {"gen": {"target": "x"}}}`: "relay_endpoints",
+		`{"relay_endpoints": ["x"]}`:                    "relay_endpoints",
+		`{"relay_allow_private": "maybe"}`:              "relay_allow_private",
+	} {
+		if _, err := LoadSettings(SettingsSources{File: writeFile(t, body)}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %s", body, err, want)
+		}
+	}
+}

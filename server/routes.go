@@ -5,15 +5,17 @@ import (
 )
 
 // publicRoutes are the native routes of the public listener: the health checks, the job routes
-// (server/jobs) and the waiting rooms' visitor routes (server/rooms; the rooms' proxied hosts are
-// mounted by rooms.API.MountProxies). The lmstfy-compatible ones are mounted by lmstfy.API.MountPublic.
+// (server/jobs), the waiting rooms' visitor routes (server/rooms; the rooms' proxied hosts are
+// mounted by rooms.API.MountProxies) and the request queue's tasks and permits (server/tasks). The lmstfy-compatible ones are mounted by lmstfy.API.MountPublic.
 // docs/openapi.yaml describes exactly these and adminRoutes; a test keeps them in step.
 func (s *Server) publicRoutes() []httpapi.Route {
-	return append(append(s.healthRoutes(), s.jobs.Routes()...), s.rooms.PublicRoutes()...)
+	routes := append(append(s.healthRoutes(), s.jobs.Routes()...), s.rooms.PublicRoutes()...)
+	return append(routes, s.tasks.Routes()...)
 }
 
 // adminRoutes are the native routes of the admin listener (plus GET /metrics, and lmstfy's admin
-// routes mounted by lmstfy.API.MountAdmin), callback settings (server/callbacks) included. The
+// routes mounted by lmstfy.API.MountAdmin), with waiting rooms (server/rooms), request-queue
+// endpoints (server/tasks) and callback settings (server/callbacks). The
 // admin middleware checks the admin token.
 func (s *Server) adminRoutes() []httpapi.Route {
 	routes := append(s.healthRoutes(),
@@ -29,5 +31,6 @@ func (s *Server) adminRoutes() []httpapi.Route {
 		httpapi.Route{Pattern: "DELETE /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.deleteTokenLimit},
 	)
 	routes = append(routes, s.rooms.AdminRoutes()...)
+	routes = append(routes, s.tasks.AdminRoutes()...)
 	return append(routes, s.callbacks.Routes()...)
 }

@@ -7,6 +7,9 @@
 //
 //   - server/jobs: the native job API, /v1/ns/{ns}/... (declared as httpapi.Route values, wrapped
 //     here with token authentication, per-token limits and the native error writer);
+//   - server/tasks: the request queue (package relay), /v1/tasks and /v1/permits/check on the
+//     public listener and /v1/endpoints on the admin one; relay.go here builds the relay client,
+//     its dispatcher and archive, which Serve starts and stops with the listeners;
 //   - server/lmstfy: the lmstfy-compatible API, /api/... and its admin routes (its own shapes);
 //   - admin.go here: namespaces, tokens and their limits on the admin listener.
 //
@@ -19,13 +22,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
-	"github.com/sluicehq/sluice/server/lmstfy"
-	"github.com/sluicehq/sluice/server/rooms"
-	"github.com/sluicehq/sluice/server/ui"
-	"github.com/sluicehq/sluice/waitroom"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,10 +31,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/taskarchive"
+	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/callbacks"
+	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/lmstfy"
+	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/ui"
+	"github.com/sluicehq/sluice/waitroom"
 )
 
 // Server is one Sluice server instance. Several instances may share one Redis (and Prefix).
@@ -58,10 +63,14 @@ type Server struct {
 	rooms      *rooms.API
 	roomsMaint *waitroom.Maintainer
 	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
-	deliverer  *relay.Deliverer
-	callbacks  *callbacks.API
-	relay      *relay.Client // the request queue (the dashboard makes it: ui.go)
-	ui         *ui.UI
+	deliverer *relay.Deliverer
+	callbacks *callbacks.API
+	ui        *ui.UI
+	// relay is the request queue (server/tasks, the dashboard); dispatcher makes its offline calls.
+	relay      *relay.Client
+	dispatcher *relay.Dispatcher // nil when RelayWorkers is negative
+	archive    *taskarchive.Archive
+	tasks      *tasks.API
 	metrics    *metrics
 	requestIDs *requestIDs
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
@@ -156,13 +165,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.closeStore()
 		return nil, err
 	}
+	// The request queue before the dashboard, which shows its endpoints through the same client.
+	if err := s.startRelay(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if err := s.setupUI(); err != nil {
-		_ = s.closeStore()
+		_ = s.Close()
 		return nil, err
 	}
 	pub, err := s.publicMux()
 	if err != nil {
-		_ = s.closeStore()
+		_ = s.Close()
 		return nil, err
 	}
 	s.public = s.wrap("public", pub, false)
@@ -306,6 +320,15 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	defer s.deliverer.Stop()
 	s.ui.Start(context.WithoutCancel(ctx))
 	defer s.ui.Stop()
+	if s.dispatcher != nil {
+		if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
+			_ = public.Close()
+			_ = admin.Close()
+			return fmt.Errorf("server: %w", err)
+		}
+		// Stopped after the listeners drained: calls under way finish and are stored.
+		defer s.dispatcher.Stop()
+	}
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
@@ -381,8 +404,14 @@ func (s *Server) Close() error {
 		if s.ui != nil {
 			s.ui.Stop()
 		}
+		if s.dispatcher != nil {
+			s.dispatcher.Stop()
+		}
 		if s.relay != nil {
 			_ = s.relay.Close()
+		}
+		if s.archive != nil {
+			_ = s.archive.Close()
 		}
 		if s.queue != nil {
 			_ = s.queue.Close()

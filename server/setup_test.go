@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop) }
 
 // testServer is a real server on loopback listeners and a per-test Redis prefix.
 type testServer struct {

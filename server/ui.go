@@ -3,20 +3,13 @@ package server
 import (
 	"fmt"
 
-	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/ui"
 )
 
-// setupUI makes the dashboard (server/ui, docs/dashboard.md). Until the request queue's routes
-// (server/tasks) build the server's relay client, the dashboard makes it here, for its endpoint
-// and task pages; once they do (and run first), this only passes s.relay on.
+// setupUI makes the dashboard (server/ui, docs/dashboard.md). It runs after startRelay: its
+// endpoint and task pages use the server's relay client, with its permit keys and archive.
 func (s *Server) setupUI() error {
 	var err error
-	if s.relay == nil {
-		if s.relay, err = relay.NewClient(s.rdb, relay.Config{Prefix: s.cfg.Prefix, Logger: s.log}); err != nil {
-			return fmt.Errorf("server: %w", err)
-		}
-	}
 	s.ui, err = ui.New(ui.Config{
 		Redis: s.rdb, Prefix: s.cfg.Prefix, Queue: s.queue, Namespaces: s.namespaces, Tokens: s.tokens,
 		Limits: s.limits, Relay: s.relay, Rooms: s.waitroom, AdminToken: s.cfg.AdminToken,

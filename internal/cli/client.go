@@ -16,6 +16,13 @@ func registerClient(t map[string]command) {
 	t["token create"] = command{"create a namespace token (admin API)", runTokenCreate}
 	t["token revoke"] = command{"revoke a namespace token (admin API)", runTokenRevoke}
 	t["lmstfy import"] = command{"carry lmstfy's namespaces, tokens and limits over (admin API)", runLmstfyImport}
+	t["task submit"] = command{"queue a call to a request-queue endpoint", runTaskSubmit}
+	t["task get"] = command{"show a task (status, position, ETA, result)", runTaskGet}
+	t["task cancel"] = command{"cancel a task", runTaskCancel}
+	t["endpoint set"] = command{"create or replace a request-queue endpoint (admin API)", runEndpointSet}
+	t["endpoint list"] = command{"list endpoints with live stats (admin API)", runEndpointList}
+	t["endpoint get"] = command{"show an endpoint with live stats (admin API)", runEndpointGet}
+	t["endpoint delete"] = command{"delete an endpoint (admin API)", runEndpointDelete}
 	t["version"] = command{"print the version", runVersion}
 	t["bench"] = command{"measure a server: HTTP load generator", runBench}
 }

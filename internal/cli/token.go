@@ -41,7 +41,7 @@ Examples:
 	ns := fs.String("ns", cmp.Or(env.Getenv("SLUICE_NAMESPACE"), defaultNamespace), "`namespace` of the token (env SLUICE_NAMESPACE)")
 	desc := fs.String("description", "", "what the token is for")
 	var perms strList
-	fs.Var(&perms, "perm", "`permission`: publish, consume or manage (repeatable or comma-separated; default all)")
+	fs.Var(&perms, "perm", "`permission`: publish, consume, manage or tasks (repeatable or comma-separated; default all)")
 	maxPriority := fs.Int("max-priority", -1, "cap the priority of jobs published with the token (0..255; default no cap)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {

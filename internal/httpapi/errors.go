@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -33,6 +35,9 @@ const (
 	CodeConflict         Code = "conflict"
 	CodePayloadTooLarge  Code = "payload_too_large"
 	CodeRateLimited      Code = "rate_limited"
+	CodeQueueFull        Code = "queue_full"
+	CodePermitRefused    Code = "permit_refused"
+	CodeNotPermitted     Code = "not_permitted"
 	CodeInternal         Code = "internal"
 	CodeUnavailable      Code = "unavailable"
 	// CodeUpstreamUnavailable: a waiting room's reverse proxy could not reach its upstream, or the
@@ -64,6 +69,9 @@ var statusOf = map[Code]int{
 	CodeAdminHostRefused:        http.StatusForbidden,
 	CodeAdminOriginRefused:      http.StatusForbidden,
 	CodeAdminContentTypeRefused: http.StatusForbidden,
+	CodeQueueFull:               http.StatusConflict,
+	CodePermitRefused:           http.StatusForbidden,
+	CodeNotPermitted:            http.StatusConflict,
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -138,6 +146,7 @@ func ErrorOf(err error) *Error {
 	var tooBig *http.MaxBytesError
 	var wce *waitroom.ConfigError
 	var whe *waitroom.HTTPError
+	var rv *relay.FieldError
 	switch {
 	case errors.As(err, &v):
 		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
@@ -161,6 +170,18 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
 	case errors.Is(err, queue.ErrNotReplicated):
 		return &Error{Code: CodeNotReplicated, Message: "the job is on the Redis primary but fewer replicas than replica_acks acknowledged it in time; publishing again adds a second job unless it has a unique_key", RetryAfter: time.Second, Cause: err}
+	case errors.As(err, &rv):
+		return &Error{Code: CodeInvalidArgument, Field: rv.Field, Message: rv.Reason, Cause: err}
+	case errors.Is(err, relay.ErrNotFound):
+		return &Error{Code: CodeNotFound, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	case errors.Is(err, relay.ErrQueueFull):
+		return &Error{Code: CodeQueueFull, Message: "the endpoint's queue (or the subject's share of it) is full; retry later", RetryAfter: time.Second, Cause: err}
+	case errors.Is(err, relay.ErrPermitInvalid), errors.Is(err, relay.ErrPermitExpired), errors.Is(err, relay.ErrPermitUsed):
+		return &Error{Code: CodePermitRefused, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	case errors.Is(err, relay.ErrNotPermitted):
+		return &Error{Code: CodeNotPermitted, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	case errors.Is(err, relay.ErrClosed):
+		return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, Cause: err}
 	case errors.As(err, &tooBig):
 		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), Cause: err}
 	case IsUnavailable(err):

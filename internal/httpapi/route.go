@@ -23,6 +23,10 @@ type Route struct {
 	// the namespace in the path's {ns} carrying at least one of them. nil: no token (the admin
 	// listener's routes, which the admin token guards, and health checks).
 	Perms []tenant.Permission
+	// AnyNamespace makes a route with Perms take a token of any namespace: its path has no {ns},
+	// and the handler confines what it touches to the token's namespace (tasks carry the
+	// namespace that submitted them).
+	AnyNamespace bool
 	// Limit is the direction of the token's rate limit the route counts against (LimitNone:
 	// none). A request that does not answer the direction's success status is refunded.
 	Limit tenant.LimitDir

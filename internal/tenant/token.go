@@ -24,10 +24,13 @@ const (
 	PermPublish Permission = "publish" // publish jobs, read and cancel them
 	PermConsume Permission = "consume" // consume, ack, nack and touch jobs
 	PermManage  Permission = "manage"  // pause, resume and delete queues, work the dead letter
+	// PermTasks: submit tasks to the request queue (relay), read, cancel and finish them. Its own
+	// permission, so that a token handed to a front end can queue calls but not touch jobs.
+	PermTasks Permission = "tasks"
 )
 
 // AllPermissions are the permissions of a token created without a list.
-var AllPermissions = []Permission{PermPublish, PermConsume, PermManage}
+var AllPermissions = []Permission{PermPublish, PermConsume, PermManage, PermTasks}
 
 // Token is a namespace token as stored (its secret is not: only its SHA-256).
 type Token struct {
@@ -123,12 +126,12 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		perms = AllPermissions
 	}
 	if len(perms) == 0 {
-		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage")
+		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage, tasks")
 	}
 	seen := map[Permission]bool{}
 	for _, pm := range perms {
 		if !slices.Contains(AllPermissions, pm) {
-			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage", pm)
+			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage, tasks", pm)
 		}
 		seen[pm] = true
 	}

@@ -79,7 +79,7 @@ func TestTokenStore(t *testing.T) {
 	if e := (*ValidationError)(nil); !errors.As(err, &e) || e.Field != "permissions" {
 		t.Fatalf("bad permission: %v", err)
 	}
-	if !slices.Equal(AllPermissions, []Permission{PermPublish, PermConsume, PermManage}) {
+	if !slices.Equal(AllPermissions, []Permission{PermPublish, PermConsume, PermManage, PermTasks}) {
 		t.Fatal("AllPermissions changed")
 	}
 }

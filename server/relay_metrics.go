@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/relay"
+)
+
+// The request queue's metrics. Endpoint names are labels: the admin defines them, so they are
+// bounded (and a scrape reports at most MetricsMaxQueues endpoints).
+var (
+	descRelayTasks = prometheus.NewDesc("sluice_relay_tasks",
+		"Tasks of an endpoint now, by state: queued (waiting for their turn), retrying (waiting out a retry backoff), running (calls in flight and permits out).",
+		[]string{"endpoint", "state"}, nil)
+	descRelayEnded = prometheus.NewDesc("sluice_relay_tasks_ended_total",
+		"Tasks of an endpoint that ended, by final status (completed, failed, cancelled, timeout), over the endpoint's life.",
+		[]string{"endpoint", "status"}, nil)
+	descRelayRate = prometheus.NewDesc("sluice_relay_completed_per_second",
+		"Calls of an endpoint finished per second over the last 10s (the measured rate ETAs use).",
+		[]string{"endpoint"}, nil)
+	descRelayWait = prometheus.NewDesc("sluice_relay_wait_seconds_estimate",
+		"Estimated wait of a task submitted now to an endpoint (absent while it cannot be estimated).",
+		[]string{"endpoint"}, nil)
+	descRelayLimit = prometheus.NewDesc("sluice_relay_endpoint_limit",
+		"An endpoint's configured limits: qps and concurrency.",
+		[]string{"endpoint", "limit"}, nil)
+)
+
+// newCallLatency is the latency of offline calls this instance made, by endpoint and outcome
+// (success, retry, final).
+func newCallLatency() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sluice_relay_call_duration_seconds",
+		Help:    "Offline calls this instance made to an endpoint, by outcome (success, retry, final).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"endpoint", "outcome"})
+}
+
+// observeCall is the dispatcher's OnCall hook.
+func (m *metrics) observeCall(e relay.CallEvent) {
+	m.relayCalls.WithLabelValues(e.Endpoint, e.Outcome.String()).Observe(e.Duration.Seconds())
+}
+
+// relayCollector reads each endpoint's live stats on scrape: one read-only script per endpoint,
+// O(1) inside Redis (counters, cardinalities and a 60-entry ring), at most MetricsMaxQueues.
+type relayCollector struct{ s *Server }
+
+func (c *relayCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRelayTasks, descRelayEnded, descRelayRate, descRelayWait, descRelayLimit} {
+		ch <- d
+	}
+}
+
+func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.s.relay == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	eps, err := c.s.relay.Endpoints(ctx)
+	if err != nil {
+		c.failed(err)
+		return
+	}
+	if len(eps) > c.s.cfg.MetricsMaxQueues {
+		eps = eps[:c.s.cfg.MetricsMaxQueues]
+	}
+	for _, e := range eps {
+		st, err := c.s.relay.Stats(ctx, e.Name)
+		if err != nil {
+			c.failed(err)
+			return
+		}
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{e.Name}, labels...)...)
+		}
+		gauge(descRelayTasks, float64(st.Queued), "queued")
+		gauge(descRelayTasks, float64(st.Retrying), "retrying")
+		gauge(descRelayTasks, float64(st.Running), "running")
+		for _, status := range []relay.Status{relay.StatusCompleted, relay.StatusFailed, relay.StatusCancelled, relay.StatusTimeout} {
+			ch <- prometheus.MustNewConstMetric(descRelayEnded, prometheus.CounterValue, float64(st.Totals[status]), e.Name, string(status))
+		}
+		gauge(descRelayRate, st.CompletedPerSec)
+		if d, ok := st.ETA(st.Queued); ok {
+			gauge(descRelayWait, d.Seconds())
+		}
+		gauge(descRelayLimit, st.Endpoint.QPS, "qps")
+		gauge(descRelayLimit, float64(st.Endpoint.Concurrency), "concurrency")
+	}
+}
+
+func (c *relayCollector) failed(err error) {
+	c.s.metrics.redisErrors.Inc()
+	c.s.log.Warn("metrics scrape could not read endpoint stats", slog.Any("error", err))
+}

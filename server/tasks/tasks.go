@@ -1,0 +1,444 @@
+package tasks
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/relay"
+)
+
+// GrantHeader carries a priority grant (relay.SignGrant) when the body has no priority_grant.
+const GrantHeader = "Sluice-Priority-Grant"
+
+// submitRequest is the body of POST /v1/tasks, with the field names users of the design know.
+type submitRequest struct {
+	Endpoint    string            `json:"endpoint"`
+	TargetURL   string            `json:"target_url"`
+	HTTPMethod  string            `json:"http_method"`
+	Headers     map[string]string `json:"headers"`
+	QueryParams map[string]string `json:"query_params"`
+	// Body is the request body: a JSON string is sent as its text, any other JSON value as its
+	// JSON encoding.
+	Body          json.RawMessage `json:"body"`
+	BodyBase64    *string         `json:"body_base64"`
+	Priority      *int            `json:"priority"`
+	TaskType      string          `json:"task_type"`
+	Subject       string          `json:"subject"`
+	PriorityGrant string          `json:"priority_grant"`
+}
+
+// SubmitResponse is the answer to POST /v1/tasks (201).
+type SubmitResponse struct {
+	TaskID     string    `json:"task_id"`
+	TaskStatus string    `json:"task_status"`
+	Endpoint   string    `json:"endpoint"`
+	Priority   int       `json:"priority"`
+	CreatedAt  time.Time `json:"created_at"`
+	WaitNum    int64     `json:"wait_num"`
+}
+
+// TaskResponse is a task as GET /v1/tasks/{id} shows it. Times are RFC 3339 (null before they
+// happen); wait_time is in seconds, null when it cannot be estimated.
+type TaskResponse struct {
+	TaskID            string              `json:"task_id"`
+	TaskStatus        string              `json:"task_status"`
+	TaskType          string              `json:"task_type"`
+	Endpoint          string              `json:"endpoint"`
+	Priority          int                 `json:"priority"`
+	TaskResult        *string             `json:"task_result"`
+	TaskResultBase64  string              `json:"task_result_base64,omitempty"`
+	TaskResultHeaders map[string][]string `json:"task_result_headers,omitempty"`
+	ResultTruncated   bool                `json:"result_truncated,omitempty"`
+	HTTPStatus        int                 `json:"http_status"`
+	Error             string              `json:"error,omitempty"`
+	WaitNum           int64               `json:"wait_num"`
+	WaitTime          *float64            `json:"wait_time"`
+	CreatedAt         *time.Time          `json:"created_at"`
+	StartedAt         *time.Time          `json:"started_at"`
+	EndedAt           *time.Time          `json:"ended_at"`
+	Tries             int                 `json:"tries"`
+	MaxTries          int                 `json:"max_tries"`
+	Permit            string              `json:"permit,omitempty"`
+	PermitExpiresAt   *time.Time          `json:"permit_expires_at,omitempty"`
+	Archived          bool                `json:"archived,omitempty"`
+}
+
+// CancelResponse is the answer to DELETE /v1/tasks/{id} and POST /v1/tasks/{id}/cancel.
+type CancelResponse struct {
+	TaskID     string `json:"task_id"`
+	TaskStatus string `json:"task_status"`
+	// Cancelled says this request cancelled the task; false when it had ended already.
+	Cancelled bool `json:"cancelled"`
+}
+
+// maxSubmitBatch bounds the tasks of one batch submit.
+const maxSubmitBatch = 1000
+
+// submitBatch is a batch submit: {"tasks": [task, ...]}.
+type submitBatch struct {
+	submitRequest
+	Tasks []submitRequest `json:"tasks"`
+}
+
+// BatchItem is one task's outcome in a batch submit: the task, or the error that refused it.
+type BatchItem struct {
+	*SubmitResponse
+	Error *httpapi.ErrorDetail `json:"error,omitempty"`
+}
+
+// submit is POST /v1/tasks: one task, or a batch under "tasks".
+func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
+	tok, _ := tenant.FromContext(r.Context())
+	var req submitBatch
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		return err
+	}
+	grant := r.Header.Get(GrantHeader)
+	if req.Tasks == nil {
+		p, err := req.params(tok, "")
+		if err != nil {
+			return err
+		}
+		p.Grant = cmp.Or(p.Grant, grant)
+		res, err := a.relay.Submit(r.Context(), p)
+		if err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusCreated, submitted(res))
+		return nil
+	}
+	if !reflect.ValueOf(req.submitRequest).IsZero() {
+		return httpapi.InvalidArg("tasks", "give either one task or a tasks array, not both")
+	}
+	if len(req.Tasks) == 0 || len(req.Tasks) > maxSubmitBatch {
+		return httpapi.InvalidArg("tasks", "%d tasks; a batch has 1..%d", len(req.Tasks), maxSubmitBatch)
+	}
+	ps := make([]relay.SubmitParams, len(req.Tasks))
+	for i := range req.Tasks {
+		p, err := req.Tasks[i].params(tok, fmt.Sprintf("tasks[%d].", i))
+		if err != nil {
+			return err
+		}
+		p.Grant = cmp.Or(p.Grant, grant)
+		ps[i] = p
+	}
+	// Concurrent submits to one endpoint share script calls (the relay combines them), so a
+	// batch costs Redis about one round trip per endpoint. Tasks are accepted or refused one by
+	// one (a full queue refuses the rest); the order of ids within a priority follows the
+	// batch only loosely.
+	out := make([]BatchItem, len(ps))
+	errs := make([]error, len(ps))
+	ctx := r.Context()
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Go(func() { out[i], errs[i] = a.submitOne(ctx, ps[i]) })
+	}
+	wg.Wait()
+	// The server's fault (internal, unavailable) is logged and counted once per request, as a
+	// request's error would be.
+	if st := httpapi.StateOf(ctx); st != nil {
+		for _, err := range errs {
+			if err == nil {
+				continue
+			}
+			if e := httpapi.ErrorOf(err); e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
+				st.NoteError(ctx, e, err)
+				break
+			}
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"tasks": out})
+	return nil
+}
+
+// submitOne submits one task of a batch; a failure becomes the item's error.
+func (a *API) submitOne(ctx context.Context, p relay.SubmitParams) (BatchItem, error) {
+	res, err := a.relay.Submit(ctx, p)
+	if err != nil {
+		e := httpapi.ErrorOf(err)
+		return BatchItem{Error: &httpapi.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}, err
+	}
+	sr := submitted(res)
+	return BatchItem{SubmitResponse: &sr}, nil
+}
+
+func submitted(res relay.SubmitResult) SubmitResponse {
+	return SubmitResponse{
+		TaskID: res.ID, TaskStatus: string(res.Status), Endpoint: res.Endpoint, Priority: res.Priority,
+		CreatedAt: res.CreatedAt, WaitNum: res.WaitNum,
+	}
+}
+
+// params turns the body into relay.SubmitParams for tok's namespace. The priority cap comes from
+// the token (none: every priority), never from the body.
+func (req *submitRequest) params(tok tenant.Token, prefix string) (relay.SubmitParams, error) {
+	p, err := req.paramsOf(tok)
+	var fe *httpapi.Error
+	if prefix != "" && errors.As(err, &fe) && fe.Field != "" {
+		fe.Field = prefix + fe.Field
+	}
+	return p, err
+}
+
+func (req *submitRequest) paramsOf(tok tenant.Token) (relay.SubmitParams, error) {
+	p := relay.SubmitParams{
+		Endpoint: req.Endpoint, TargetURL: req.TargetURL, Method: req.HTTPMethod,
+		Subject: req.Subject, Grant: req.PriorityGrant, Namespace: tok.Namespace,
+		PriorityCap: relay.MaxPriority,
+	}
+	if tok.MaxPriority >= 0 {
+		p.PriorityCap = tok.MaxPriority
+	}
+	if req.Endpoint == "" && req.TargetURL == "" {
+		return p, httpapi.InvalidArg("endpoint", "name an endpoint, or give a target_url under one")
+	}
+	if req.Priority != nil {
+		if *req.Priority < 0 || *req.Priority > relay.MaxPriority {
+			return p, httpapi.InvalidArg("priority", "%d is outside 0..%d", *req.Priority, relay.MaxPriority)
+		}
+		p.Priority = *req.Priority
+	}
+	switch req.TaskType {
+	case "", string(relay.Offline):
+		p.Type = relay.Offline
+	case string(relay.Online):
+		p.Type = relay.Online
+	default:
+		return p, httpapi.InvalidArg("task_type", "want offline or online, got %q", req.TaskType)
+	}
+	if len(req.Headers) > 0 {
+		p.Header = make(http.Header, len(req.Headers))
+		for k, v := range req.Headers {
+			p.Header.Set(k, v)
+		}
+	}
+	if len(req.QueryParams) > 0 {
+		p.Query = make(url.Values, len(req.QueryParams))
+		for k, v := range req.QueryParams {
+			p.Query.Set(k, v)
+		}
+	}
+	switch {
+	case req.BodyBase64 != nil && len(req.Body) > 0:
+		return p, httpapi.InvalidArg("body_base64", "give body or body_base64, not both")
+	case req.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*req.BodyBase64)
+		if err != nil {
+			return p, httpapi.InvalidArg("body_base64", "not standard base64: %v", err)
+		}
+		p.Body = b
+	case len(req.Body) > 0 && string(req.Body) != "null":
+		if req.Body[0] == '"' {
+			var s string
+			if err := json.Unmarshal(req.Body, &s); err != nil {
+				return p, httpapi.InvalidArg("body", "not a JSON string: %v", err)
+			}
+			p.Body = []byte(s)
+		} else {
+			p.Body = append([]byte(nil), req.Body...)
+		}
+	}
+	return p, nil
+}
+
+// get is GET /v1/tasks/{id}, with ?wait=<duration> to long-poll until the task is permitted or
+// has ended.
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+	tok, _ := tenant.FromContext(r.Context())
+	id := r.PathValue("id")
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := parseWait(v)
+		if err != nil {
+			return httpapi.InvalidArg("wait", "%v", err)
+		}
+		wait = min(d, a.cfg.MaxWait)
+	}
+	// Peek first: a token of another namespace must not learn of the task, nor shorten its
+	// stay by reading its final status.
+	t, err := a.owned(r, tok, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case wait > 0 && !t.Status.Final() && t.Status != relay.StatusPermitted:
+		ctx, cancel := httpapi.WithDrain(r.Context(), a.cfg.Drain)
+		defer cancel()
+		t, err = a.relay.Wait(ctx, id, wait)
+		if err != nil && r.Context().Err() == nil && a.cfg.Drain.Err() != nil {
+			// The server is draining: answer with the task as it is.
+			t, err = a.relay.Peek(r.Context(), id)
+		}
+		if err != nil {
+			return err
+		}
+	case t.Status.Final() && !t.Archived:
+		// The caller reads the final status: Get counts the read (the task leaves Redis soon).
+		if t, err = a.relay.Get(r.Context(), id); err != nil {
+			return err
+		}
+	}
+	httpapi.WriteJSON(w, http.StatusOK, taskResponse(t))
+	return nil
+}
+
+// owned returns the task if it belongs to tok's namespace, else not_found.
+func (a *API) owned(r *http.Request, tok tenant.Token, id string) (relay.Task, error) {
+	t, err := a.relay.Peek(r.Context(), id)
+	if err != nil {
+		return t, err
+	}
+	if t.Namespace != tok.Namespace {
+		return relay.Task{}, &httpapi.Error{Code: httpapi.CodeNotFound, Message: fmt.Sprintf("task %q not found", id)}
+	}
+	return t, nil
+}
+
+// parseWait takes a Go duration ("30s") or a number of seconds ("30").
+func parseWait(v string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 || f > httpapi.MaxSeconds {
+			return 0, fmt.Errorf("%q is out of range", v)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration (30s) or a number of seconds", v)
+	}
+	return d, nil
+}
+
+func taskResponse(t relay.Task) TaskResponse {
+	at := func(x time.Time) *time.Time {
+		if x.IsZero() {
+			return nil
+		}
+		return &x
+	}
+	res := TaskResponse{
+		TaskID: t.ID, TaskStatus: string(t.Status), TaskType: string(t.Type), Endpoint: t.Endpoint,
+		Priority: t.Priority, HTTPStatus: t.HTTPStatus, Error: t.Error, WaitNum: max(t.WaitNum, 0),
+		CreatedAt: at(t.CreatedAt), StartedAt: at(t.StartedAt), EndedAt: at(t.EndedAt),
+		Tries: t.Tries, MaxTries: t.MaxTries, Permit: t.Permit, PermitExpiresAt: at(t.PermitExpires),
+		ResultTruncated: t.ResultTruncated, Archived: t.Archived, TaskResultHeaders: t.ResultHeader,
+	}
+	if t.WaitNum >= 0 && t.WaitKnown {
+		s := t.WaitTime.Seconds()
+		res.WaitTime = &s
+	}
+	switch {
+	case t.Result == nil:
+	case utf8.Valid(t.Result):
+		s := string(t.Result)
+		res.TaskResult = &s
+	default:
+		res.TaskResultBase64 = base64.StdEncoding.EncodeToString(t.Result)
+	}
+	return res
+}
+
+// cancel is DELETE /v1/tasks/{id} and POST /v1/tasks/{id}/cancel.
+func (a *API) cancel(w http.ResponseWriter, r *http.Request) error {
+	tok, _ := tenant.FromContext(r.Context())
+	id := r.PathValue("id")
+	if _, err := a.owned(r, tok, id); err != nil {
+		return err
+	}
+	res, err := a.relay.Cancel(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, CancelResponse{TaskID: res.ID, TaskStatus: string(res.Status), Cancelled: res.Cancelled})
+	return nil
+}
+
+// doneRequest is the optional body of POST /v1/tasks/{id}/done.
+type doneRequest struct {
+	Permit     string `json:"permit"`
+	HTTPStatus int    `json:"http_status"`
+}
+
+// done is POST /v1/tasks/{id}/done: the caller of a permitted online task reports its call
+// ended, which frees the endpoint's concurrency slot. The permit (body or Sluice-Permit header)
+// proves the caller holds the task.
+func (a *API) done(w http.ResponseWriter, r *http.Request) error {
+	tok, _ := tenant.FromContext(r.Context())
+	id := r.PathValue("id")
+	var req doneRequest
+	if err := httpapi.DecodeBody(r, &req); err != nil {
+		return err
+	}
+	permit := req.Permit
+	if permit == "" {
+		permit = permitOf(r)
+	}
+	if permit == "" {
+		return httpapi.InvalidArg("permit", "send the task's permit in the body or the %s header", relay.PermitHeader)
+	}
+	if req.HTTPStatus != 0 && (req.HTTPStatus < 100 || req.HTTPStatus > 599) {
+		return httpapi.InvalidArg("http_status", "%d is not an HTTP status", req.HTTPStatus)
+	}
+	if _, err := a.owned(r, tok, id); err != nil {
+		return err
+	}
+	if err := a.relay.Done(r.Context(), id, permit, relay.DoneParams{HTTPStatus: req.HTTPStatus}); err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, CancelResponse{TaskID: id, TaskStatus: string(relay.StatusCompleted)})
+	return nil
+}
+
+// permitOf reads a permit from the Sluice-Permit header or "Authorization: Permit <permit>".
+func permitOf(r *http.Request) string {
+	if p := r.Header.Get(relay.PermitHeader); p != "" {
+		return strings.TrimSpace(p)
+	}
+	if p, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Permit "); ok {
+		return strings.TrimSpace(p)
+	}
+	return ""
+}
+
+// PermitResponse is the answer of GET /v1/permits/check to a valid permit.
+type PermitResponse struct {
+	TaskID    string    `json:"task_id"`
+	Endpoint  string    `json:"endpoint"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// checkPermit is GET /v1/permits/check, for nginx auth_request: 200 (and the permit used up)
+// for a valid, unused permit in the Sluice-Permit header; 401 without one; 403 for a forged,
+// reused or expired permit or a task no longer permitted. The task id and endpoint come back in
+// the Sluice-Task-Id and Sluice-Endpoint headers too, for auth_request_set.
+func (a *API) checkPermit(w http.ResponseWriter, r *http.Request) error {
+	permit := permitOf(r)
+	if permit == "" {
+		return &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "send the permit in the " + relay.PermitHeader + " header"}
+	}
+	info, err := a.relay.CheckPermit(r.Context(), permit)
+	if errors.Is(err, relay.ErrNotPermitted) || errors.Is(err, relay.ErrNotFound) {
+		return &httpapi.Error{Code: httpapi.CodePermitRefused, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Sluice-Task-Id", info.TaskID)
+	w.Header().Set("Sluice-Endpoint", info.Endpoint)
+	httpapi.WriteJSON(w, http.StatusOK, PermitResponse{TaskID: info.TaskID, Endpoint: info.Endpoint, ExpiresAt: info.Expires.UTC()})
+	return nil
+}
