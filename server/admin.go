@@ -1,9 +1,10 @@
 package server
 
 import (
+	"net/http"
+
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
-	"net/http"
 )
 
 type createNamespaceRequest struct {

@@ -1,11 +1,12 @@
 package server
 
 import (
-	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
 )
 
 func TestAdminNamespacesAndTokens(t *testing.T) {

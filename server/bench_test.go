@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 )

@@ -4,15 +4,16 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/rooms"
-	"github.com/sluicehq/sluice/server/tasks"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/server/tasks"
 )
 
 // Config configures a Server. The zero value is usable: every field has a default, and with no

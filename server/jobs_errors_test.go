@@ -2,12 +2,13 @@ package server
 
 import (
 	"context"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 )
 
 func TestBadPublishRequests(t *testing.T) {

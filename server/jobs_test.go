@@ -3,13 +3,14 @@ package server
 import (
 	"encoding/base64"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 
 	"github.com/sluicehq/sluice/queue"
 )

@@ -2,13 +2,14 @@ package server
 
 import (
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 )
 
 // limitEnv is a test server with one token of namespace "rl" that both APIs can use.

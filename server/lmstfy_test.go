@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"maps"
 	"net/http"
@@ -15,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
 
 	"github.com/sluicehq/sluice/queue"
 )

@@ -1,11 +1,12 @@
 package server
 
 import (
-	"github.com/sluicehq/sluice/server/jobs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/server/jobs"
 )
 
 func TestMetrics(t *testing.T) {

@@ -4,16 +4,17 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"github.com/sluicehq/sluice/internal/adminguard"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/server/lmstfy"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/adminguard"
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/lmstfy"
 )
 
 // saneRequestID reports whether an incoming X-Request-Id can be reused: 1..128 bytes of

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/server/rooms"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/rooms"
 )
 
 // Settings is what `sluice server` is configured with: the server's Config plus the logging

@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 
 	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/redistest"

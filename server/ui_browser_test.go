@@ -65,7 +65,11 @@ func acceptConfirms(b *browsertest.Browser) {
 // change a room's capacity, look at the request queue, and read the overview at a phone's width.
 func TestDashboardInChromium(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, func(c *Config) { c.UISampleInterval = 50 * time.Millisecond })
+	ts := newTestServer(t, func(c *Config) {
+		c.UISampleInterval = 50 * time.Millisecond
+		// No dispatcher: the task submitted below stays pending, so its page shows a waiting task.
+		c.RelayWorkers = -1
+	})
 	ctx := ctxT(t)
 	tok := ts.token(t, "shop")
 	for i := range 3 {

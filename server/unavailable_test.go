@@ -1,12 +1,13 @@
 package server
 
 import (
-	"github.com/sluicehq/sluice/server/jobs"
 	"io"
 	"log/slog"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/jobs"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 )

@@ -3,9 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"net"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/tenant"
 )
 
 // defaultNamespace is the namespace embedded mode creates on its first start.

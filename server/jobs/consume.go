@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"net/http"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
 
 	"github.com/sluicehq/sluice/queue"
 )

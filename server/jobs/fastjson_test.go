@@ -2,11 +2,12 @@ package jobs
 
 import (
 	"fmt"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
 )
 
 // fastCase pairs a request type's fast path with a fresh value for the general path.

@@ -5,13 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"math"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/queue"

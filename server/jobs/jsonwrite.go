@@ -3,11 +3,12 @@ package jobs
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
 )
 
 // The answers of the hot job requests (publish, consume) are written here without reflection,

@@ -3,13 +3,14 @@ package jobs
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
 )
 
 // encodingJSON is what httpapi.WriteJSON would send for v.

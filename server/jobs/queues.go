@@ -1,11 +1,12 @@
 package jobs
 
 import (
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
 
 	"github.com/sluicehq/sluice/queue"
 )

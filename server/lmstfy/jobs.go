@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"io"
 	"net/http"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
 
 	"github.com/sluicehq/sluice/queue"
 )

@@ -5,15 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/queue"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/queue"
 )
 
 // lmstfy's defaults for parameters a request leaves out (whole seconds).
