@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
 	"testing"
@@ -125,6 +126,28 @@ func BenchmarkAdmittedProxy(b *testing.B) {
 
 // BenchmarkStatusPoll: waiting visitors polling GET /v1/rooms/{room}/status over HTTP (the poll
 // limit and the arrival script: two Redis calls each).
+// BenchmarkBareProxy is the ceiling BenchmarkAdmittedProxy is judged against: a plain
+// httputil.ReverseProxy with the same transport settings in front of the same upstream, with no
+// room at all. On one machine the client, the proxy and the upstream share its cores, so the
+// room's proxy can be no faster than this; run both in one go to compare them side by side.
+func BenchmarkBareProxy(b *testing.B) {
+	up := httptest.NewServer(okHandler)
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
+	rp := &httputil.ReverseProxy{Transport: tr, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.SetXForwarded()
+	}}
+	site := httptest.NewServer(rp)
+	defer site.Close()
+	runHTTP(b, site.URL, make([]string, 500), 200)
+}
+
 func BenchmarkStatusPoll(b *testing.B) {
 	c, _ := benchRoom(b, waitroom.Config{PollsPerMinute: 1 << 24}, waitroom.RoomConfig{MaxActive: 1})
 	mux := http.NewServeMux()
