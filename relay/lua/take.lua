@@ -119,7 +119,10 @@ for i = 1, #popped, 2 do
 end
 if tokens and started < #tokens then next_token = tokens[started + 1] end
 if started > 0 and qps > 0 then
-  redis.call('SET', K_RATE, tostring(next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
+  -- %.17g keeps the exact double: tostring keeps 14 significant digits, i.e. 0.1 ms of a time in
+  -- ms since 1970, and a dispatcher taking one token per call then lost the interval's fraction
+  -- at every call (5.04 ms became 5.0: QPS + 1 calls in some one-second windows).
+  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
 end
 flush(now)
 out[2] = offline
