@@ -13,23 +13,34 @@
 //     distributed concurrency limits, with net/http middleware.
 //   - [github.com/sluicehq/sluice/cache]: a consistent cache-aside Store[K,V] in which no stale value
 //     survives a delete.
+//   - [github.com/sluicehq/sluice/relay]: the request queue (fair, prioritised, rate- and
+//     concurrency-limited calls to slow endpoints, online permits, position, ETA, cancel, results
+//     and their MySQL archive) and the delivery of callbacks (delayed jobs sent to a URL, signed).
 //   - [github.com/sluicehq/sluice/waitroom]: a virtual waiting room: at most N active users, a fair
 //     FIFO line with position and ETA, signed passes and a waiting page, as net/http middleware, a
 //     reverse proxy or an nginx auth_request endpoint.
 //
-// The sluice binary (cmd/sluice) serves the job queue over HTTP, natively and as a drop-in for
-// lmstfy's API. Its HTTP side is laid out by job:
+// The sluice binary (cmd/sluice) serves them over HTTP: the job queue natively and as a drop-in for
+// lmstfy's API, the request queue, callbacks, waiting rooms and a dashboard. Its HTTP side is laid
+// out by job:
 //
 //   - [github.com/sluicehq/sluice/server]: the composition root: listeners, middleware,
 //     authentication, error rendering, metrics, the embedded Redis, and the mounting of each
 //     system's routes;
 //   - [github.com/sluicehq/sluice/server/jobs]: the native job routes (/v1/ns/{ns}/...);
 //   - [github.com/sluicehq/sluice/server/lmstfy]: the lmstfy-compatible API (/api/...);
+//   - [github.com/sluicehq/sluice/server/tasks]: the request queue's routes (/v1/tasks,
+//     /v1/permits/check, /v1/endpoints);
+//   - [github.com/sluicehq/sluice/server/callbacks]: the admin routes of callback settings;
+//   - [github.com/sluicehq/sluice/server/rooms]: the waiting rooms' routes and reverse proxy;
+//   - [github.com/sluicehq/sluice/server/ui]: the dashboard on the admin listener (/ui/);
 //   - internal/tenant: namespaces, tokens and per-token limits, shared by every system's routes;
 //   - internal/httpapi: the error registry, JSON helpers and the Route description that route
 //     packages declare and the server mounts;
 //   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
-//     type); internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`.
+//     type); internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`;
+//   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks);
+//     internal/taskarchive: the MySQL archive of finished tasks.
 //
 // docs/server.md says where each piece lives and how a new system adds its routes.
 //
