@@ -19,36 +19,8 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
     local list = K_READY .. top[1]
     local ids = redis.call('LPOP', list, want - got)
     if ids then
-      local recs = load_many(ids)
-      local holders, leases, unexpire = {}, {}, {}
-      for i, id in ipairs(ids) do
-        local rec = recs[i]
-        if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
-          expire(id, rec)
-          skipped = skipped + 1
-        elseif rec then
-          local lease = ttr
-          if lease <= 0 then lease = rec[R_TTR] end
-          local delivery = rec[R_DELIVERY] + 1
-          holders[#holders + 1] = id
-          if rec[R_UNIQUE] ~= '' then
-            holders[#holders + 1] = -delivery
-          else
-            holders[#holders + 1] = delivery
-          end
-          leases[#leases + 1] = now + lease
-          leases[#leases + 1] = id
-          if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
-          as_leased(rec, delivery, now + lease)
-          reply_job(out, id, rec, -1)
-          got = got + 1
-        end
-      end
-      if #holders > 0 then
-        call_batched('HSET', K_LEASE, holders, 2)
-        call_batched('ZADD', K_LEASED, leases, 2)
-      end
-      if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
+      local leased, expired = lease_popped(out, ids, now, ttr)
+      got, skipped = got + leased, skipped + expired
     end
     if not ids or redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, top[1]) end
     if skipped >= BATCH then

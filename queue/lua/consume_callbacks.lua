@@ -15,35 +15,7 @@ local out = {now, 0, 0, 0}
 local got, more = 0, 0
 if redis.call('HGET', K_META, 'paused') ~= '1' then
   local ids = redis.call('LPOP', callbacks_key(), want)
-  if ids then
-    local recs = load_many(ids)
-    local holders, leases, unexpire = {}, {}, {}
-    for i, id in ipairs(ids) do
-      local rec = recs[i]
-      if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
-        expire(id, rec)
-      elseif rec then
-        local delivery = rec[R_DELIVERY] + 1
-        holders[#holders + 1] = id
-        if rec[R_UNIQUE] ~= '' then
-          holders[#holders + 1] = -delivery
-        else
-          holders[#holders + 1] = delivery
-        end
-        leases[#leases + 1] = now + rec[R_TTR]
-        leases[#leases + 1] = id
-        if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
-        as_leased(rec, delivery, now + rec[R_TTR])
-        reply_job(out, id, rec, -1)
-        got = got + 1
-      end
-    end
-    if #holders > 0 then
-      call_batched('HSET', K_LEASE, holders, 2)
-      call_batched('ZADD', K_LEASED, leases, 2)
-    end
-    if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
-  end
+  if ids then got = lease_popped(out, ids, now, 0) end
   if redis.call('LLEN', callbacks_key()) > 0 then more = 1 end
 end
 count('consumed', got)

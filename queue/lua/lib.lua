@@ -466,6 +466,44 @@ local function reply_job(out, id, rec, position)
   out[n + 22] = rec[R_CALLBACK]
 end
 
+-- lease_popped leases the jobs just popped from a ready list or the callback lane: each gets a new
+-- delivery, its lease (ttr ms, or its own TTR when ttr <= 0) and a reply in out; a job past its ttl
+-- is expired instead. Returns how many were leased and how many were expired.
+local function lease_popped(out, ids, now, ttr)
+  local recs = load_many(ids)
+  local holders, leases, unexpire = {}, {}, {}
+  local got, skipped = 0, 0
+  for i, id in ipairs(ids) do
+    local rec = recs[i]
+    if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
+      expire(id, rec)
+      skipped = skipped + 1
+    elseif rec then
+      local lease = ttr
+      if lease <= 0 then lease = rec[R_TTR] end
+      local delivery = rec[R_DELIVERY] + 1
+      holders[#holders + 1] = id
+      if rec[R_UNIQUE] ~= '' then
+        holders[#holders + 1] = -delivery
+      else
+        holders[#holders + 1] = delivery
+      end
+      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = id
+      if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
+      as_leased(rec, delivery, now + lease)
+      reply_job(out, id, rec, -1)
+      got = got + 1
+    end
+  end
+  if #holders > 0 then
+    call_batched('HSET', K_LEASE, holders, 2)
+    call_batched('ZADD', K_LEASED, leases, 2)
+  end
+  if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
+  return got, skipped
+end
+
 -- check_lease validates a delivery named by nack, touch or release. Returns the record and whether
 -- the job has a unique key, or nil and the reason: 'not_found' or 'lease_lost'.
 local function check_lease(id, delivery, now)
