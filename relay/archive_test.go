@@ -80,3 +80,36 @@ func TestArchiveOutageDoesNotStopMaintenance(t *testing.T) {
 		t.Fatalf("archive backlog = %d, %v; want the task kept for later", n, err)
 	}
 }
+
+// A task whose final status is read before the archive saw it keeps its finished retention until
+// it is archived, however short the read retention: reading must not drop it unarchived. Once
+// archived, its life is the read retention.
+func TestArchiveReadBeforeArchived(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	a, err := taskarchive.Open(ctxT(t), mysqltest.New(t), taskarchive.Config{})
+	if err != nil {
+		t.Fatalf("taskarchive.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	const read = 50 * time.Millisecond
+	c := newClient(t, env, relay.Config{Archive: a, ReadRetention: read})
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request, n int64) {})
+	setEndpoint(t, c, relay.Endpoint{Name: "arc", TargetURL: tg.URL})
+	startDispatcher(t, c, relay.DispatcherConfig{MaintainInterval: -1})
+	id := submit(t, c, relay.SubmitParams{Endpoint: "arc"}).ID
+	waitFinal(t, c, id) // reads the final status
+	key := env.Prefix + ":relay:{ep:arc}:t:" + id
+	if ttl := env.Client.PTTL(ctxT(t), key).Val(); ttl <= read {
+		t.Fatalf("read but unarchived task lives %s more, want its finished retention", ttl)
+	}
+	if res, err := c.MaintainOnce(ctxT(t)); err != nil || res.Archived != 1 {
+		t.Fatalf("MaintainOnce = %+v, %v; want 1 archived", res, err)
+	}
+	if ttl := env.Client.PTTL(ctxT(t), key).Val(); ttl > read {
+		t.Fatalf("archived read task lives %s more, want at most the read retention %s", ttl, read)
+	}
+	if r, err := a.Get(ctxT(t), id); err != nil || r.Status != string(relay.StatusCompleted) {
+		t.Fatalf("archive.Get = %+v, %v", r, err)
+	}
+}

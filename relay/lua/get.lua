@@ -1,5 +1,7 @@
 -- get.lua: read a task, its place in the queue and what the ETA needs. The first read of a final
--- status shortens the task's life to the read retention.
+-- status shortens the task's life to the read retention, unless the task still waits for the
+-- archive: then the archive shortens it once the task is written there (a short read retention
+-- must not drop a task the archive has not seen).
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] id  [9] mark a final status read (0|1)
 -- Returns {} when there is no such task, else {fields (see the HMGET below), wait_num (-1 when
@@ -12,7 +14,8 @@ local final = st == 'completed' or st == 'failed' or st == 'cancelled' or st == 
 if final and ARGV[9] == '1' and v[3] ~= '1' then
   redis.call('HSET', tk, 'rd', '1')
   local ttl = redis.call('PTTL', tk)
-  if ttl < 0 or ttl > READ_TTL then redis.call('PEXPIRE', tk, READ_TTL) end
+  local archiving = ARCHIVE and redis.call('ZSCORE', K_ARCH, ARGV[8])
+  if not archiving and (ttl < 0 or ttl > READ_TTL) then redis.call('PEXPIRE', tk, READ_TTL) end
 end
 local rank = -1
 if st == 'pending' then rank = redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2]) end
