@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // Client is the job queue engine on one Redis. It is safe for concurrent use; create one per
@@ -15,7 +17,7 @@ import (
 type Client struct {
 	rdb     redis.UniversalClient
 	cfg     Config
-	scripts *queueScripts
+	scripts *redisx.ScriptRunner // runs the queue's scripts on rdb (scripts.go)
 	ids     idGen
 	notify  *notifier
 	keys    *keyCache
@@ -31,8 +33,6 @@ type Client struct {
 	registered   map[queueName]time.Time // when this process last registered a queue
 	// registeredCallbacks is when this process last added a queue to the callback registry.
 	registeredCallbacks map[queueName]time.Time
-
-	loading scriptLoading // how scripts run on rdb, decided at the first call (scripts.go)
 }
 
 // registerEvery is how often a process re-adds a queue it publishes to to the registry, so a queue
@@ -51,7 +51,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	c := &Client{
 		rdb:                 rdb,
 		cfg:                 cfg,
-		scripts:             loadScripts(),
+		scripts:             redisx.NewScriptRunner(library, rdb, cfg.Logger, "queue"),
 		registered:          make(map[queueName]time.Time),
 		registeredCallbacks: make(map[queueName]time.Time),
 		keys:                newKeyCache(cfg.Prefix),

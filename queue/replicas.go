@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // waitsForReplicas reports whether calls of the script wait for Config.ReplicaAcks: the calls
@@ -21,7 +23,7 @@ func (c *Client) waitsForReplicas(name scriptName) bool {
 // master of their keys, one pipeline per master. A call whose group was acknowledged by fewer
 // replicas than asked carries ErrNotReplicated (unless it failed on its own).
 func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
-	if err := c.loadOnce(ctx); err != nil {
+	if err := c.scripts.Load(ctx); err != nil {
 		return nil, err
 	}
 	groups, err := c.byMaster(ctx, calls)
@@ -48,7 +50,7 @@ func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redi
 		}
 		for _, i := range g.calls {
 			switch {
-			case isMissingScript(cmds[i].Err()):
+			case redisx.IsMissingScript(cmds[i].Err()):
 				missing = append(missing, i)
 			case cmds[i].Err() == nil && acked < int64(c.cfg.ReplicaAcks):
 				cmds[i].SetErr(fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, acked, c.cfg.ReplicaAcks, c.cfg.ReplicaAckTimeout))
@@ -58,7 +60,7 @@ func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redi
 	if len(missing) > 0 {
 		// Redis lost the scripts (restart, failover, flush): those calls did not run. Load the
 		// scripts and run them once more.
-		if err := c.reload(ctx); err != nil {
+		if err := c.scripts.Reload(ctx); err != nil {
 			return nil, err
 		}
 		again := make([]scriptCall, len(missing))

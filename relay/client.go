@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/combine"
 	"github.com/sluicehq/sluice/internal/notify"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // Client is the request queue's Go API: endpoints, and tasks that call them (Submit, Get, Wait,
@@ -33,8 +34,7 @@ type Client struct {
 	lastPrune atomic.Int64 // unix ns of the last archive prune
 	submits   *combine.Combiner[submitReq, []int64]
 
-	mode   atomic.Int32 // modeUnknown until load decides: modeFunctions or modeEvals
-	loadMu sync.Mutex
+	scripts *redisx.ScriptRunner // runs the endpoint scripts on rdb (scripts.go)
 
 	notifyOnce sync.Once
 	notify     *notify.Notifier
@@ -57,6 +57,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		ch:         newChannels(cfg.Prefix),
 		finishedMs: ms(cfg.FinishedRetention),
 		readMs:     ms(cfg.ReadRetention),
+		scripts:    redisx.NewScriptRunner(library, rdb, cfg.Logger, "relay"),
 	}
 	if cfg.Archive != nil {
 		c.archiving = 1
