@@ -115,6 +115,12 @@ type Config struct {
 
 	// OnResult, when set, is called with each scenario's result as soon as it is measured.
 	OnResult func(Result)
+
+	// OnWindow, when set, is called as each scenario's measured window opens (after any untimed
+	// filling of its queue), and the function it returns as the window closes (before the untimed
+	// acks of a consume scenario). A caller reads CPU counters there, so that they cover exactly
+	// the measured requests.
+	OnWindow func(Scenario) (closed func())
 }
 
 // maxBatch is the server's limit on jobs per bulk publish and consume.

@@ -215,6 +215,9 @@ func (r *run) budget() *budget {
 	return b
 }
 
+// prefilling names the untimed filling of a queue in measure; it opens no window (Config.OnWindow).
+const prefilling Scenario = "prefill"
+
 // prefill publishes the jobs a consume scenario reads, untimed, and returns the queue.
 func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	n := int64(r.cfg.Jobs)
@@ -230,7 +233,7 @@ func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	if r.api.hasBulk() {
 		step = r.cfg.Batch
 	}
-	_, _, err := r.measure(ctx, "prefill", b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
+	_, _, err := r.measure(ctx, prefilling, b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
 		if step == 1 {
 			return 1, 1, r.api.publish(ctx, c, q)
 		}
@@ -280,6 +283,10 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 		held           []lease
 	}
 	tallies := make([]tally, len(r.conns))
+	var closed func()
+	if r.cfg.OnWindow != nil && s != prefilling {
+		closed = r.cfg.OnWindow(s)
+	}
 	start := time.Now()
 	err := r.parallel(ctx, func(ctx context.Context, i int) error {
 		t := &tallies[i]
@@ -306,6 +313,9 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 		}
 	})
 	elapsed := time.Since(start)
+	if closed != nil {
+		closed()
+	}
 	var h histogram
 	res := Result{Scenario: s, Seconds: elapsed.Seconds()}
 	leases := make([][]lease, len(tallies))
