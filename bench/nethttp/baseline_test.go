@@ -46,8 +46,9 @@ func TestSideBySideHarness(t *testing.T) {
 	token := createToken(t, sl.adminURL, "bench")
 	scenarios := []loadgen.Scenario{loadgen.Publish, loadgen.ConsumeAck}
 	for _, got := range []map[loadgen.Scenario]*figures{
-		measure(t, "sluice", sl.public, token, sl, env.Client, 40, scenarios),
-		measure(t, "nethttp", base.public, "", base, env.Client, 40, scenarios),
+		measure(t, sl, loadgen.Native, token, env.Client, 40, scenarios),
+		measure(t, sl, loadgen.Lmstfy, token, env.Client, 40, scenarios),
+		measure(t, base, loadgen.Native, "", env.Client, 40, scenarios),
 	} {
 		for _, s := range scenarios {
 			f := got[s]

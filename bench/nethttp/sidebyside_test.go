@@ -116,6 +116,7 @@ func serveChild(kind string) int {
 
 // child is a server process started by startChild.
 type child struct {
+	kind             string
 	pid              int
 	public, adminURL string
 }
@@ -156,7 +157,7 @@ func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
 	if err != nil || len(f) != 3 || f[0] != "ready" {
 		tb.Fatalf("%s server said %q, %v", kind, line, err)
 	}
-	return &child{pid: cmd.Process.Pid, public: f[1], adminURL: f[2]}
+	return &child{kind: kind, pid: cmd.Process.Pid, public: f[1], adminURL: f[2]}
 }
 
 // cpu is the user and system CPU time the process has used, from /proc/<pid>/stat (utime and
@@ -237,13 +238,14 @@ type figures struct {
 	requests               int64
 }
 
-// measure runs the scenarios against url and returns each one's jobs/s and the CPU per job of the
-// server process, Redis and the load generator over exactly its measured requests.
-func measure(tb testing.TB, name, url, token string, srv *child, rdb redis.UniversalClient, jobs int, scenarios []loadgen.Scenario) map[loadgen.Scenario]*figures {
+// measure runs the scenarios against srv in api and returns each one's jobs/s and the CPU per
+// job of the server process, Redis and the load generator over exactly its measured requests.
+func measure(tb testing.TB, srv *child, api loadgen.API, token string, rdb redis.UniversalClient, jobs int, scenarios []loadgen.Scenario) map[loadgen.Scenario]*figures {
 	tb.Helper()
+	name := srv.kind
 	out := map[loadgen.Scenario]*figures{}
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{
-		URL: url, Token: token, Namespace: "bench", Jobs: jobs, Scenarios: scenarios,
+		URL: srv.public, API: api, Token: token, Namespace: "bench", Jobs: jobs, Scenarios: scenarios,
 		OnWindow: func(s loadgen.Scenario) func() {
 			s0, r0, l0 := srv.cpu(tb), redisCPU(tb, rdb), selfCPU(tb)
 			return func() {
@@ -282,13 +284,23 @@ func envInt(name string, def int) int {
 // consume+ack (two requests per job). It logs every round and reports the medians: jobs/s of each,
 // their ratio (sluice ÷ baseline, per round), and the CPU per job of each server and of Redis.
 // b.N is ignored: run with -benchtime 1x. SLUICE_BENCH_JOBS sets the jobs per scenario (default
-// 50,000), SLUICE_BENCH_ROUNDS the rounds (default 3); SLUICE_BENCH_CPUPROFILE=<file> has the
+// 50,000), SLUICE_BENCH_ROUNDS the rounds (default 3), SLUICE_BENCH_SCENARIOS the scenarios
+// (default publish,consume-ack; the baseline serves publish, consume and consume-ack),
+// SLUICE_BENCH_API=lmstfy drives Sluice's lmstfy-compatible routes (the baseline speaks native);
+// SLUICE_BENCH_CPUPROFILE=<file> has the
 // Sluice server write a CPU profile of its whole life there (go tool pprof <file>).
 //
 //	cd bench && go test -run '^$' -bench SideBySide -benchtime 1x ./nethttp/
 func BenchmarkSideBySide(b *testing.B) {
 	jobs, rounds := envInt("SLUICE_BENCH_JOBS", 50_000), envInt("SLUICE_BENCH_ROUNDS", 3)
 	scenarios := []loadgen.Scenario{loadgen.Publish, loadgen.ConsumeAck}
+	if list := os.Getenv("SLUICE_BENCH_SCENARIOS"); list != "" {
+		var err error
+		if scenarios, err = loadgen.ParseScenarios(list); err != nil {
+			b.Fatalf("SLUICE_BENCH_SCENARIOS: %v", err)
+		}
+	}
+	api := loadgen.API(cmp.Or(os.Getenv("SLUICE_BENCH_API"), string(loadgen.Native)))
 	env := redistest.New(b)
 	sl := startChild(b, "sluice", env)
 	base := startChild(b, "nethttp", env)
@@ -299,8 +311,8 @@ func BenchmarkSideBySide(b *testing.B) {
 	for b.Loop() {
 		for round := range rounds {
 			var p pair
-			runSluice := func() { p.sluice = measure(b, "sluice", sl.public, token, sl, env.Client, jobs, scenarios) }
-			runBase := func() { p.base = measure(b, "nethttp", base.public, "", base, env.Client, jobs, scenarios) }
+			runSluice := func() { p.sluice = measure(b, sl, api, token, env.Client, jobs, scenarios) }
+			runBase := func() { p.base = measure(b, base, loadgen.Native, "", env.Client, jobs, scenarios) }
 			if round%2 == 0 {
 				runSluice()
 				runBase()
