@@ -1,13 +1,11 @@
 package nethttp
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -23,74 +21,47 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/cli"
 	"github.com/sluicehq/sluice/internal/loadgen"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
-	"github.com/sluicehq/sluice/server"
 )
 
-// childEnv selects the server a re-executed test binary runs instead of the tests: "sluice" (the
-// server package, as `sluice server` runs it) or "nethttp" (Baseline). Each server is then a
-// process of its own, so its CPU time can be read apart from the load generator's.
-const childEnv = "SLUICE_BENCH_HTTP_CHILD"
+// childEnv selects the server a re-executed test binary runs instead of the tests: "sluice"
+// (`sluice server`, the CLI command itself, with the arguments in childArgs) or "nethttp"
+// (Baseline). Each server is then a process of its own, so its CPU time can be read apart from
+// the load generator's.
+const (
+	childEnv  = "SLUICE_BENCH_HTTP_CHILD"
+	childArgs = "SLUICE_BENCH_HTTP_ARGS" // the CLI's arguments, separated by newlines
+)
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
-	case "sluice", "nethttp":
-		os.Exit(serveChild(os.Getenv(childEnv)))
+	case "sluice":
+		os.Exit(runSluice())
+	case "nethttp":
+		os.Exit(runBaseline())
 	default:
 		redistest.Main(m)
 	}
 }
 
-// serveChild runs one server on loopback until its standard input closes (the parent ended it or
-// died). It prints "ready <public URL> <admin URL>" once it listens.
-func serveChild(kind string) int {
+// untilStdinCloses returns a context that ends when standard input closes: the parent ended the
+// child, or died.
+func untilStdinCloses() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	redisURL, prefix := os.Getenv("CHILD_REDIS_URL"), os.Getenv("CHILD_PREFIX")
-	var lc net.ListenConfig
-	pub, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if kind == "nethttp" {
-		rdb, err := redisx.NewClient(redisURL)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer rdb.Close()
-		srv := &http.Server{Handler: Baseline(rdb, prefix), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			<-ctx.Done()
-			_ = srv.Close()
-		}()
-		fmt.Printf("ready http://%s -\n", pub.Addr())
-		if err := srv.Serve(pub); err != http.ErrServerClosed { //nolint:errorlint // Serve returns it as is
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return 0
-	}
-	adm, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	srv, err := server.New(ctx, server.Config{
-		RedisURL: redisURL, Prefix: prefix, Out: io.Discard,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	return ctx, cancel
+}
+
+// runSluice runs `sluice server` as the CLI does, until standard input closes.
+func runSluice() int {
+	ctx, cancel := untilStdinCloses()
+	defer cancel()
 	if path := os.Getenv("SLUICE_BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil {
@@ -105,9 +76,30 @@ func serveChild(kind string) int {
 			_ = f.Close()
 		}()
 	}
-	fmt.Printf("ready http://%s http://%s\n", pub.Addr(), adm.Addr())
-	serveErr := srv.Serve(ctx, pub, adm)
-	if err := cmp.Or(serveErr, srv.Close()); err != nil {
+	return cli.Main(ctx, strings.Split(os.Getenv(childArgs), "\n"), os.Stdin, io.Discard, os.Stderr)
+}
+
+// runBaseline serves Baseline on the address in childArgs until standard input closes.
+func runBaseline() int {
+	ctx, cancel := untilStdinCloses()
+	defer cancel()
+	args := strings.Split(os.Getenv(childArgs), "\n") // redis URL, prefix, address
+	if len(args) != 3 {
+		fmt.Fprintf(os.Stderr, "%s: want redis URL, prefix and address, got %q\n", childArgs, args)
+		return 2
+	}
+	rdb, err := redisx.NewClient(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer rdb.Close()
+	srv := &http.Server{Addr: args[2], Handler: Baseline(rdb, args[1]), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed { //nolint:errorlint // returned as is
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -121,17 +113,39 @@ type child struct {
 	public, adminURL string
 }
 
-// startChild starts a server process on env's Redis and prefix; it ends with the test.
-func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
+// freeAddr returns a loopback address no one listens on (for a moment: the child takes it).
+func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+kind, "CHILD_REDIS_URL="+env.URL, "CHILD_PREFIX="+env.Prefix)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startChild starts a server process on env's Redis and prefix and waits until it answers; it
+// ends with the test. kind is "sluice" (`sluice server` of this build), "nethttp" (Baseline) or
+// the path of a sluice binary (`sluice server` of another build, to compare two builds).
+func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
+	tb.Helper()
+	pub, adm := freeAddr(tb), freeAddr(tb)
+	serverArgs := []string{"server", "--redis-url", env.URL, "--prefix", env.Prefix, "--public-addr", pub,
+		"--admin-addr", adm, "--log-level", "error"}
+	var cmd *exec.Cmd
+	switch kind {
+	case "sluice":
+		cmd = exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=sluice", childArgs+"="+strings.Join(serverArgs, "\n"))
+	case "nethttp":
+		cmd = exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=nethttp", childArgs+"="+strings.Join([]string{env.URL, env.Prefix, pub}, "\n"))
+		adm = ""
+	default:
+		cmd = exec.Command(kind, serverArgs...)
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -140,6 +154,9 @@ func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
 	}
 	tb.Cleanup(func() {
 		_ = stdin.Close()
+		if kind != "sluice" && kind != "nethttp" {
+			_ = cmd.Process.Signal(os.Interrupt) // a sluice binary stops on SIGINT, not on its stdin
+		}
 		done := make(chan struct{})
 		go func() {
 			_ = cmd.Wait()
@@ -152,12 +169,30 @@ func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
 			<-done
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	f := strings.Fields(line)
-	if err != nil || len(f) != 3 || f[0] != "ready" {
-		tb.Fatalf("%s server said %q, %v", kind, line, err)
+	c := &child{kind: kind, pid: cmd.Process.Pid, public: "http://" + pub}
+	if adm != "" {
+		c.adminURL = "http://" + adm
 	}
-	return &child{kind: kind, pid: cmd.Process.Pid, public: f[1], adminURL: f[2]}
+	waitAnswers(tb, c)
+	return c
+}
+
+// waitAnswers polls the child's public listener until it answers HTTP.
+func waitAnswers(tb testing.TB, c *child) {
+	tb.Helper()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(c.public + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s server at %s does not answer: %v", c.kind, c.public, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cpu is the user and system CPU time the process has used, from /proc/<pid>/stat (utime and
@@ -278,17 +313,20 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// BenchmarkSideBySide drives `sluice server` (the server package in a process of its own) and the
-// net/http baseline in turns (sluice, baseline; then baseline, sluice; ...) with the load
-// generator of `sluice bench` on one processor, 16 clients, 100-byte payloads: publish, then
-// consume+ack (two requests per job). It logs every round and reports the medians: jobs/s of each,
-// their ratio (sluice ÷ baseline, per round), and the CPU per job of each server and of Redis.
+// BenchmarkSideBySide drives `sluice server` (the CLI command of this build, in a process of its
+// own) and the net/http baseline in turns, each round starting with the next one (sluice, baseline;
+// baseline, sluice; ...), with the load generator of `sluice bench` on one processor, 16 clients,
+// 100-byte payloads: publish, then consume+ack (two requests per job). It logs every round and
+// reports the medians: jobs/s of each, the ratio of Sluice's to the baseline's (per round), and
+// the CPU per job of each server and of Redis.
+//
 // b.N is ignored: run with -benchtime 1x. SLUICE_BENCH_JOBS sets the jobs per scenario (default
 // 50,000), SLUICE_BENCH_ROUNDS the rounds (default 3), SLUICE_BENCH_SCENARIOS the scenarios
 // (default publish,consume-ack; the baseline serves publish, consume and consume-ack),
-// SLUICE_BENCH_API=lmstfy drives Sluice's lmstfy-compatible routes (the baseline speaks native);
-// SLUICE_BENCH_CPUPROFILE=<file> has the
-// Sluice server write a CPU profile of its whole life there (go tool pprof <file>).
+// SLUICE_BENCH_API=lmstfy drives Sluice's lmstfy-compatible routes (the baseline speaks native).
+// SLUICE_BENCH_BEFORE=<sluice binary> adds `sluice server` of another build to the turns, so two
+// builds are compared side by side (metrics "before-..."). SLUICE_BENCH_CPUPROFILE=<file> has
+// this build's server write a CPU profile of its whole life there (go tool pprof <file>).
 //
 //	cd bench && go test -run '^$' -bench SideBySide -benchtime 1x ./nethttp/
 func BenchmarkSideBySide(b *testing.B) {
@@ -302,50 +340,55 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	api := loadgen.API(cmp.Or(os.Getenv("SLUICE_BENCH_API"), string(loadgen.Native)))
 	env := redistest.New(b)
+	type target struct {
+		name string
+		srv  *child
+		api  loadgen.API
+	}
 	sl := startChild(b, "sluice", env)
-	base := startChild(b, "nethttp", env)
+	targets := []target{{"sluice", sl, api}, {"nethttp", startChild(b, "nethttp", env), loadgen.Native}}
+	if before := os.Getenv("SLUICE_BENCH_BEFORE"); before != "" {
+		targets = append(targets, target{"before", startChild(b, before, env), api})
+	}
 	token := createToken(b, sl.adminURL, "bench")
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // as `sluice bench` (--procs 1)
-	type pair struct{ sluice, base map[loadgen.Scenario]*figures }
-	var pairs []pair
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))     // as `sluice bench` (--procs 1)
+	type round map[string]map[loadgen.Scenario]*figures // by target name
+	var results []round
+	var log strings.Builder
 	for b.Loop() {
-		for round := range rounds {
-			var p pair
-			runSluice := func() { p.sluice = measure(b, sl, api, token, env.Client, jobs, scenarios) }
-			runBase := func() { p.base = measure(b, base, loadgen.Native, "", env.Client, jobs, scenarios) }
-			if round%2 == 0 {
-				runSluice()
-				runBase()
-			} else {
-				runBase()
-				runSluice()
+		for r := range rounds {
+			res := round{}
+			for i := range targets {
+				t := targets[(r+i)%len(targets)]
+				res[t.name] = measure(b, t.srv, t.api, token, env.Client, jobs, scenarios)
 			}
 			for _, s := range scenarios {
-				sf, bf := p.sluice[s], p.base[s]
-				b.Logf("round %d %-11s sluice %6.0f jobs/s (CPU µs/job: server %5.1f, redis %4.1f, load generator %4.1f)  nethttp %6.0f jobs/s (%5.1f, %4.1f, %4.1f)  ratio %.2f",
-					round+1, s, sf.jobsPerSecond, sf.server, sf.redis, sf.loadgen, bf.jobsPerSecond, bf.server, bf.redis, bf.loadgen,
-					sf.jobsPerSecond/bf.jobsPerSecond)
+				fmt.Fprintf(&log, "\nround %d %-11s", r+1, s)
+				for _, t := range targets {
+					f := res[t.name][s]
+					fmt.Fprintf(&log, "  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f)",
+						t.name, f.jobsPerSecond, f.server, f.redis, f.loadgen)
+				}
 			}
-			pairs = append(pairs, p)
+			results = append(results, res)
 		}
 	}
-	for _, s := range scenarios {
-		median := func(get func(pair) float64) float64 {
-			v := make([]float64, len(pairs))
-			for i, p := range pairs {
-				v[i] = get(p)
-			}
-			slices.Sort(v)
-			return v[len(v)/2]
+	b.Log(log.String())
+	median := func(get func(round) float64) float64 {
+		v := make([]float64, len(results))
+		for i, r := range results {
+			v[i] = get(r)
 		}
-		name := string(s)
-		b.ReportMetric(median(func(p pair) float64 { return p.sluice[s].jobsPerSecond }), name+"-sluice-jobs/s")
-		b.ReportMetric(median(func(p pair) float64 { return p.base[s].jobsPerSecond }), name+"-nethttp-jobs/s")
-		b.ReportMetric(median(func(p pair) float64 { return p.sluice[s].jobsPerSecond / p.base[s].jobsPerSecond }), name+"-ratio")
-		b.ReportMetric(median(func(p pair) float64 { return p.sluice[s].server }), name+"-sluice-server-µs/job")
-		b.ReportMetric(median(func(p pair) float64 { return p.sluice[s].redis }), name+"-sluice-redis-µs/job")
-		b.ReportMetric(median(func(p pair) float64 { return p.base[s].server }), name+"-nethttp-server-µs/job")
-		b.ReportMetric(median(func(p pair) float64 { return p.base[s].redis }), name+"-nethttp-redis-µs/job")
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	for _, s := range scenarios {
+		for _, t := range targets {
+			b.ReportMetric(median(func(r round) float64 { return r[t.name][s].jobsPerSecond }), string(s)+"-"+t.name+"-jobs/s")
+			b.ReportMetric(median(func(r round) float64 { return r[t.name][s].server }), string(s)+"-"+t.name+"-server-µs/job")
+			b.ReportMetric(median(func(r round) float64 { return r[t.name][s].redis }), string(s)+"-"+t.name+"-redis-µs/job")
+		}
+		b.ReportMetric(median(func(r round) float64 { return r["sluice"][s].jobsPerSecond / r["nethttp"][s].jobsPerSecond }), string(s)+"-sluice/nethttp")
 	}
 	b.ReportMetric(0, "ns/op")
 }
