@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -244,6 +245,29 @@ func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
 	return time.Duration(total * float64(time.Second))
 }
 
+// commandCalls reads the calls of each command from Redis's INFO commandstats.
+func commandCalls(tb testing.TB, rdb redis.UniversalClient) map[string]int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]int64{}
+	for line := range strings.SplitSeq(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			tb.Fatalf("INFO commandstats: %q", line)
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = n
+	}
+	return out
+}
+
 // createToken makes a namespace token through the admin API and returns its secret.
 func createToken(tb testing.TB, adminURL, ns string) string {
 	tb.Helper()
@@ -269,7 +293,8 @@ func createToken(tb testing.TB, adminURL, ns string) string {
 // figures is one scenario's measurement against one server.
 type figures struct {
 	jobsPerSecond          float64
-	server, redis, loadgen float64 // CPU µs per job
+	server, redis, loadgen float64            // CPU µs per job
+	calls                  map[string]float64 // Redis commands per job, by name
 	requests               int64
 }
 
@@ -282,12 +307,20 @@ func measure(tb testing.TB, srv *child, api loadgen.API, token string, rdb redis
 	rep, err := loadgen.Run(context.Background(), loadgen.Config{
 		URL: srv.public, API: api, Token: token, Namespace: "bench", Jobs: jobs, Scenarios: scenarios,
 		OnWindow: func(s loadgen.Scenario) func() {
+			c0 := commandCalls(tb, rdb)
 			s0, r0, l0 := srv.cpu(tb), redisCPU(tb, rdb), selfCPU(tb)
 			return func() {
 				s1, r1, l1 := srv.cpu(tb), redisCPU(tb, rdb), selfCPU(tb)
-				out[s] = &figures{
+				f := &figures{
 					server: perJob(s1-s0, jobs), redis: perJob(r1-r0, jobs), loadgen: perJob(l1-l0, jobs),
+					calls: map[string]float64{},
 				}
+				for cmd, n := range commandCalls(tb, rdb) {
+					if d := n - c0[cmd]; d > 0 && cmd != "info" {
+						f.calls[cmd] = float64(d) / float64(jobs)
+					}
+				}
+				out[s] = f
 			}
 		},
 	})
@@ -366,8 +399,8 @@ func BenchmarkSideBySide(b *testing.B) {
 				fmt.Fprintf(&log, "\nround %d %-11s", r+1, s)
 				for _, t := range targets {
 					f := res[t.name][s]
-					fmt.Fprintf(&log, "  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f)",
-						t.name, f.jobsPerSecond, f.server, f.redis, f.loadgen)
+					fmt.Fprintf(&log, "  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f; Redis calls/job: %s)",
+						t.name, f.jobsPerSecond, f.server, f.redis, f.loadgen, formatCalls(f.calls))
 				}
 			}
 			results = append(results, res)
@@ -391,4 +424,15 @@ func BenchmarkSideBySide(b *testing.B) {
 		b.ReportMetric(median(func(r round) float64 { return r["sluice"][s].jobsPerSecond / r["nethttp"][s].jobsPerSecond }), string(s)+"-sluice/nethttp")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// formatCalls lists the Redis commands per job, most frequent first.
+func formatCalls(calls map[string]float64) string {
+	names := slices.Collect(maps.Keys(calls))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(calls[b], calls[a]) })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %.2f", n, calls[n])
+	}
+	return strings.Join(parts, ", ")
 }
