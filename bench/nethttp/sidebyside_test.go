@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -387,26 +386,26 @@ func BenchmarkSideBySide(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))     // as `sluice bench` (--procs 1)
 	type round map[string]map[loadgen.Scenario]*figures // by target name
 	var results []round
-	var log strings.Builder
 	for b.Loop() {
 		for r := range rounds {
+			load := loadAverage(b)
 			res := round{}
 			for i := range targets {
 				t := targets[(r+i)%len(targets)]
 				res[t.name] = measure(b, t.srv, t.api, token, env.Client, jobs, scenarios)
 			}
 			for _, s := range scenarios {
-				fmt.Fprintf(&log, "\nround %d %-11s", r+1, s)
+				line := fmt.Sprintf("round %d (load %s) %-11s", r+1, load, s)
 				for _, t := range targets {
 					f := res[t.name][s]
-					fmt.Fprintf(&log, "  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f; Redis calls/job: %s)",
+					line += fmt.Sprintf("  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f; Redis calls/job: %s)",
 						t.name, f.jobsPerSecond, f.server, f.redis, f.loadgen, formatCalls(f.calls))
 				}
+				fmt.Println(line) // as it comes: benchmark logs are cut after a few lines
 			}
 			results = append(results, res)
 		}
 	}
-	b.Log(log.String())
 	median := func(get func(round) float64) float64 {
 		v := make([]float64, len(results))
 		for i, r := range results {
@@ -428,11 +427,27 @@ func BenchmarkSideBySide(b *testing.B) {
 
 // formatCalls lists the Redis commands per job, most frequent first.
 func formatCalls(calls map[string]float64) string {
-	names := slices.Collect(maps.Keys(calls))
+	var names []string
+	for name, n := range calls {
+		if n >= 0.05 { // leave out the background work (maintenance, other servers' housekeeping)
+			names = append(names, name)
+		}
+	}
 	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(calls[b], calls[a]) })
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s %.2f", n, calls[n])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// loadAverage is the machine's load average over the last minute (/proc/loadavg), which says how
+// much else shared the cores.
+func loadAverage(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.Fields(string(b))[0]
 }
