@@ -62,20 +62,12 @@ func untilStdinCloses() (context.Context, context.CancelFunc) {
 func runSluice() int {
 	ctx, cancel := untilStdinCloses()
 	defer cancel()
-	if path := os.Getenv("SLUICE_BENCH_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			_ = f.Close()
-		}()
+	stop, err := startProfile("sluice")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	defer stop()
 	return cli.Main(ctx, strings.Split(os.Getenv(childArgs), "\n"), os.Stdin, io.Discard, os.Stderr)
 }
 
@@ -88,6 +80,12 @@ func runBaseline() int {
 		fmt.Fprintf(os.Stderr, "%s: want redis URL, prefix and address, got %q\n", childArgs, args)
 		return 2
 	}
+	stop, err := startProfile("nethttp")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
 	rdb, err := redisx.NewClient(args[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -104,6 +102,27 @@ func runBaseline() int {
 		return 1
 	}
 	return 0
+}
+
+// startProfile writes a CPU profile of the child's whole life to
+// $SLUICE_BENCH_CPUPROFILE-<kind>.pprof when that variable is set; stop ends it.
+func startProfile(kind string) (stop func(), err error) {
+	prefix := os.Getenv("SLUICE_BENCH_CPUPROFILE")
+	if prefix == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(prefix + "-" + kind + ".pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // child is a server process started by startChild.
@@ -357,8 +376,9 @@ func envInt(name string, def int) int {
 // (default publish,consume-ack; the baseline serves publish, consume and consume-ack),
 // SLUICE_BENCH_API=lmstfy drives Sluice's lmstfy-compatible routes (the baseline speaks native).
 // SLUICE_BENCH_BEFORE=<sluice binary> adds `sluice server` of another build to the turns, so two
-// builds are compared side by side (metrics "before-..."). SLUICE_BENCH_CPUPROFILE=<file> has
-// this build's server write a CPU profile of its whole life there (go tool pprof <file>).
+// builds are compared side by side (metrics "before-..."). SLUICE_BENCH_CPUPROFILE=<prefix> has
+// this build's server and the baseline write CPU profiles of their whole life to
+// <prefix>-sluice.pprof and <prefix>-nethttp.pprof (go tool pprof <file>).
 //
 //	cd bench && go test -run '^$' -bench SideBySide -benchtime 1x ./nethttp/
 func BenchmarkSideBySide(b *testing.B) {
