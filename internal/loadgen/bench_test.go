@@ -36,8 +36,8 @@ func BenchmarkHTTP(b *testing.B) {
 				rep, err := Run(b.Context(), Config{
 					URL: srv.PublicURL, API: api, Token: token, Namespace: "bench", Jobs: b.N, Scenarios: []Scenario{s},
 					OnWindow: func(Scenario) func() {
-						cpu0, redis0 := processCPU(b), redisCPU(b, srv.Env.Client)
-						return func() { cpu, rcpu = processCPU(b)-cpu0, redisCPU(b, srv.Env.Client)-redis0 }
+						cpu0, redis0 := ownCPU(b), redisCPU(b, srv.Env.Client)
+						return func() { cpu, rcpu = ownCPU(b)-cpu0, redisCPU(b, srv.Env.Client)-redis0 }
 					},
 				})
 				if err != nil {
@@ -54,8 +54,8 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 }
 
-// processCPU is the user and system CPU time this process has used.
-func processCPU(tb testing.TB) time.Duration {
+// ownCPU is the user and system CPU time this process has used.
+func ownCPU(tb testing.TB) time.Duration {
 	tb.Helper()
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

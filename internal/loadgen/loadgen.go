@@ -37,6 +37,9 @@ type Result struct {
 	// ended early (the queue ran dry).
 	Skipped string `json:"skipped,omitempty"`
 	Note    string `json:"note,omitempty"`
+	// CPU is the CPU time of each process of Config.Processes, and of the load generator
+	// (SelfProcess), per job over the measured requests, in microseconds.
+	CPU map[string]float64 `json:"cpu_us_per_job,omitempty"`
 }
 
 // Report is the outcome of a run.
@@ -287,6 +290,14 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 	if r.cfg.OnWindow != nil && s != prefilling {
 		closed = r.cfg.OnWindow(s)
 	}
+	var cpu0 map[string]time.Duration
+	meter := cpuMeter{pids: r.cfg.Processes}
+	if len(r.cfg.Processes) > 0 && s != prefilling {
+		var err error
+		if cpu0, err = meter.read(); err != nil {
+			return Result{Scenario: s}, nil, err
+		}
+	}
 	start := time.Now()
 	err := r.parallel(ctx, func(ctx context.Context, i int) error {
 		t := &tallies[i]
@@ -313,6 +324,13 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 		}
 	})
 	elapsed := time.Since(start)
+	var cpu1 map[string]time.Duration
+	if cpu0 != nil {
+		var cpuErr error
+		if cpu1, cpuErr = meter.read(); cpuErr != nil && err == nil {
+			err = cpuErr
+		}
+	}
 	if closed != nil {
 		closed()
 	}
@@ -330,6 +348,9 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 	}
 	if elapsed > 0 {
 		res.JobsPerSecond = float64(res.Jobs) / elapsed.Seconds()
+	}
+	if cpu1 != nil {
+		res.CPU = perJob(cpu0, cpu1, res.Jobs)
 	}
 	res.P50Millis = millis(h.quantile(0.50))
 	res.P99Millis = millis(h.quantile(0.99))

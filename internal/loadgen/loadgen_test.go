@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,5 +256,29 @@ func TestRunWindows(t *testing.T) {
 	// afterwards: 2 + 20 requests outside the windows.
 	if outside := served.Load() - inside[Consume] - inside[ConsumeAck]; outside != 22 {
 		t.Errorf("%d requests outside the windows, want 22", outside)
+	}
+}
+
+// TestRunProcessesCPU checks that each result carries the CPU per job of the named processes and
+// of the load generator, and that a process that cannot be read is a config error naming it.
+func TestRunProcessesCPU(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	rep, err := Run(t.Context(), Config{
+		URL: tg.URL, Token: tg.Token, Namespace: "bench", Clients: 2, Jobs: 30,
+		Scenarios: []Scenario{Publish}, Processes: map[string]int{"server": os.Getpid()},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	cpu := rep.Results[0].CPU
+	if len(cpu) != 2 || cpu["server"] < 0 || cpu[SelfProcess] < 0 {
+		t.Fatalf("CPU per job %v, want server and %s", cpu, SelfProcess)
+	}
+	for _, procs := range []map[string]int{{"redis": 0}, {"redis": 1 << 30}, {SelfProcess: os.Getpid()}} {
+		_, err := Run(t.Context(), Config{URL: tg.URL, Token: tg.Token, Namespace: "bench", Jobs: 1, Processes: procs})
+		if err == nil || !strings.Contains(err.Error(), "Processes") {
+			t.Errorf("Processes %v: error %v", procs, err)
+		}
 	}
 }
