@@ -145,6 +145,7 @@ func runChecker(t *testing.T, env *redistest.Env, p checkParams) *checkResult {
 	}
 	var reads, writes atomic.Int64
 	stop := make(chan struct{})
+	var stopOnce sync.Once // readers can reach the read count at the same moment
 	stopped := func() bool {
 		select {
 		case <-stop:
@@ -234,11 +235,7 @@ func runChecker(t *testing.T, env *redistest.Env, p checkParams) *checkResult {
 					}
 				}
 				if reads.Add(1) >= int64(p.reads) {
-					select {
-					case <-stop:
-					default:
-						close(stop)
-					}
+					stopOnce.Do(func() { close(stop) })
 				}
 			}
 		})

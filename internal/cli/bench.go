@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/sluicehq/sluice/internal/loadgen"
@@ -44,6 +47,7 @@ Examples:
 	queue := fs.String("queue", "bench", "queue name `prefix`")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	procs := fs.Int("procs", 1, "`processors` the load generator runs on (0: all of them)")
+	cpu := fs.String("cpu", "", "report the CPU per job of these processes on this machine, as `name=pid,...` (e.g. server=PID,redis=PID; Linux), and of the load generator")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -61,12 +65,17 @@ Examples:
 	if *jobs < 0 || *dur < 0 || *procs < 0 {
 		return usagef("-n, -d and --procs must not be negative")
 	}
+	processes, err := parseProcesses(*cpu)
+	if err != nil {
+		return usagef("--cpu: %v", err)
+	}
 	if *procs > 0 && env.SetProcs != nil {
 		defer env.SetProcs(env.SetProcs(*procs))
 	}
 	cfg := loadgen.Config{
 		URL: *url, API: loadgen.API(*api), Token: *token, Namespace: *ns, Queue: *queue,
 		Clients: *clients, Jobs: *jobs, Duration: *dur, BodySize: *body, Batch: *batch, Scenarios: list,
+		Processes: processes,
 	}
 	if !*asJSON {
 		limit := fmt.Sprintf("%d jobs", cmp.Or(*jobs, loadgen.DefaultJobs))
@@ -114,7 +123,32 @@ func (t *benchTable) add(r loadgen.Result) {
 	}
 	fmt.Fprintf(t.w, "%-14s %9d %9d %8.2f %10s %9.2f %9.2f\n", r.Scenario, r.Jobs, r.Requests, r.Seconds,
 		strconv.FormatFloat(r.JobsPerSecond, 'f', 0, 64), r.P50Millis, r.P99Millis)
+	if len(r.CPU) > 0 {
+		names := slices.Sorted(maps.Keys(r.CPU))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s %.1f", n, r.CPU[n])
+		}
+		fmt.Fprintf(t.w, "%-14s CPU µs per job: %s\n", "", strings.Join(parts, ", "))
+	}
 	if r.Note != "" {
 		fmt.Fprintf(t.w, "%-14s note: %s\n", "", r.Note)
 	}
+}
+
+// parseProcesses reads --cpu's name=pid list ("" is none).
+func parseProcesses(s string) (map[string]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]int{}
+	for item := range strings.SplitSeq(s, ",") {
+		name, pid, ok := strings.Cut(strings.TrimSpace(item), "=")
+		n, err := strconv.Atoi(pid)
+		if !ok || name == "" || err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: want name=pid", item)
+		}
+		out[name] = n
+	}
+	return out, nil
 }

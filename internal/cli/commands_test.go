@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,8 @@ func TestErrors(t *testing.T) {
 		wantFail(t, f.run(t, "dead"), exitUsage, "sluice dead: want a subcommand: list, respawn")
 		wantFail(t, f.run(t, "token", "mint"), exitUsage, "sluice token: want a subcommand: create, revoke")
 		wantFail(t, f.run(t, "stats", "--url", "ftp://x"), exitUsage, "bad server URL")
+		wantFail(t, f.run(t, "bench", "--cpu", "server"), exitUsage, `--cpu: "server": want name=pid`)
+		wantFail(t, f.run(t, "bench", "--cpu", "redis=-3"), exitUsage, `--cpu: "redis=-3": want name=pid`)
 	})
 	t.Run("help", func(t *testing.T) {
 		t.Parallel()
@@ -152,8 +156,10 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
 	}
-	out := f.must(t, "bench", "-n", "20", "-c", "2", "--scenarios", "publish,consume", "--body", "10")
-	wantOut(t, out, "http://127.0.0.1", "2 clients", "20 jobs per scenario", "jobs/s", "p99 ms", "publish", "consume")
+	out := f.must(t, "bench", "-n", "20", "-c", "2", "--scenarios", "publish,consume", "--body", "10",
+		"--cpu", "server="+strconv.Itoa(os.Getpid()))
+	wantOut(t, out, "http://127.0.0.1", "2 clients", "20 jobs per scenario", "jobs/s", "p99 ms", "publish", "consume",
+		"CPU µs per job: loadgen ", ", server ")
 
 	// Every job the bench published was consumed and acked: nothing is left.
 	var st struct {

@@ -115,6 +115,18 @@ type Config struct {
 
 	// OnResult, when set, is called with each scenario's result as soon as it is measured.
 	OnResult func(Result)
+
+	// Processes names processes on this machine (the server, Redis) whose CPU time each result
+	// reports per job (Result.CPU), read from /proc/<pid>/stat (Linux) over the scenario's
+	// measured requests, with the load generator's own under SelfProcess. Default none: no CPU
+	// figures.
+	Processes map[string]int
+
+	// OnWindow, when set, is called as each scenario's measured window opens (after any untimed
+	// filling of its queue), and the function it returns as the window closes (before the untimed
+	// acks of a consume scenario). A caller reads CPU counters there, so that they cover exactly
+	// the measured requests.
+	OnWindow func(Scenario) (closed func())
 }
 
 // maxBatch is the server's limit on jobs per bulk publish and consume.
@@ -172,6 +184,13 @@ func (c Config) validate() error {
 	for _, s := range c.Scenarios {
 		if !slices.Contains(Scenarios, s) {
 			errs = append(errs, fmt.Errorf("config: unknown scenario %q", s))
+		}
+	}
+	for name, pid := range c.Processes {
+		if name == "" || name == SelfProcess || pid <= 0 {
+			errs = append(errs, fmt.Errorf("config: Processes: %q=%d must name a process (not %q) by a positive pid", name, pid, SelfProcess))
+		} else if _, err := processCPU(pid); err != nil {
+			errs = append(errs, fmt.Errorf("config: Processes: %s: %w", name, err))
 		}
 	}
 	if c.JobTTL < time.Second {

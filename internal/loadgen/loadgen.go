@@ -37,6 +37,9 @@ type Result struct {
 	// ended early (the queue ran dry).
 	Skipped string `json:"skipped,omitempty"`
 	Note    string `json:"note,omitempty"`
+	// CPU is the CPU time of each process of Config.Processes, and of the load generator
+	// (SelfProcess), per job over the measured requests, in microseconds.
+	CPU map[string]float64 `json:"cpu_us_per_job,omitempty"`
 }
 
 // Report is the outcome of a run.
@@ -215,6 +218,9 @@ func (r *run) budget() *budget {
 	return b
 }
 
+// prefilling names the untimed filling of a queue in measure; it opens no window (Config.OnWindow).
+const prefilling Scenario = "prefill"
+
 // prefill publishes the jobs a consume scenario reads, untimed, and returns the queue.
 func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	n := int64(r.cfg.Jobs)
@@ -230,7 +236,7 @@ func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	if r.api.hasBulk() {
 		step = r.cfg.Batch
 	}
-	_, _, err := r.measure(ctx, "prefill", b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
+	_, _, err := r.measure(ctx, prefilling, b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
 		if step == 1 {
 			return 1, 1, r.api.publish(ctx, c, q)
 		}
@@ -280,6 +286,18 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 		held           []lease
 	}
 	tallies := make([]tally, len(r.conns))
+	var closed func()
+	if r.cfg.OnWindow != nil && s != prefilling {
+		closed = r.cfg.OnWindow(s)
+	}
+	var cpu0 map[string]time.Duration
+	meter := cpuMeter{pids: r.cfg.Processes}
+	if len(r.cfg.Processes) > 0 && s != prefilling {
+		var err error
+		if cpu0, err = meter.read(); err != nil {
+			return Result{Scenario: s}, nil, err
+		}
+	}
 	start := time.Now()
 	err := r.parallel(ctx, func(ctx context.Context, i int) error {
 		t := &tallies[i]
@@ -306,6 +324,16 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 		}
 	})
 	elapsed := time.Since(start)
+	var cpu1 map[string]time.Duration
+	if cpu0 != nil {
+		var cpuErr error
+		if cpu1, cpuErr = meter.read(); cpuErr != nil && err == nil {
+			err = cpuErr
+		}
+	}
+	if closed != nil {
+		closed()
+	}
 	var h histogram
 	res := Result{Scenario: s, Seconds: elapsed.Seconds()}
 	leases := make([][]lease, len(tallies))
@@ -320,6 +348,9 @@ func (r *run) measure(ctx context.Context, s Scenario, b *budget, op cycle, step
 	}
 	if elapsed > 0 {
 		res.JobsPerSecond = float64(res.Jobs) / elapsed.Seconds()
+	}
+	if cpu1 != nil {
+		res.CPU = perJob(cpu0, cpu1, res.Jobs)
 	}
 	res.P50Millis = millis(h.quantile(0.50))
 	res.P99Millis = millis(h.quantile(0.99))

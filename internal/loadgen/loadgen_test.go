@@ -4,7 +4,13 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +206,79 @@ func TestRunLmstfy(t *testing.T) {
 	_, err = Run(t.Context(), Config{URL: tg.URL, API: Lmstfy, Token: "sk_wrong", Namespace: "bench", Jobs: 1})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("lmstfy run with a wrong token: %v", err)
+	}
+}
+
+// TestRunWindows checks that OnWindow brackets exactly the measured requests of each scenario: a
+// counting proxy in front of the server sees the untimed filling and acks outside the windows.
+func TestRunWindows(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	backend, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int64
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var (
+		mu      sync.Mutex
+		windows []Scenario
+		inside  = map[Scenario]int64{}
+	)
+	rep, err := Run(t.Context(), Config{
+		URL: front.URL, Token: tg.Token, Namespace: "bench", Clients: 2, Jobs: 20,
+		Scenarios: []Scenario{ConsumeAck, Consume},
+		OnWindow: func(s Scenario) func() {
+			mu.Lock()
+			windows = append(windows, s)
+			mu.Unlock()
+			opened := served.Load()
+			return func() { inside[s] = served.Load() - opened }
+		},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(windows) != 2 || windows[0] != Consume || windows[1] != ConsumeAck {
+		t.Fatalf("windows opened for %v, want [consume consume-ack]", windows)
+	}
+	for _, r := range rep.Results {
+		if inside[r.Scenario] != r.Requests {
+			t.Errorf("%s: %d requests inside its window, want the %d measured", r.Scenario, inside[r.Scenario], r.Requests)
+		}
+	}
+	// Both scenarios filled their queue (one bulk request each) and consume acked its 20 leases
+	// afterwards: 2 + 20 requests outside the windows.
+	if outside := served.Load() - inside[Consume] - inside[ConsumeAck]; outside != 22 {
+		t.Errorf("%d requests outside the windows, want 22", outside)
+	}
+}
+
+// TestRunProcessesCPU checks that each result carries the CPU per job of the named processes and
+// of the load generator, and that a process that cannot be read is a config error naming it.
+func TestRunProcessesCPU(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	rep, err := Run(t.Context(), Config{
+		URL: tg.URL, Token: tg.Token, Namespace: "bench", Clients: 2, Jobs: 30,
+		Scenarios: []Scenario{Publish}, Processes: map[string]int{"server": os.Getpid()},
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	cpu := rep.Results[0].CPU
+	if len(cpu) != 2 || cpu["server"] < 0 || cpu[SelfProcess] < 0 {
+		t.Fatalf("CPU per job %v, want server and %s", cpu, SelfProcess)
+	}
+	for _, procs := range []map[string]int{{"redis": 0}, {"redis": 1 << 30}, {SelfProcess: os.Getpid()}} {
+		_, err := Run(t.Context(), Config{URL: tg.URL, Token: tg.Token, Namespace: "bench", Jobs: 1, Processes: procs})
+		if err == nil || !strings.Contains(err.Error(), "Processes") {
+			t.Errorf("Processes %v: error %v", procs, err)
+		}
 	}
 }
