@@ -67,8 +67,7 @@ func (c *Client) AcquireSlot(ctx context.Context, endpoint, holder string, hold 
 			}
 			return nil, err
 		}
-		r, err := c.run(ctx, scriptSlotTake, endpoint, member, ms(hold), e.Concurrency, spacedQPS(e), e.burst(),
-			rateLookahead.Milliseconds()).Int64Slice()
+		r, err := c.slotTakes.Do(ctx, endpoint, slotReq{e: e, member: member, hold: hold})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -131,11 +130,53 @@ func (s *Slot) Release(ctx context.Context) error {
 	if s.freed.Swap(true) {
 		return nil
 	}
-	if err := s.c.run(ctx, scriptSlotFree, s.Endpoint, s.member).Err(); err != nil {
+	if _, err := s.c.slotFrees.Do(ctx, s.Endpoint, s.member); err != nil {
 		s.freed.Store(false)
 		return fmt.Errorf("relay: release slot of %s: %w", s.Endpoint, err)
 	}
 	return nil
+}
+
+// slotReq is one AcquireSlot's ask in a combined slot_take.lua call.
+type slotReq struct {
+	e      Endpoint
+	member string
+	hold   time.Duration
+}
+
+// runSlotTakes asks for the slots of concurrent AcquireSlot calls on one endpoint in one script
+// call; the endpoint settings are the first caller's (they differ only across a settings change,
+// which applies within the refresh interval anyway). Each answer is {code, value} (slot_take.lua).
+func (c *Client) runSlotTakes(ctx context.Context, endpoint string, reqs []slotReq) ([][2]int64, error) {
+	e := reqs[0].e
+	args := make([]any, 0, 5+2*len(reqs))
+	args = append(args, e.Concurrency, spacedQPS(e), e.burst(), rateLookahead.Milliseconds(), len(reqs))
+	for _, r := range reqs {
+		args = append(args, r.member, ms(r.hold))
+	}
+	raw, err := c.run(ctx, scriptSlotTake, endpoint, args...).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) != 1+2*len(reqs) {
+		return nil, fmt.Errorf("relay: slot_take answered %d values for %d slots", len(raw), len(reqs))
+	}
+	out := make([][2]int64, len(reqs))
+	for i := range out {
+		out[i] = [2]int64{raw[1+2*i], raw[2+2*i]}
+	}
+	return out, nil
+}
+
+// runSlotFrees gives back the slots of concurrent Release calls on one endpoint in one script
+// call.
+func (c *Client) runSlotFrees(ctx context.Context, endpoint string, members []string) ([]int64, error) {
+	args := make([]any, 0, 1+len(members))
+	args = append(args, len(members))
+	for _, m := range members {
+		args = append(args, m)
+	}
+	return c.run(ctx, scriptSlotFree, endpoint, args...).Int64Slice()
 }
 
 // sleepCtx waits d or until ctx ends (then returning its error).

@@ -57,14 +57,14 @@ func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
 				redisUs, _ = raw[2].(int64)
 				delayUs, _ = raw[3+7].(int64)
 			} else {
-				r, err := c.run(ctx, scriptSlotTake, "mixed", "slot:h"+strconv.Itoa(i), 60_000, e.Concurrency, qps, e.burst(), lookahead).Int64Slice()
+				r, err := c.run(ctx, scriptSlotTake, "mixed", e.Concurrency, qps, e.burst(), lookahead, 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r[0] != 0 {
+				if r[1] != 0 {
 					t.Fatalf("slot %d not granted: %v", i, r)
 				}
-				delayUs, redisUs = r[1], r[2]
+				redisUs, delayUs = r[0], r[2]
 			}
 			start := float64(redisUs/1000) + float64(delayUs)/1000
 			if want := tat0 + float64(i)*interval; math.Abs(start-want) > 0.002 {
