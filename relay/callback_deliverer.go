@@ -597,12 +597,8 @@ func (d *Deliverer) endpointFor(ctx context.Context, rawURL string) (string, boo
 	if err != nil {
 		return "", false, err
 	}
-	for _, e := range snap.prefixes {
-		if outbound.UnderPrefix(rawURL, e.TargetURL) {
-			return e.Name, true, nil
-		}
-	}
-	return "", false, nil
+	e, ok := snap.covering(rawURL)
+	return e.Name, ok, nil
 }
 
 // destination is the key of per-destination limits: scheme, host and port.

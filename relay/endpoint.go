@@ -218,8 +218,19 @@ type endpointSnapshot struct {
 	checked time.Time
 	byName  map[string]Endpoint
 	list    []Endpoint // by name
-	// prefixes is every target URL, longest first, for resolving a task's target_url.
+	// prefixes is every endpoint, longest target URL first, for resolving a task's target_url
+	// and finding a callback's endpoint; match is their target URLs, parsed once.
 	prefixes []Endpoint
+	match    outbound.Prefixes
+}
+
+// covering returns the endpoint whose target URL covers rawURL (the longest one), if any.
+func (snap *endpointSnapshot) covering(rawURL string) (Endpoint, bool) {
+	i := snap.match.Match(rawURL)
+	if i < 0 {
+		return Endpoint{}, false
+	}
+	return snap.prefixes[i], true
 }
 
 // endpointCache holds the latest snapshot. A read older than the refresh interval checks the
@@ -313,6 +324,11 @@ func (c *Client) loadEndpoints(ctx context.Context, prev *endpointSnapshot, forc
 	slices.SortFunc(snap.list, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	snap.prefixes = slices.Clone(snap.list)
 	slices.SortStableFunc(snap.prefixes, func(a, b Endpoint) int { return len(b.TargetURL) - len(a.TargetURL) })
+	targets := make([]string, len(snap.prefixes))
+	for i, e := range snap.prefixes {
+		targets[i] = e.TargetURL
+	}
+	snap.match = outbound.ParsePrefixes(targets)
 	return snap, nil
 }
 
@@ -336,10 +352,8 @@ func (snap *endpointSnapshot) resolve(name, targetURL string) (Endpoint, string,
 	if targetURL == "" {
 		return Endpoint{}, "", fieldErr("endpoint", "endpoint or target_url is required")
 	}
-	for _, e := range snap.prefixes {
-		if outbound.UnderPrefix(targetURL, e.TargetURL) {
-			return e, targetURL, nil
-		}
+	if e, ok := snap.covering(targetURL); ok {
+		return e, targetURL, nil
 	}
 	return Endpoint{}, "", fmt.Errorf("%w: no endpoint's target URL covers target_url", ErrNotFound)
 }
