@@ -30,8 +30,9 @@ type Slot struct {
 // slot freed at its expiry, or a wake-up lost while the subscription reconnected, wakes nobody.
 const slotPoll = 250 * time.Millisecond
 
-// maxHolder bounds a holder's length.
-const maxHolder = 256
+// maxHolder bounds a holder's length: room for a callback's namespace and queue (255 bytes each
+// at most), job id and delivery number.
+const maxHolder = 1024
 
 // AcquireSlot takes one of endpoint's concurrency slots and one token of its rate limit for a
 // call the caller makes itself, waiting (with one Pub/Sub subscription shared by the Client,

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestAcquireSlotBadInput(t *testing.T) {
 		{"zero hold", "svc", "h", 0, relay.ErrInvalid, "hold"},
 		{"negative hold", "svc", "h", -time.Second, relay.ErrInvalid, "hold"},
 		{"empty holder", "svc", "", time.Second, relay.ErrInvalid, "holder"},
+		{"overlong holder", "svc", strings.Repeat("h", 1025), time.Second, relay.ErrInvalid, "holder"},
 	} {
 		s, err := c.AcquireSlot(ctx, tc.endpoint, tc.holder, tc.hold)
 		if s != nil || !errors.Is(err, tc.want) {
