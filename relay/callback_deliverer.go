@@ -75,8 +75,8 @@ type DelivererStats struct {
 // engine (private addresses refused at dial time unless allowed, bounded reads), within the
 // limits of the request queue endpoint whose target URL covers the callback URL
 // (DelivererConfig.Relay: tasks and callbacks to one service share its QPS and concurrency) or
-// else the per-destination limits; then it acks the job with the response or nacks it for a retry or the
-// dead letter. Any number of Deliverers, in any number of processes, share one Redis: each job
+// else the per-destination limits; then it acks the job with the response or nacks it for a
+// retry or the dead letter. Any number of Deliverers, in any number of processes, share one Redis: each job
 // is leased by one of them, and a deliverer that dies mid-call loses nothing, since the lease runs
 // out and the job is delivered again with the same webhook-id.
 //
