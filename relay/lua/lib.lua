@@ -178,8 +178,10 @@ end
 local function reap_slots(now, limit)
   local gone = redis.call('ZRANGEBYSCORE', K_SLOTS, '-inf', now, 'LIMIT', 0, limit)
   if #gone == 0 then return 0 end
-  redis.call('ZREM', K_SLOTS, unpack(gone))
-  redis.call('ZREM', K_RUN, unpack(gone))
+  for _, m in ipairs(gone) do -- one by one: unpack of a large batch overflows Lua's stack
+    redis.call('ZREM', K_SLOTS, m)
+    redis.call('ZREM', K_RUN, m)
+  end
   redis.call('HINCRBY', K_COUNTS, 'slots_expired', #gone)
   return #gone
 end
