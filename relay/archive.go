@@ -13,6 +13,25 @@ import (
 	"github.com/sluicehq/sluice/internal/taskarchive"
 )
 
+// Archive keeps finished tasks in MySQL or MariaDB (Config.Archive): written in batches by
+// maintenance, read by Get once a task has left Redis, and deleted after its retention. Open one
+// with OpenArchive; Close it after the Clients that use it.
+type Archive = taskarchive.Archive
+
+// ArchiveConfig configures OpenArchive. The zero value is usable: Table is the table the rows go
+// to, created when missing (default "sluice_tasks"); Retention is how long a task is kept from
+// its creation (default 72h); BatchSize bounds the rows one statement writes or deletes (default
+// 500); MaxOpenConns caps the connections (default 8); Logger receives the retention passes'
+// failures (default slog.Default()).
+type ArchiveConfig = taskarchive.Config
+
+// OpenArchive connects to the database named by dsn (go-sql-driver/mysql form:
+// user:pass@tcp(host:3306)/db), creates the archive table when it is missing and returns the
+// archive to set as Config.Archive. Times are stored in UTC whatever the DSN says.
+func OpenArchive(ctx context.Context, dsn string, cfg ArchiveConfig) (*Archive, error) {
+	return taskarchive.Open(ctx, dsn, cfg)
+}
+
 // archiveBatch is the most finished tasks one maintenance pass archives per endpoint.
 const archiveBatch = 500
 

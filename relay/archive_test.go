@@ -16,9 +16,9 @@ import (
 func TestArchiveRoundTrip(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	a, err := taskarchive.Open(ctxT(t), mysqltest.New(t), taskarchive.Config{})
+	a, err := relay.OpenArchive(ctxT(t), mysqltest.New(t), relay.ArchiveConfig{})
 	if err != nil {
-		t.Fatalf("taskarchive.Open: %v", err)
+		t.Fatalf("OpenArchive: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	c := newClient(t, env, relay.Config{Archive: a})

@@ -36,13 +36,22 @@ type DelivererConfig struct {
 	// 64 KiB.
 	MaxResultBytes int64
 
+	// Relay, when set, is the request queue whose endpoints protect the services callbacks may
+	// call: a callback whose URL is under an endpoint's target URL (the longest one when several
+	// are) takes one of that endpoint's slots (Client.AcquireSlot) for its call, so it counts
+	// against the endpoint's QPS and Concurrency together with the endpoint's tasks, and the
+	// service never sees more than the endpoint allows. The per-destination limits below then do
+	// not apply to it. Default nil: only the per-destination limits apply.
+	Relay *Client
+
 	// DestinationConcurrency caps the calls in flight to one destination (scheme, host and port)
-	// across every deliverer on the Redis. Default 0: no cap beyond Workers. A job waits for the
-	// destination's limits at most as long as its lease leaves beyond the call (TTR - timeout, 5s by
-	// default); then it is given back, without using a try, and leased again.
+	// across every deliverer on the Redis, for callbacks under no endpoint of Relay. Default 0: no
+	// cap beyond Workers. A job waits for the destination's limits (or its endpoint's) at most as
+	// long as its lease leaves beyond the call (TTR - timeout, 5s by default); then it is given
+	// back, without using a try, and leased again.
 	DestinationConcurrency int
 	// DestinationRate caps the calls started per second to one destination across every
-	// deliverer. Default 0: no cap.
+	// deliverer, for callbacks under no endpoint of Relay. Default 0: no cap.
 	DestinationRate int
 
 	// SettingsTTL is how long a namespace's callback settings are cached; a change made with

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +33,8 @@ const (
 	CallbackDead CallbackOutcome = "dead"
 	// CallbackExpired: the job's ttl ended before its next try.
 	CallbackExpired CallbackOutcome = "expired"
-	// CallbackReleased: the try was not made (shutdown, destination limits); the job was given
+	// CallbackReleased: the try was not made (shutdown, or the destination's or endpoint's limits
+	// left no room while the lease still covered the call: Error says which); the job was given
 	// back without using a try.
 	CallbackReleased CallbackOutcome = "released"
 	// CallbackLost: the outcome could not be recorded (the lease had run out, or Redis failed); the
@@ -46,7 +48,10 @@ type CallbackEvent struct {
 	Queue     string
 	JobID     string
 	Delivery  int
-	Outcome   CallbackOutcome
+	// Endpoint is the request queue endpoint whose limits the call counted against
+	// (DelivererConfig.Relay), "" when it was under none.
+	Endpoint string
+	Outcome  CallbackOutcome
 	// Status is the HTTP status (0 when no response arrived).
 	Status int
 	// Error is what went wrong ("" on success).
@@ -68,8 +73,10 @@ type DelivererStats struct {
 // Deliverer sends due callback jobs (queue.Callback) to their URLs: signed with the Standard
 // Webhooks headers, checked against the namespace's allowed destinations, through the outbound
 // engine (private addresses refused at dial time unless allowed, bounded reads), within the
-// per-destination limits; then it acks the job with the response or nacks it for a retry or the
-// dead letter. Any number of Deliverers, in any number of processes, share one Redis: each job
+// limits of the request queue endpoint whose target URL covers the callback URL
+// (DelivererConfig.Relay: tasks and callbacks to one service share its QPS and concurrency) or
+// else the per-destination limits; then it acks the job with the response or nacks it for a
+// retry or the dead letter. Any number of Deliverers, in any number of processes, share one Redis: each job
 // is leased by one of them, and a deliverer that dies mid-call loses nothing, since the lease runs
 // out and the job is delivered again with the same webhook-id.
 //
@@ -403,23 +410,42 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 		d.nack(report, job, &ev, "callback: destination not allowed: the url is not under any of the namespace's allowed destinations", nil, true)
 		return
 	}
-	// The wait for destination limits must end while the lease still covers the call.
+	// The wait for the limits must end while the lease still covers the call.
 	limitCtx, cancelLimit := context.WithDeadline(ctx, job.LeaseUntil.Add(-cb.Timeout))
 	defer cancelLimit()
-	dest := destination(cb.URL)
-	if d.rate != nil {
-		if _, err := d.rate.Wait(limitCtx, dest); err != nil {
+	var slot *Slot
+	if ep, ok, err := d.endpointFor(ctx, cb.URL); err != nil {
+		ev.Error = "callback: read the request queue's endpoints: " + err.Error()
+		d.release(report, job, &ev)
+		return
+	} else if ok {
+		// The endpoint's limits replace the per-destination ones: tasks and callbacks to the
+		// service share one budget. The slot frees itself a second after the call's timeout
+		// should this process die mid-call.
+		ev.Endpoint = ep
+		holder := job.Namespace + "/" + job.Queue + "/" + job.ID + "/" + strconv.Itoa(job.Delivery.Delivery)
+		slot, err = d.cfg.Relay.AcquireSlot(limitCtx, ep, holder, cb.Timeout+time.Second)
+		if err != nil {
+			ev.Error = "callback: no slot of endpoint " + ep + " while the lease still covered the call: " + err.Error()
 			d.release(report, job, &ev)
 			return
 		}
-	}
-	if d.conc != nil {
-		lease, err := d.conc.AcquireWait(limitCtx, dest, d.cfg.DestinationConcurrency, cb.Timeout+time.Second)
-		if err != nil || !lease.Acquired {
-			d.release(report, job, &ev)
-			return
+	} else {
+		dest := destination(cb.URL)
+		if d.rate != nil {
+			if _, err := d.rate.Wait(limitCtx, dest); err != nil {
+				d.release(report, job, &ev)
+				return
+			}
 		}
-		defer func() { _ = d.conc.Release(report, dest, lease.LeaseID) }()
+		if d.conc != nil {
+			lease, err := d.conc.AcquireWait(limitCtx, dest, d.cfg.DestinationConcurrency, cb.Timeout+time.Second)
+			if err != nil || !lease.Acquired {
+				d.release(report, job, &ev)
+				return
+			}
+			defer func() { _ = d.conc.Release(report, dest, lease.LeaseID) }()
+		}
 	}
 
 	header := make(http.Header, len(cb.Header)+4)
@@ -443,6 +469,13 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 	resp, callErr := sender.Do(ctx, outbound.Request{
 		Method: cb.Method, URL: cb.URL, Header: header, Body: job.Payload, Timeout: cb.Timeout,
 	})
+	if slot != nil {
+		// Freed before the outcome is recorded, so the endpoint's next call need not wait for it.
+		if err := slot.Release(report); err != nil {
+			d.cfg.Logger.Warn("callback deliverer: release endpoint slot; it frees itself at its expiry",
+				"endpoint", slot.Endpoint, "job_id", job.ID, "error", err)
+		}
+	}
 	ev.Duration, ev.Status = resp.Duration, resp.Status
 	outcome, retryAfter := outbound.Classify(resp, callErr)
 	switch outcome {
@@ -552,6 +585,20 @@ func (d *Deliverer) settingsFor(ctx context.Context, ns string) (CallbackSetting
 	d.settings[ns] = cachedSettings{s: s, at: time.Now()}
 	d.settingsMu.Unlock()
 	return s, nil
+}
+
+// endpointFor finds the endpoint of Relay whose target URL covers a callback URL (the longest,
+// as for tasks), from the endpoint settings every relay Client keeps fresh.
+func (d *Deliverer) endpointFor(ctx context.Context, rawURL string) (string, bool, error) {
+	if d.cfg.Relay == nil {
+		return "", false, nil
+	}
+	snap, err := d.cfg.Relay.endpoints(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	e, ok := snap.covering(rawURL)
+	return e.Name, ok, nil
 }
 
 // destination is the key of per-destination limits: scheme, host and port.

@@ -33,6 +33,8 @@ type Client struct {
 
 	lastPrune atomic.Int64 // unix ns of the last archive prune
 	submits   *combine.Combiner[submitReq, []int64]
+	slotTakes *combine.Combiner[slotReq, [2]int64]
+	slotFrees *combine.Combiner[string, int64]
 
 	scripts *redisx.ScriptRunner // runs the endpoint scripts on rdb (scripts.go)
 
@@ -63,6 +65,8 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		c.archiving = 1
 	}
 	c.submits = combine.New(c.runSubmits)
+	c.slotTakes = combine.New(c.runSlotTakes)
+	c.slotFrees = combine.New(c.runSlotFrees)
 	return c, nil
 }
 

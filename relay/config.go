@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/taskarchive"
 )
 
 // Config configures a Client. The zero value is usable for offline tasks; online tasks need
@@ -65,8 +63,9 @@ type Config struct {
 	// Its own retention (taskarchive.Config.Retention) is enforced from the same passes, at most
 	// once a minute per Client. Every Client that finishes tasks (those running Dispatchers, and
 	// those that Cancel or Done) must be given the archive, since finished tasks are only
-	// remembered for it by Clients that have one. Default nil: no archive.
-	Archive *taskarchive.Archive
+	// remembered for it by Clients that have one. Open it with OpenArchive. Default nil: no
+	// archive.
+	Archive *Archive
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -130,7 +129,7 @@ func TestRetriesThenFailsAndFinal4xx(t *testing.T) {
 		})
 		setEndpoint(t, c, relay.Endpoint{Name: "r", TargetURL: tg.URL, Concurrency: 4, Tries: 3,
 			RetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond})
-		startDispatcher(t, c, relay.DispatcherConfig{Breaker: outbound.BreakerConfig{Failures: 100}})
+		startDispatcher(t, c, relay.DispatcherConfig{Breaker: relay.BreakerConfig{Failures: 100}})
 
 		flaky := submit(t, c, relay.SubmitParams{TargetURL: tg.URL + "/flaky"})
 		down := submit(t, c, relay.SubmitParams{TargetURL: tg.URL + "/down"})
@@ -170,12 +169,12 @@ func TestBreakerPausesDispatchToAFailingEndpoint(t *testing.T) {
 	})
 	setEndpoint(t, c, relay.Endpoint{Name: "b", TargetURL: tg.URL, Concurrency: 1, Tries: 10,
 		RetryBackoff: time.Millisecond, MaxRetryBackoff: time.Millisecond})
-	d := startDispatcher(t, c, relay.DispatcherConfig{Breaker: outbound.BreakerConfig{Failures: 3, CoolDown: time.Hour}})
+	d := startDispatcher(t, c, relay.DispatcherConfig{Breaker: relay.BreakerConfig{Failures: 3, CoolDown: time.Hour}})
 	ids := make([]string, 5)
 	for i := range ids {
 		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "b"}).ID
 	}
-	eventually(t, 10*time.Second, "the breaker to open", func() bool { return d.Breaker("b").State == outbound.Open })
+	eventually(t, 10*time.Second, "the breaker to open", func() bool { return d.Breaker("b").State == relay.BreakerOpen })
 	calls := tg.calls.Load()
 	if calls != 3 {
 		t.Fatalf("calls before the breaker opened = %d, want 3", calls)
@@ -213,7 +212,7 @@ func TestKilledDispatcherTaskIsRetriedAfterItsLease(t *testing.T) {
 		setEndpoint(t, a, relay.Endpoint{Name: "k", TargetURL: tg.URL, Timeout: 200 * time.Millisecond, Tries: 3})
 
 		dieCtx, die := context.WithCancel(context.Background())
-		d, err := relay.NewDispatcher(a, relay.DispatcherConfig{Sender: testSender(t), MaintainInterval: -1})
+		d, err := relay.NewDispatcher(a, relay.DispatcherConfig{AllowPrivate: true, MaintainInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -359,7 +358,7 @@ func TestBreakerProbeClosesIt(t *testing.T) {
 	})
 	setEndpoint(t, c, relay.Endpoint{Name: "probe", TargetURL: tg.URL, Concurrency: 1, Tries: 5,
 		RetryBackoff: time.Millisecond, MaxRetryBackoff: time.Millisecond})
-	d := startDispatcher(t, c, relay.DispatcherConfig{Breaker: outbound.BreakerConfig{Failures: 2, CoolDown: 200 * time.Millisecond}})
+	d := startDispatcher(t, c, relay.DispatcherConfig{Breaker: relay.BreakerConfig{Failures: 2, CoolDown: 200 * time.Millisecond}})
 	ids := make([]string, 4)
 	for i := range ids {
 		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "probe"}).ID
@@ -369,7 +368,7 @@ func TestBreakerProbeClosesIt(t *testing.T) {
 			t.Fatalf("task %s = %s", id, task.Status)
 		}
 	}
-	if st := d.Breaker("probe"); st.State != outbound.Closed {
+	if st := d.Breaker("probe"); st.State != relay.BreakerClosed {
 		t.Fatalf("breaker = %s after the probe succeeded", st.State)
 	}
 	if d.Stats().Held == 0 {

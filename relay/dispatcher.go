@@ -27,18 +27,15 @@ type DispatcherConfig struct {
 	Batch int
 	// Endpoints limits the Dispatcher to these endpoints. Default: every endpoint.
 	Endpoints []string
-	// Sender makes the calls. Default: a Sender made by Start (with AllowPrivate and
-	// MaxResponseBytes below) and closed by Stop.
-	Sender *outbound.Sender
-	// AllowPrivate lets the default Sender call loopback and private addresses (endpoints on the
-	// same host or private network). Default false: such calls are refused, and fail for good.
+	// AllowPrivate lets calls reach loopback and private addresses (endpoints on the same host or
+	// private network). Default false: such calls are refused, and fail for good.
 	AllowPrivate bool
 	// MaxResponseBytes bounds the result body kept from a call (the rest is dropped and the task's
-	// ResultTruncated set), for the default Sender. Default 1 MiB.
+	// ResultTruncated set). Default 1 MiB.
 	MaxResponseBytes int64
 	// Breaker configures the circuit breaker of each endpoint (in this process): after repeated
 	// retryable failures dispatch to the endpoint pauses, then one probe task goes.
-	Breaker outbound.BreakerConfig
+	Breaker BreakerConfig
 	// ResultHeaders are the response headers kept with a task's result. Default Content-Type.
 	ResultHeaders []string
 	// PollInterval is the longest the Dispatcher sleeps without asking Redis, which bounds the
@@ -58,7 +55,7 @@ type CallEvent struct {
 	Endpoint   string
 	TaskID     string
 	Attempt    int
-	Outcome    outbound.Outcome
+	Outcome    CallOutcome
 	HTTPStatus int
 	Duration   time.Duration
 	Err        error
@@ -92,8 +89,7 @@ type Dispatcher struct {
 	done     chan struct{}
 	cancel   context.CancelFunc
 
-	sender   *outbound.Sender
-	ownSend  bool
+	sender   *outbound.Sender // made by Start, closed when the Dispatcher stops
 	breakers *outbound.Breakers
 	clock    redisClock
 	keep     map[string]bool // canonical result header names
@@ -225,23 +221,18 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if d.started {
 		return errors.New("relay: dispatcher already started")
 	}
-	d.sender, d.ownSend = d.cfg.Sender, false
-	if d.sender == nil {
-		s, err := outbound.New(outbound.Config{AllowPrivate: d.cfg.AllowPrivate, MaxResponseBytes: d.cfg.MaxResponseBytes, Logger: d.log})
-		if err != nil {
-			return fmt.Errorf("relay: dispatcher sender: %w", err)
-		}
-		d.sender, d.ownSend = s, true
+	s, err := outbound.New(outbound.Config{AllowPrivate: d.cfg.AllowPrivate, MaxResponseBytes: d.cfg.MaxResponseBytes, Logger: d.log})
+	if err != nil {
+		return fmt.Errorf("relay: dispatcher sender: %w", err)
 	}
+	d.sender = s
 	d.breakers = outbound.NewBreakers(d.cfg.Breaker)
 	d.freed = make(chan struct{}, 1)
 	d.woken = make(chan struct{}, 1)
 	d.wakes = make(map[string]bool)
 	w, err := d.c.watch(ctx, d.onWake, d.c.ch.wake)
 	if err != nil {
-		if d.ownSend {
-			d.sender.Close()
-		}
+		d.sender.Close()
 		return fmt.Errorf("relay: dispatcher subscribe: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -276,9 +267,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		reporter.Wait()
 		cancel()
 		maint.Wait()
-		if d.ownSend {
-			d.sender.Close()
-		}
+		d.sender.Close()
 	}()
 	return nil
 }
@@ -311,12 +300,12 @@ func (d *Dispatcher) Stats() DispatcherStats {
 }
 
 // Breaker returns the state of an endpoint's breaker in this Dispatcher.
-func (d *Dispatcher) Breaker(endpoint string) outbound.BreakerStatus {
+func (d *Dispatcher) Breaker(endpoint string) BreakerStatus {
 	d.mu.Lock()
 	bs := d.breakers
 	d.mu.Unlock()
 	if bs == nil {
-		return outbound.BreakerStatus{}
+		return BreakerStatus{}
 	}
 	return bs.Get(endpoint).Status()
 }

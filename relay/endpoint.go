@@ -214,36 +214,54 @@ func (c *Client) Endpoints(ctx context.Context) ([]Endpoint, error) {
 // endpointSnapshot is the endpoint settings at one version of the registry.
 type endpointSnapshot struct {
 	version int64
+	gen     int64 // endpointCache.gen when its load began
 	checked time.Time
 	byName  map[string]Endpoint
 	list    []Endpoint // by name
-	// prefixes is every target URL, longest first, for resolving a task's target_url.
+	// prefixes is every endpoint, longest target URL first, for resolving a task's target_url
+	// and finding a callback's endpoint; match is their target URLs, parsed once.
 	prefixes []Endpoint
+	match    outbound.Prefixes
+}
+
+// covering returns the endpoint whose target URL covers rawURL (the longest one), if any.
+func (snap *endpointSnapshot) covering(rawURL string) (Endpoint, bool) {
+	i := snap.match.Match(rawURL)
+	if i < 0 {
+		return Endpoint{}, false
+	}
+	return snap.prefixes[i], true
 }
 
 // endpointCache holds the latest snapshot. A read older than the refresh interval checks the
 // version counter (one GET) and reloads the settings only when it moved. One refresh runs at a
-// time; other callers meanwhile use the snapshot they have.
+// time; other callers meanwhile use the snapshot they have, unless this Client changed an
+// endpoint since it was loaded: they then wait for a snapshot loaded after the change, so a
+// Client reads its own changes at once (a callback published just after its endpoint was set
+// counts against it).
 type endpointCache struct {
-	snap  atomic.Pointer[endpointSnapshot]
-	mu    sync.Mutex // one refresh at a time
-	stale atomic.Bool
+	snap atomic.Pointer[endpointSnapshot]
+	mu   sync.Mutex // one refresh at a time
+	// gen counts this Client's changes; a snapshot remembers the gen read before its load began,
+	// and one from an older gen is not used while a newer one can be loaded.
+	gen atomic.Int64
 }
 
-func (ec *endpointCache) invalidate() { ec.stale.Store(true) }
+func (ec *endpointCache) invalidate() { ec.gen.Add(1) }
 
 // endpoints returns a snapshot no older than the refresh interval (or the last one, when a
 // refresh by another caller is under way, or Redis cannot be read and a snapshot exists).
 func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
 	ec := &c.eps
+	current := func(s *endpointSnapshot) bool { return s != nil && s.gen == ec.gen.Load() }
 	fresh := func(s *endpointSnapshot) bool {
-		return s != nil && !ec.stale.Load() && time.Since(s.checked) < c.cfg.RefreshInterval
+		return current(s) && time.Since(s.checked) < c.cfg.RefreshInterval
 	}
 	snap := ec.snap.Load()
 	if fresh(snap) {
 		return snap, nil
 	}
-	if snap != nil && !ec.stale.Load() {
+	if current(snap) {
 		// Only old: one caller refreshes, the others keep using what they have.
 		if !ec.mu.TryLock() {
 			return snap, nil
@@ -255,21 +273,21 @@ func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
 	if snap = ec.snap.Load(); fresh(snap) {
 		return snap, nil
 	}
-	force := ec.stale.Swap(false) // cleared before the read, so a later change is not lost
+	gen := ec.gen.Load() // read before the load, so a later change is not lost
+	force := snap != nil && snap.gen != gen
 	// The load is shared by every caller: it does not end with this caller's context.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	next, err := c.loadEndpoints(lctx, snap, force)
 	if err != nil {
-		if force {
-			ec.stale.Store(true)
-		}
+		// The snapshot kept is not current after a change: the next call tries again.
 		if snap != nil {
 			c.cfg.Logger.Warn("relay: refresh endpoint settings", "error", err)
 			return snap, nil
 		}
 		return nil, err
 	}
+	next.gen = gen
 	ec.snap.Store(next)
 	return next, nil
 }
@@ -306,6 +324,11 @@ func (c *Client) loadEndpoints(ctx context.Context, prev *endpointSnapshot, forc
 	slices.SortFunc(snap.list, func(a, b Endpoint) int { return strings.Compare(a.Name, b.Name) })
 	snap.prefixes = slices.Clone(snap.list)
 	slices.SortStableFunc(snap.prefixes, func(a, b Endpoint) int { return len(b.TargetURL) - len(a.TargetURL) })
+	targets := make([]string, len(snap.prefixes))
+	for i, e := range snap.prefixes {
+		targets[i] = e.TargetURL
+	}
+	snap.match = outbound.ParsePrefixes(targets)
 	return snap, nil
 }
 
@@ -329,10 +352,8 @@ func (snap *endpointSnapshot) resolve(name, targetURL string) (Endpoint, string,
 	if targetURL == "" {
 		return Endpoint{}, "", fieldErr("endpoint", "endpoint or target_url is required")
 	}
-	for _, e := range snap.prefixes {
-		if outbound.UnderPrefix(targetURL, e.TargetURL) {
-			return e, targetURL, nil
-		}
+	if e, ok := snap.covering(targetURL); ok {
+		return e, targetURL, nil
 	}
 	return Endpoint{}, "", fmt.Errorf("%w: no endpoint's target URL covers target_url", ErrNotFound)
 }

@@ -144,3 +144,42 @@ func ExampleSignGrant() {
 	// 50 <nil>
 	// relay: invalid priority grant
 }
+
+// Call an endpoint's service yourself within its limits: a slot counts against the endpoint's
+// Concurrency and QPS together with its tasks (the callback deliverer takes one per callback under
+// the endpoint's target URL).
+func ExampleClient_AcquireSlot() {
+	env, cleanup := redistest.ForExample("relay-ExampleAcquireSlot")
+	defer cleanup()
+	ctx := context.Background()
+	c, err := relay.NewClient(env.Client, relay.Config{Prefix: env.Prefix})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	if _, err := c.SetEndpoint(ctx, relay.Endpoint{Name: "orders", TargetURL: "https://orders.example.com/api", QPS: 20, Concurrency: 1}); err != nil {
+		panic(err)
+	}
+
+	// The holder names the call; the slot frees itself after hold should this process die.
+	slot, err := c.AcquireSlot(ctx, "orders", "job-42/1", 10*time.Second)
+	if err != nil {
+		panic(err)
+	}
+	st, _ := c.Stats(ctx, "orders")
+	fmt.Println("running:", st.Running, "slots:", st.Slots)
+
+	// ... make the call ...
+	if err := slot.Release(ctx); err != nil {
+		panic(err)
+	}
+	st, _ = c.Stats(ctx, "orders")
+	fmt.Println("running:", st.Running, "released:", st.SlotsReleased)
+
+	_, err = c.AcquireSlot(ctx, "orders", "job-43/1", 0)
+	fmt.Println(err)
+	// Output:
+	// running: 1 slots: 1
+	// running: 0 released: 1
+	// relay: hold: must be at least 1ms
+}

@@ -27,6 +27,7 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "archive",
 		base + "t:",
 		base + "hold",
+		base + "slots",
 	}}
 }
 

@@ -104,7 +104,7 @@ func TestStopDrainsCallsUnderWay(t *testing.T) {
 		_, _ = w.Write([]byte("drained"))
 	})
 	setEndpoint(t, c, relay.Endpoint{Name: "drain", TargetURL: tg.URL})
-	d, err := relay.NewDispatcher(c, relay.DispatcherConfig{Sender: testSender(t)})
+	d, err := relay.NewDispatcher(c, relay.DispatcherConfig{AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,20 +23,23 @@ const (
 	scriptPermit   = "permit"
 	scriptStats    = "stats"
 	scriptLate     = "late"
+	scriptSlotTake = "slot_take"
+	scriptSlotFree = "slot_release"
 )
 
 var scriptNames = []string{
 	scriptSubmit, scriptTake, scriptFinish, scriptMaintain, scriptGet, scriptCancel, scriptPermit, scriptStats, scriptLate,
+	scriptSlotTake, scriptSlotFree,
 }
 
 // functionFlags are the Redis function flags of the scripts. Without flags Redis refuses a
 // function outright when memory is over maxmemory; stats only reads (no-writes), and the calls
 // that move tasks on, free slots or store what already happened (allow-oom) must work on a full
-// Redis so it can drain. Submit has no flag: a full Redis refuses new tasks.
+// Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work.
 var functionFlags = map[string]string{
 	scriptStats: "no-writes",
 	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
-	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom",
+	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom", scriptSlotFree: "allow-oom",
 }
 
 // The registry scripts (endpoint settings) are rare calls on other keys: plain EVALSHA scripts.

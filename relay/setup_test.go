@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/mysqltest"
-	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -38,23 +37,10 @@ func newClient(t testing.TB, env *redistest.Env, cfg relay.Config) *relay.Client
 	return c
 }
 
-// testSender may call loopback targets (httptest servers).
-func testSender(t testing.TB) *outbound.Sender {
-	t.Helper()
-	s, err := outbound.New(outbound.Config{AllowPrivate: true})
-	if err != nil {
-		t.Fatalf("outbound.New: %v", err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
 // startDispatcher runs a Dispatcher until the test ends.
 func startDispatcher(t *testing.T, c *relay.Client, cfg relay.DispatcherConfig) *relay.Dispatcher {
 	t.Helper()
-	if cfg.Sender == nil {
-		cfg.Sender = testSender(t)
-	}
+	cfg.AllowPrivate = true // httptest targets are on loopback
 	if cfg.MaintainInterval == 0 {
 		cfg.MaintainInterval = 50 * time.Millisecond
 	}

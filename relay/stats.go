@@ -13,11 +13,20 @@ import (
 type EndpointStats struct {
 	Endpoint Endpoint
 	// Queued counts the tasks waiting for their turn; Retrying those waiting out a retry backoff;
-	// Running the calls in flight and the permits out (the concurrency slots taken).
+	// Running the concurrency slots taken: the calls in flight and the permits out, and the
+	// Slots.
 	Queued, Retrying, Running int64
-	// CompletedPerSec is the rate of finished calls over the last RateWindow (0 without data).
+	// Slots counts the slots held by callers that make the call themselves (AcquireSlot: callbacks
+	// under the endpoint's target URL); they are part of Running.
+	Slots int64
+	// SlotsReleased counts the slots given back after their call, SlotsExpired those freed at their
+	// expiry (the holder died or hung), over the endpoint's life.
+	SlotsReleased, SlotsExpired int64
+	// CompletedPerSec is the rate of finished task calls over the last RateWindow (0 without
+	// data). Calls made under a Slot are not in it: it is the rate at which tasks start while the
+	// endpoint is busy, which the ETA needs.
 	CompletedPerSec float64
-	// AvgDuration is the measured mean call duration over the last minute (0 without data).
+	// AvgDuration is the measured mean task call duration over the last minute (0 without data).
 	AvgDuration time.Duration
 	// Rate is the start rate the ETA assumes (tasks per second); 0 when it cannot tell.
 	Rate float64
@@ -48,7 +57,7 @@ func (c *Client) Stats(ctx context.Context, name string) (EndpointStats, error) 
 	}
 	s := EndpointStats{
 		Endpoint: e, Queued: raw[0].(int64), Retrying: raw[1].(int64), Running: raw[2].(int64),
-		Totals: make(map[Status]int64),
+		Slots: raw[6].(int64), Totals: make(map[Status]int64),
 	}
 	s.running = s.Running
 	ring := parseRing(raw[4].([]any))
@@ -59,7 +68,14 @@ func (c *Client) Stats(ctx context.Context, name string) (EndpointStats, error) 
 	for i := 0; i+1 < len(counts); i += 2 {
 		k, _ := counts[i].(string)
 		v, _ := strconv.ParseInt(fmt.Sprint(counts[i+1]), 10, 64)
-		s.Totals[Status(k)] = v
+		switch k {
+		case "slots_released":
+			s.SlotsReleased = v
+		case "slots_expired":
+			s.SlotsExpired = v
+		default:
+			s.Totals[Status(k)] = v
+		}
 	}
 	return s, nil
 }

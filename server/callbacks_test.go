@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/callbacks"
 	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/tasks"
 )
 
 // hookReceiver is a real HTTP server that verifies and records the callbacks it gets.
@@ -190,5 +191,54 @@ func TestCallbackSettingsAdminRoutes(t *testing.T) {
 	r.JSON(t, &set)
 	if len(set.Secrets)+len(set.Destinations) != 0 {
 		t.Fatalf("a deleted namespace's settings came back: %s", r.Body)
+	}
+}
+
+// A callback under a request queue endpoint's target URL counts against that endpoint through the
+// server: its slot shows in the endpoint's stats and metrics.
+func TestCallbackCountsAgainstItsEndpointThroughTheServer(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	recv := newHookReceiver(t)
+	r := ts.adminDo(t, http.MethodPost, cbpath+"/secrets", nil)
+	wantStatus(t, r, http.StatusCreated, "")
+	var set callbacks.SettingsJSON
+	r.JSON(t, &set)
+	recv.mu.Lock()
+	recv.secret = set.Secrets[0]
+	recv.mu.Unlock()
+	wantStatus(t, ts.adminDo(t, http.MethodPost, cbpath+"/destinations", map[string]any{"prefix": recv.URL + "/hooks"}), http.StatusOK, "")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, cbpath+"/allow_private", map[string]any{"allow_private": true}), http.StatusOK, "")
+	ts.putEndpoint(t, "orders-svc", map[string]any{"target_url": recv.URL + "/hooks/orders", "concurrency": 1, "qps": 50})
+
+	const n = 3
+	for i := range n {
+		r = ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{
+			"payload": map[string]any{"order": i}, "callback": map[string]any{"url": recv.URL + "/hooks/orders/close"},
+		})
+		wantStatus(t, r, http.StatusCreated, "")
+	}
+	eventually(t, 20*time.Second, "every callback delivered", func() bool {
+		bodies, _, _ := recv.calls()
+		return len(bodies) == n
+	})
+	var st tasks.EndpointWithStats
+	eventually(t, 10*time.Second, "the slots released", func() bool {
+		r := ts.adminDo(t, http.MethodGet, "/v1/endpoints/orders-svc", nil)
+		r.JSON(t, &st)
+		return st.Stats.SlotsReleased == n
+	})
+	if st.Stats.Slots != 0 || st.Stats.Running != 0 || st.Stats.SlotsExpired != 0 {
+		t.Fatalf("endpoint stats = %+v", st.Stats)
+	}
+	metrics := string(do(t, http.MethodGet, ts.AdminURL+"/metrics", "", nil).Body)
+	for _, want := range []string{
+		`sluice_relay_callback_slots{endpoint="orders-svc"} 0`,
+		`sluice_relay_callback_slots_total{endpoint="orders-svc",how="released"} 3`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

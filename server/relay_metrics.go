@@ -14,13 +14,19 @@ import (
 // bounded (and a scrape reports at most MetricsMaxQueues endpoints).
 var (
 	descRelayTasks = prometheus.NewDesc("sluice_relay_tasks",
-		"Tasks of an endpoint now, by state: queued (waiting for their turn), retrying (waiting out a retry backoff), running (calls in flight and permits out).",
+		"Tasks of an endpoint now, by state: queued (waiting for their turn), retrying (waiting out a retry backoff), running (concurrency slots taken: task calls in flight, permits out and callback calls under the endpoint's target URL).",
 		[]string{"endpoint", "state"}, nil)
 	descRelayEnded = prometheus.NewDesc("sluice_relay_tasks_ended_total",
 		"Tasks of an endpoint that ended, by final status (completed, failed, cancelled, timeout), over the endpoint's life.",
 		[]string{"endpoint", "status"}, nil)
+	descRelaySlots = prometheus.NewDesc("sluice_relay_callback_slots",
+		"Concurrency slots of an endpoint held now by callback calls under its target URL (part of sluice_relay_tasks{state=\"running\"}).",
+		[]string{"endpoint"}, nil)
+	descRelaySlotsEnded = prometheus.NewDesc("sluice_relay_callback_slots_total",
+		"Callback calls under an endpoint's target URL that freed their slot, by how (released after the call, expired: the deliverer died or hung), over the endpoint's life.",
+		[]string{"endpoint", "how"}, nil)
 	descRelayRate = prometheus.NewDesc("sluice_relay_completed_per_second",
-		"Calls of an endpoint finished per second over the last 10s (the measured rate ETAs use).",
+		"Task calls of an endpoint finished per second over the last 10s (the measured rate ETAs use; callback calls are not in it).",
 		[]string{"endpoint"}, nil)
 	descRelayWait = prometheus.NewDesc("sluice_relay_wait_seconds_estimate",
 		"Estimated wait of a task submitted now to an endpoint (absent while it cannot be estimated).",
@@ -50,7 +56,7 @@ func (m *metrics) observeCall(e relay.CallEvent) {
 type relayCollector struct{ s *Server }
 
 func (c *relayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRelayTasks, descRelayEnded, descRelayRate, descRelayWait, descRelayLimit} {
+	for _, d := range []*prometheus.Desc{descRelayTasks, descRelayEnded, descRelaySlots, descRelaySlotsEnded, descRelayRate, descRelayWait, descRelayLimit} {
 		ch <- d
 	}
 }
@@ -84,6 +90,9 @@ func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, status := range []relay.Status{relay.StatusCompleted, relay.StatusFailed, relay.StatusCancelled, relay.StatusTimeout} {
 			ch <- prometheus.MustNewConstMetric(descRelayEnded, prometheus.CounterValue, float64(st.Totals[status]), e.Name, string(status))
 		}
+		gauge(descRelaySlots, float64(st.Slots))
+		ch <- prometheus.MustNewConstMetric(descRelaySlotsEnded, prometheus.CounterValue, float64(st.SlotsReleased), e.Name, "released")
+		ch <- prometheus.MustNewConstMetric(descRelaySlotsEnded, prometheus.CounterValue, float64(st.SlotsExpired), e.Name, "expired")
 		gauge(descRelayRate, st.CompletedPerSec)
 		if d, ok := st.ETA(st.Queued); ok {
 			gauge(descRelayWait, d.Seconds())

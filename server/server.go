@@ -135,12 +135,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
+	// The request queue before the deliverer, whose callbacks under an endpoint's target URL take
+	// that endpoint's slots, and before the dashboard, which shows its endpoints through the same
+	// client.
+	if err := s.startRelay(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	if s.deliverer, err = relay.NewDeliverer(relay.DelivererConfig{
-		Queue: q, Redis: s.rdb, Workers: cfg.CallbackWorkers, AllowPrivate: cfg.CallbackAllowPrivate,
+		Queue: q, Redis: s.rdb, Relay: s.relay, Workers: cfg.CallbackWorkers, AllowPrivate: cfg.CallbackAllowPrivate,
 		MaxResultBytes: cfg.CallbackMaxResultBytes, DestinationConcurrency: cfg.CallbackDestinationConcurrency,
 		DestinationRate: cfg.CallbackDestinationRate, OnDelivery: s.metrics.callbacks.observe, Logger: s.log,
 	}); err != nil {
-		_ = s.closeStore()
+		_ = s.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	store := s.deliverer.Store()
@@ -162,11 +169,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
 	})
 	if err := s.setupRooms(ctx); err != nil {
-		_ = s.closeStore()
-		return nil, err
-	}
-	// The request queue before the dashboard, which shows its endpoints through the same client.
-	if err := s.startRelay(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
 	}

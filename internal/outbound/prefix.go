@@ -28,15 +28,51 @@ func UnderPrefix(rawURL string, prefixes ...string) bool {
 	}
 	for _, p := range prefixes {
 		pu, ok := parseTarget(p)
-		if !ok {
-			continue
-		}
-		if u.scheme == pu.scheme && u.host == pu.host && u.port == pu.port &&
-			underPath(u.path, pu.path) && underPath(u.escaped, pu.escaped) {
+		if ok && u.under(pu) {
 			return true
 		}
 	}
 	return false
+}
+
+// Prefixes are prefixes parsed once, for matching many URLs against them: Match parses the URL
+// once and compares it with each, where UnderPrefix parses every prefix again at every call.
+type Prefixes struct {
+	list []target
+	ok   []bool // false: the prefix is not usable and matches nothing
+}
+
+// ParsePrefixes parses prefixes for Match. A prefix that is not an absolute http or https URL
+// matches nothing, as with UnderPrefix.
+func ParsePrefixes(prefixes []string) Prefixes {
+	p := Prefixes{list: make([]target, len(prefixes)), ok: make([]bool, len(prefixes))}
+	for i, raw := range prefixes {
+		p.list[i], p.ok[i] = parseTarget(raw)
+	}
+	return p
+}
+
+// Match returns the index of the first prefix rawURL is under (by UnderPrefix's rule), or -1.
+func (p Prefixes) Match(rawURL string) int {
+	if len(p.list) == 0 {
+		return -1
+	}
+	u, ok := parseTarget(rawURL)
+	if !ok {
+		return -1
+	}
+	for i, pu := range p.list {
+		if p.ok[i] && u.under(pu) {
+			return i
+		}
+	}
+	return -1
+}
+
+// under reports whether t lies under the prefix pu.
+func (t target) under(pu target) bool {
+	return t.scheme == pu.scheme && t.host == pu.host && t.port == pu.port &&
+		underPath(t.path, pu.path) && underPath(t.escaped, pu.escaped)
 }
 
 // target is a URL reduced to what UnderPrefix compares.

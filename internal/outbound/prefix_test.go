@@ -69,6 +69,9 @@ func TestUnderPrefix(t *testing.T) {
 		if got := outbound.UnderPrefix(tc.url, tc.prefix); got != tc.want {
 			t.Errorf("UnderPrefix(%q, %q) = %v, want %v", tc.url, tc.prefix, got, tc.want)
 		}
+		if got := outbound.ParsePrefixes([]string{tc.prefix}).Match(tc.url); (got == 0) != tc.want || (got != 0 && got != -1) {
+			t.Errorf("ParsePrefixes(%q).Match(%q) = %d, want %v", tc.prefix, tc.url, got, tc.want)
+		}
 	}
 }
 
@@ -81,6 +84,18 @@ func TestUnderPrefixAnyOfSeveral(t *testing.T) {
 	if outbound.UnderPrefix("https://c.com/api") || outbound.UnderPrefix("https://c.com/api", prefixes...) {
 		t.Error("matched without a matching prefix")
 	}
+	// Match names the first prefix that covers the URL; unusable prefixes match nothing.
+	ps := outbound.ParsePrefixes([]string{"not a url", "https://a.com/api/v2", "https://a.com/api"})
+	for url, want := range map[string]int{
+		"https://a.com/api/v2/x": 1, "https://a.com/api/v1": 2, "https://a.com/other": -1, "not a url": -1,
+	} {
+		if got := ps.Match(url); got != want {
+			t.Errorf("Match(%q) = %d, want %d", url, got, want)
+		}
+	}
+	if got := outbound.ParsePrefixes(nil).Match("https://a.com/api"); got != -1 {
+		t.Errorf("Match with no prefixes = %d", got)
+	}
 }
 
 // FuzzUnderPrefix checks that whatever UnderPrefix admits really goes to the prefix's host and path.
@@ -91,8 +106,13 @@ func FuzzUnderPrefix(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	set := outbound.ParsePrefixes([]string{"https://a.com/api"})
 	f.Fuzz(func(t *testing.T, raw string) {
-		if !outbound.UnderPrefix(raw, "https://a.com/api") {
+		under := outbound.UnderPrefix(raw, "https://a.com/api")
+		if (set.Match(raw) == 0) != under {
+			t.Fatalf("Match and UnderPrefix disagree on %q", raw)
+		}
+		if !under {
 			return
 		}
 		u, err := url.Parse(raw)

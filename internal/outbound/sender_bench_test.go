@@ -42,3 +42,13 @@ func BenchmarkUnderPrefix(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefixesMatch is BenchmarkUnderPrefix with the prefixes parsed once (ParsePrefixes).
+func BenchmarkPrefixesMatch(b *testing.B) {
+	prefixes := outbound.ParsePrefixes([]string{"https://a.com/api", "https://b.com/hooks", "https://c.com:8443/v1"})
+	for b.Loop() {
+		if prefixes.Match("https://c.com:8443/v1/tasks/run?x=1") != 2 {
+			b.Fatal("not under")
+		}
+	}
+}

@@ -20,6 +20,11 @@
 --   KEYS[12] hold     zset  start (ms) -> end (ms) of spans in which the rate limit starts no
 --                            call: a call started late by L holds [start + 1s, start + L + 1s), so
 --                            the next second's calls cannot bunch up behind it (late.lua)
+--   KEYS[13] slots    zset  'slot:' .. holder -> expiry (ms) of the slots held by callers that
+--                            call the endpoint themselves (slot_take.lua: callbacks); each member
+--                            is in running too, with the same score, so it takes a concurrency
+--                            slot like a task; no task id starts with 'slot:' (':' is not allowed
+--                            in an endpoint name)
 -- and the same leading ARGV:
 --   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
 --   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
@@ -40,7 +45,7 @@
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
 -- status read) ns (namespace of the submitter).
 -- The keys and common arguments of the current call, set by bind.
-local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
@@ -49,6 +54,7 @@ local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
   K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
+  K_SLOTS = keys[13]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, READ_TTL = tonumber(args[4]), tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
@@ -126,4 +132,56 @@ local function requeue(id, extra)
   local sc = redis.call('HGET', tk, 'sc')
   redis.call('HSET', tk, 'st', 'pending', unpack(extra or {}))
   redis.call('ZADD', K_QUEUE, sc, id)
+end
+
+-- rate_tokens takes up to n tokens of the QPS limit (GCRA) at now: tat (K_RATE) is when the next
+-- token is due. Tokens are due every interval (1000 / qps ms) from t0; a burst lets t0 run burst - 1
+-- intervals behind now, and the lookahead lets tokens due within it be taken now. A token that
+-- falls in a held span (late.lua) moves to its end, and the ones after it follow. Returns the
+-- tokens (start times in ms, fractional), the time of the token after them and the interval.
+-- Nothing is stored: a caller that uses tokens stores the next one with rate_store.
+local function rate_tokens(now, n, qps, burst, lookahead)
+  local interval = 1000 / qps
+  local tat = tonumber(redis.call('GET', K_RATE) or '0')
+  local t0 = math.max(tat, now - (burst - 1) * interval)
+  local holds = redis.call('ZRANGEBYSCORE', K_HOLD, '(' .. t0, '+inf', 'WITHSCORES')
+  local function skip(t)
+    local moved = true
+    while moved do
+      moved = false
+      for i = 1, #holds, 2 do
+        local hs, he = tonumber(holds[i]), tonumber(holds[i + 1])
+        if t >= hs and t < he then t, moved = he, true end
+      end
+    end
+    return t
+  end
+  local tokens = {}
+  local t = skip(t0)
+  while #tokens < n and t <= now + lookahead + 1e-9 do
+    tokens[#tokens + 1] = t
+    t = skip(t + interval)
+  end
+  return tokens, t, interval
+end
+
+-- rate_store keeps next_token as the rate limit's tat. %.17g keeps the exact double: tostring
+-- keeps 14 significant digits, i.e. 0.1 ms of a time in ms since 1970, and a dispatcher taking one
+-- token per call then lost the interval's fraction at every call (5.04 ms became 5.0: QPS + 1
+-- calls in some one-second windows).
+local function rate_store(next_token, now, burst, interval)
+  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
+end
+
+-- reap_slots frees up to limit slots (KEYS[13]) whose expiry has passed: their holders died or
+-- hung without releasing them. Returns how many; the caller wakes the dispatchers.
+local function reap_slots(now, limit)
+  local gone = redis.call('ZRANGEBYSCORE', K_SLOTS, '-inf', now, 'LIMIT', 0, limit)
+  if #gone == 0 then return 0 end
+  for _, m in ipairs(gone) do -- one by one: unpack of a large batch overflows Lua's stack
+    redis.call('ZREM', K_SLOTS, m)
+    redis.call('ZREM', K_RUN, m)
+  end
+  redis.call('HINCRBY', K_COUNTS, 'slots_expired', #gone)
+  return #gone
 end

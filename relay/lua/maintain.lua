@@ -1,21 +1,29 @@
 -- maintain.lua: one bounded housekeeping step of an endpoint. Expired leases (a dispatcher died
 -- mid-call) are retried or failed by the task's tries; expired permits free their slot (a used
--- one counts as completed); tasks that waited past their queue deadline time out; the archive
--- backlog is trimmed to the finished retention. With ARGV[9] = 1 the endpoint was deleted: its
--- waiting tasks are cancelled.
+-- one counts as completed); expired slots of callers that call the endpoint themselves
+-- (slot_take.lua) are freed, and never taken for a task's lease; tasks that waited past their
+-- queue deadline time out; the archive backlog is trimmed to the finished retention. With
+-- ARGV[9] = 1 the endpoint was deleted: its waiting tasks are cancelled.
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] batch: the most tasks each step handles  [9] deleted endpoint (0|1)
--- Returns {reaped leases and permits, timed out, cancelled, empty}: empty is 1 when the endpoint
--- holds no task any more (no waiting, running or unarchived task).
+-- Returns {reaped leases, permits and slots, timed out, cancelled, empty}: empty is 1 when the
+-- endpoint holds no task any more (no waiting, running or unarchived task, no slot).
 local now = now_ms()
 local batch = tonumber(ARGV[8])
 local reaped, timedout, cancelled = 0, 0, 0
+-- Expired slots first: they leave the running set with the slots set, and are no task.
+reaped = reap_slots(now, batch)
 local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', now, 'LIMIT', 0, batch)
 for _, id in ipairs(expired) do
   redis.call('ZREM', K_RUN, id)
   reaped = reaped + 1
   local tk = task_key(id)
-  local v = redis.call('HMGET', tk, 'st', 'att', 'tries', 'pu', 'sa')
+  local v = {}
+  if string.sub(id, 1, 5) == 'slot:' then
+    redis.call('ZREM', K_SLOTS, id) -- in running only (never left so by the scripts): freed
+  else
+    v = redis.call('HMGET', tk, 'st', 'att', 'tries', 'pu', 'sa')
+  end
   if v[1] == 'processing' then
     if tonumber(v[2]) < tonumber(v[3]) then
       requeue(id, {'err', 'lease expired: the dispatcher did not report the call'})
@@ -70,7 +78,7 @@ if redis.call('ZCARD', K_WAIT) + redis.call('ZCARD', K_QUEUE) + redis.call('ZCAR
   empty = 1
   if ARGV[9] == '1' then
     -- A deleted endpoint that holds nothing any more: its counters go too.
-    redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ, K_HOLD)
+    redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ, K_HOLD, K_SLOTS)
   end
 end
 return {reaped, timedout, cancelled, empty}

@@ -34,39 +34,17 @@ end
 local want = tonumber(ARGV[8])
 local free = tonumber(ARGV[9]) - redis.call('ZCARD', K_RUN)
 if redis.call('ZCARD', K_QUEUE) == 0 then return {idle_hint(), 0} end
+-- Full: slots whose holders died (slot_take.lua) free theirs at their expiry.
+if free <= 0 and reap_slots(now, 100) > 0 then free = tonumber(ARGV[9]) - redis.call('ZCARD', K_RUN) end
 if free <= 0 then return {-1, 0} end
 local n = math.min(want, free)
 local qps, burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[14])
--- GCRA: tat is when the next token is due. Tokens are due every interval from t0; a burst lets
--- t0 run burst - 1 intervals behind now, and the lookahead lets tokens due soon be taken now.
--- tokens are the start times of the calls this step may start; a token that falls in a held span
--- (late.lua) moves to its end, and the ones after it follow.
-local interval, t0, tokens, next_token = 0, now, nil, now
+-- GCRA (lib.lua rate_tokens): tokens are the start times of the calls this step may start.
+local interval, tokens, next_token = 0, nil, now
 if qps > 0 then
-  interval = 1000 / qps
-  local tat = tonumber(redis.call('GET', K_RATE) or '0')
-  t0 = math.max(tat, now - (burst - 1) * interval)
-  local holds = redis.call('ZRANGEBYSCORE', K_HOLD, '(' .. t0, '+inf', 'WITHSCORES')
-  local function skip(t)
-    local moved = true
-    while moved do
-      moved = false
-      for i = 1, #holds, 2 do
-        local hs, he = tonumber(holds[i]), tonumber(holds[i + 1])
-        if t >= hs and t < he then t, moved = he, true end
-      end
-    end
-    return t
-  end
-  tokens = {}
-  local t = skip(t0)
-  while #tokens < n and t <= now + lookahead + 1e-9 do
-    tokens[#tokens + 1] = t
-    t = skip(t + interval)
-  end
-  if #tokens == 0 then return {math.max(1, math.ceil(t - lookahead - now)), 0} end
+  tokens, next_token, interval = rate_tokens(now, n, qps, burst, lookahead)
+  if #tokens == 0 then return {math.max(1, math.ceil(next_token - lookahead - now)), 0} end
   n = #tokens
-  next_token = t
 end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
 local max_offline = tonumber(ARGV[15])
@@ -118,12 +96,7 @@ for i = 1, #popped, 2 do
   end
 end
 if tokens and started < #tokens then next_token = tokens[started + 1] end
-if started > 0 and qps > 0 then
-  -- %.17g keeps the exact double: tostring keeps 14 significant digits, i.e. 0.1 ms of a time in
-  -- ms since 1970, and a dispatcher taking one token per call then lost the interval's fraction
-  -- at every call (5.04 ms became 5.0: QPS + 1 calls in some one-second windows).
-  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
-end
+if started > 0 and qps > 0 then rate_store(next_token, now, burst, interval) end
 flush(now)
 out[2] = offline
 if blocked then

@@ -92,6 +92,9 @@ type EndpointStatsJSON struct {
 	Queued          int64            `json:"queued"`
 	Retrying        int64            `json:"retrying"`
 	Running         int64            `json:"running"`
+	Slots           int64            `json:"slots"`
+	SlotsReleased   int64            `json:"slots_released"`
+	SlotsExpired    int64            `json:"slots_expired"`
 	CompletedPerSec float64          `json:"completed_per_sec"`
 	AvgDuration     float64          `json:"avg_duration"`
 	Rate            float64          `json:"rate"`
@@ -115,7 +118,8 @@ type EndpointWithStats struct {
 
 func statsJSON(s relay.EndpointStats) EndpointStatsJSON {
 	out := EndpointStatsJSON{
-		Queued: s.Queued, Retrying: s.Retrying, Running: s.Running, CompletedPerSec: s.CompletedPerSec,
+		Queued: s.Queued, Retrying: s.Retrying, Running: s.Running, Slots: s.Slots,
+		SlotsReleased: s.SlotsReleased, SlotsExpired: s.SlotsExpired, CompletedPerSec: s.CompletedPerSec,
 		AvgDuration: s.AvgDuration.Seconds(), Rate: s.Rate, Totals: make(map[string]int64, len(s.Totals)),
 	}
 	for k, v := range s.Totals {

@@ -1,0 +1,173 @@
+package relay
+
+import (
+	"math"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// A slot takes the rate limit's tokens from the same state as take.lua and at the same precision:
+// dispatch and slot calls taken in turn start exactly 1/QPS apart, and the tat is stored exactly.
+func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx, k := t.Context(), c.keys.get("mixed")
+		e, err := c.SetEndpoint(ctx, Endpoint{Name: "mixed", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const calls = 20
+		for range calls / 2 {
+			if _, err := c.Submit(ctx, SubmitParams{Endpoint: "mixed"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As in TestTakeKeepsTokenTimesExact: tokens far ahead, with a lookahead reaching them.
+		tat0 := float64(now.UnixMilli()+30_000) + 0.25
+		const lookahead = 60_000
+		if err := env.Client.Set(ctx, k.all[6], strconv.FormatFloat(tat0, 'f', -1, 64), time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		qps := spacedQPS(e)
+		interval := 1000 / qps
+		for i := range calls {
+			var redisUs, delayUs int64
+			if i%2 == 0 {
+				raw, err := c.run(ctx, scriptTake, "mixed", 1, e.Concurrency, qps, e.burst(), 60_000, 60_000, lookahead, 1).Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := raw[1].(int64); n != 1 {
+					t.Fatalf("call %d took %v tasks, want 1: %v", i, raw[1], raw)
+				}
+				redisUs, _ = raw[2].(int64)
+				delayUs, _ = raw[3+7].(int64)
+			} else {
+				r, err := c.run(ctx, scriptSlotTake, "mixed", e.Concurrency, qps, e.burst(), lookahead, 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r[1] != 0 {
+					t.Fatalf("slot %d not granted: %v", i, r)
+				}
+				redisUs, delayUs = r[0], r[2]
+			}
+			start := float64(redisUs/1000) + float64(delayUs)/1000
+			if want := tat0 + float64(i)*interval; math.Abs(start-want) > 0.002 {
+				t.Fatalf("call %d starts at %.3f ms, want %.3f (tokens %.4f ms apart)", i, start, want, interval)
+			}
+			got, err := env.Client.Get(ctx, k.all[6]).Float64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tat0 + float64(i+1)*interval; math.Abs(got-want) > 0.001 {
+				t.Fatalf("after call %d the tat is %.6f ms, want %.6f", i, got, want)
+			}
+		}
+	})
+}
+
+// A slot counts in the concurrency take.lua checks: with the endpoint's one slot held by a
+// callback, a dispatch starts no task; once it is released the task starts.
+func TestSlotHoldsBackDispatch(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx := t.Context()
+		e, err := c.SetEndpoint(ctx, Endpoint{Name: "one", TargetURL: "http://127.0.0.1:9/", Concurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot, err := c.AcquireSlot(ctx, "one", "cb-1", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Submit(ctx, SubmitParams{Endpoint: "one"}); err != nil {
+			t.Fatal(err)
+		}
+		var clock redisClock
+		hint, jobs, err := c.take(ctx, e, 1, 1, &clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != 0 || hint != -1 {
+			t.Fatalf("take with the only slot held by a callback: hint %d, %d tasks; want -1 and none", hint, len(jobs))
+		}
+		if err := slot.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, jobs, err = c.take(ctx, e, 1, 1, &clock); err != nil || len(jobs) != 1 {
+			t.Fatalf("take after the release: %d tasks, %v; want 1", len(jobs), err)
+		}
+	})
+}
+
+// A slot whose holder died is freed at its expiry by maintenance, which counts it as reaped but
+// never takes it for a task: no task appears, nothing is requeued or failed.
+func TestMaintenanceFreesExpiredSlotsAsSlots(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx, k := t.Context(), c.keys.get("m")
+		if _, err := c.SetEndpoint(ctx, Endpoint{Name: "m", TargetURL: "http://127.0.0.1:9/", Concurrency: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.AcquireSlot(ctx, "m", "dead-holder", 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		// A slot member left in running alone (as no script leaves it) is freed too.
+		if err := env.Client.ZAdd(ctx, k.all[3], redis.Z{Score: 1, Member: "slot:stray"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		reaped := 0
+		deadline := time.Now().Add(10 * time.Second)
+		for reaped < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("maintenance reaped %d slots, want 2", reaped)
+			}
+			r, err := c.MaintainOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reaped += r.Reaped
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, key := range []string{k.all[0], k.all[2], k.all[3], k.all[12]} {
+			if n, err := env.Client.Exists(ctx, key).Result(); err != nil || n != 0 {
+				t.Fatalf("%s exists (%d, %v) after the slots were freed", key, n, err)
+			}
+		}
+		if keys, err := env.Client.Keys(ctx, k.all[10]+"*").Result(); err != nil || len(keys) != 0 {
+			t.Fatalf("task hashes %v (%v): a slot was taken for a task", keys, err)
+		}
+		st, err := c.Stats(ctx, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Running != 0 || st.Slots != 0 || st.SlotsExpired != 1 || len(st.Totals) != 0 {
+			t.Fatalf("stats = %+v; want nothing running, one slot expired, no task ended", st)
+		}
+	})
+}
