@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,6 +191,55 @@ func TestUniqueKeyDeduplicates(t *testing.T) {
 		third, err := f.client.Publish(ctx, p)
 		if err != nil || third.Duplicate || third.ID == first.ID {
 			t.Fatalf("publish after the holder finished = %+v, %v", third, err)
+		}
+	})
+}
+
+// Concurrent publishes (merged into shared script calls) answer as lone ones do: of many calls
+// with one unique key, exactly one publishes and every other names it as a duplicate, and a lone
+// call afterwards names the same job.
+func TestUniqueKeyConcurrentCallsAnswerAsLoneOnes(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		const calls = 40
+		results := make(chan queue.PublishResult, calls)
+		var wg sync.WaitGroup
+		for range calls {
+			wg.Go(func() {
+				res, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+				if err != nil {
+					t.Error(err)
+				}
+				results <- res
+			})
+		}
+		wg.Wait()
+		close(results)
+		holder, published := "", 0
+		var dups []string
+		for r := range results {
+			if r.Duplicate {
+				dups = append(dups, r.ID)
+				continue
+			}
+			holder = r.ID
+			published++
+		}
+		if published != 1 {
+			t.Fatalf("%d of %d concurrent calls with one unique key published, want 1", published, calls)
+		}
+		for _, id := range dups {
+			if id != holder {
+				t.Fatalf("a duplicate named %s, want the holder %s", id, holder)
+			}
+		}
+		lone, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+		if err != nil || !lone.Duplicate || lone.ID != holder {
+			t.Fatalf("lone publish = %+v, %v; want a duplicate of %s", lone, err, holder)
+		}
+		if s := f.stats(t, "q"); s.Ready != 1 || s.Published != 1 {
+			t.Fatalf("stats = %+v, want 1 job", s)
 		}
 	})
 }

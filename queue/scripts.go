@@ -141,17 +141,33 @@ func (c *Client) run(ctx context.Context, name scriptName, k queueKeys, args ...
 		}
 		return cmds[0]
 	}
-	argv := append(c.commonArgs(k, len(args)), args...)
 	if !c.useFunctions(ctx) {
+		argv := append(c.commonArgs(k, len(args)), args...)
 		return c.scripts.evals[name].Run(ctx, c.rdb, k.all, argv...)
 	}
-	fn := c.scripts.functions[name]
-	cmd := c.rdb.FCall(ctx, fn, k.all, argv...)
+	call := scriptCall{script: name, keys: k, args: args}
+	cmd := c.fcall(ctx, call)
+	_ = c.rdb.Process(ctx, cmd)
 	// A node that never had the library (a new or flushed one) did not run the call: load it there
 	// and run the call once more.
 	if isMissingScript(cmd.Err()) && c.reload(ctx) == nil {
-		cmd = c.rdb.FCall(ctx, fn, k.all, argv...)
+		cmd = c.fcall(ctx, call)
+		_ = c.rdb.Process(ctx, cmd)
 	}
+	return cmd
+}
+
+// fcall makes the FCALL command of a script call: FCALL fn numkeys keys... channel common... args...
+// in one slice, from the queue's and the client's arguments boxed once (queueKeys.head,
+// Client.common), which is what go-redis's FCall would otherwise rebuild and convert per call.
+func (c *Client) fcall(ctx context.Context, call scriptCall) *redis.Cmd {
+	argv := make([]any, 0, 2+len(call.keys.head)+len(c.common)+len(call.args))
+	argv = append(argv, "fcall", c.scripts.functions[call.script])
+	argv = append(argv, call.keys.head...)
+	argv = append(argv, c.common...)
+	argv = append(argv, call.args...)
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
 	return cmd
 }
 
@@ -202,10 +218,12 @@ func (c *Client) runMany(ctx context.Context, calls []scriptCall) ([]*redis.Cmd,
 // queueCall queues a script call on a pipeline; the scripts must be loaded (loadOnce): go-redis
 // does not fall back to EVAL on NOSCRIPT inside a pipeline.
 func (c *Client) queueCall(ctx context.Context, pipe redis.Pipeliner, call scriptCall) *redis.Cmd {
-	argv := append(c.commonArgs(call.keys, len(call.args)), call.args...)
 	if c.loading.mode.Load() == modeFunctions {
-		return pipe.FCall(ctx, c.scripts.functions[call.script], call.keys.all, argv...)
+		cmd := c.fcall(ctx, call)
+		_ = pipe.Process(ctx, cmd)
+		return cmd
 	}
+	argv := append(c.commonArgs(call.keys, len(call.args)), call.args...)
 	return c.scripts.evals[call.script].EvalSha(ctx, pipe, call.keys.all, argv...)
 }
 
