@@ -178,6 +178,10 @@ end
 
 -- push_ready appends a job to the tail of its priority's ready list (head when front is true).
 -- A job with a callback goes to the callback lane instead, whatever its priority.
+-- Only a push into an empty ready list adds the priority to prios and wakes consumers: a list that
+-- was not empty is in prios already, and nobody waits on its queue, since a consumer blocks only
+-- after it subscribed and then saw every ready list empty, and the push that made the list
+-- non-empty since woke it.
 local function push_ready(id, rec, front)
   rec[R_STATE] = S_READY
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
@@ -191,13 +195,16 @@ local function push_ready(id, rec, front)
     return
   end
   local pri = rec[R_PRI]
+  local len
   if front then
-    redis.call('LPUSH', K_READY .. pri, id)
+    len = redis.call('LPUSH', K_READY .. pri, id)
   else
-    redis.call('RPUSH', K_READY .. pri, id)
+    len = redis.call('RPUSH', K_READY .. pri, id)
   end
-  redis.call('ZADD', K_PRIOS, pri, pri)
-  notify_ready = true
+  if len == 1 then
+    redis.call('ZADD', K_PRIOS, pri, pri)
+    notify_ready = true
+  end
 end
 
 -- push_delayed schedules a job; it wakes blocked consumers only when it is the new earliest job,

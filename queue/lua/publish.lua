@@ -17,6 +17,48 @@
 -- twice, so it is never queued twice.
 local now = now_ms()
 local n = arg_num(ARGV[7])
+
+-- new_record is the record of the job whose fields start at ARGV[a], delayed or due now.
+local function new_record(a)
+  local ttl = arg_num(ARGV[a + 4])
+  local due = now + arg_num(ARGV[a + 6])
+  local run_at = arg_num(ARGV[a + 7])
+  if run_at > 0 then due = run_at end
+  local state = S_DELAYED
+  if due <= now then state, due = S_READY, now end
+  local expire_at = 0
+  if ttl > 0 then expire_at = now + ttl end
+  local tries = arg_num(ARGV[a + 3])
+  return {
+    state, arg_num(ARGV[a + 2]), tries, tries, 0,
+    ttl, expire_at, arg_num(ARGV[a + 5]), arg_num(ARGV[a + 8]), arg_num(ARGV[a + 9]),
+    now, due, 0, ARGV[a + 10], ARGV[a + 12],
+    ARGV[a + 1], '', '', 0, ARGV[a + 13],
+  }
+end
+
+-- One job, the call of a lone Publish: HSETNX writes the record and finds a resend in one command,
+-- where a batch needs an HMGET before and an HSET after. A job that holds its own unique key was
+-- stored by an earlier send of this call: HSETNX answers it.
+if n == 1 then
+  local id, unique = ARGV[8], ARGV[18]
+  if unique ~= '' then
+    local holder = unique_holder(unique, now, nil)
+    if holder and holder ~= id then return {holder, 1} end
+  end
+  local rec = new_record(8)
+  if redis.call('HSETNX', K_JOBS, id, encode(rec)) == 0 then return {id, 0} end
+  if rec[R_STATE] == S_DELAYED then
+    push_delayed(id, rec, rec[R_DUE])
+  else
+    push_ready(id, rec, false)
+  end
+  if unique ~= '' then redis.call('SET', K_UNIQUE .. unique, id, 'PX', ARGV[19]) end
+  count('published', 1)
+  flush_notify()
+  return {id, 0}
+end
+
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 14] end
 local stored = {}
@@ -45,35 +87,21 @@ for i = 0, n - 1 do
     out[#out + 1] = dup
     out[#out + 1] = 1
   else
-    local ttl = arg_num(ARGV[a + 4])
-    local run_at = arg_num(ARGV[a + 7])
-    local due = now + arg_num(ARGV[a + 6])
-    if run_at > 0 then due = run_at end
-    local expire_at = 0
-    if ttl > 0 then expire_at = now + ttl end
-    local tries = arg_num(ARGV[a + 3])
-    local pri = arg_num(ARGV[a + 2])
-    local rec = {
-      S_READY, pri, tries, tries, 0,
-      ttl, expire_at, arg_num(ARGV[a + 5]), arg_num(ARGV[a + 8]), arg_num(ARGV[a + 9]),
-      now, due, 0, unique, ARGV[a + 12],
-      ARGV[a + 1], '', '', 0, ARGV[a + 13],
-    }
-    if due > now then
-      push_delayed(id, rec, due)
-    elseif ARGV[a + 13] ~= '' then
-      rec[R_DUE] = now
+    local rec = new_record(a)
+    if rec[R_STATE] == S_DELAYED then
+      push_delayed(id, rec, rec[R_DUE])
+    elseif has_callback(rec) then
       push_ready(id, rec, false)
     else
-      rec[R_DUE] = now
+      local pri = rec[R_PRI]
       local list = ready_by_pri[pri]
       if not list then
         list = {}
         ready_by_pri[pri] = list
       end
       list[#list + 1] = id
-      if expire_at > 0 then
-        expiries[#expiries + 1] = expire_at
+      if rec[R_EXPIRE] > 0 then
+        expiries[#expiries + 1] = rec[R_EXPIRE]
         expiries[#expiries + 1] = id
       end
     end
