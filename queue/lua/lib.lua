@@ -179,9 +179,9 @@ end
 -- push_ready appends a job to the tail of its priority's ready list (head when front is true).
 -- A job with a callback goes to the callback lane instead, whatever its priority.
 -- Only a push into an empty ready list adds the priority to prios and wakes consumers: a list that
--- was not empty is in prios already, and nobody waits on its queue, since a consumer blocks only
--- after it subscribed and then saw every ready list empty, and the push that made the list
--- non-empty since woke it.
+-- was not empty is in prios already, and no consumer that could take the job waits on its queue,
+-- since a consumer blocks only after it subscribed and then saw every ready list empty (or the
+-- queue paused: Resume wakes those), and the push that made the list non-empty since woke it.
 local function push_ready(id, rec, front)
   rec[R_STATE] = S_READY
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end

@@ -8,10 +8,11 @@
 -- the unique key. Jobs due now go to the tail of their priority's ready list (a job with a callback:
 -- of the callback lane), others to delayed.
 -- The writes of jobs due now are batched: one HSET, one RPUSH per priority.
--- A ready list that was not empty is already in prios, and nobody waits on its queue: a consumer
--- blocks only after it subscribed and then saw every ready list empty, and the push that made the
--- list non-empty since PUBLISHed to it. So only a push into an empty list adds its priority to
--- prios and wakes consumers; publishing into a backlog costs neither.
+-- A ready list that was not empty is already in prios, and no consumer that could take a job waits
+-- on its queue: a consumer blocks only after it subscribed and then saw every ready list empty (or
+-- the queue paused: Resume wakes those), and the push that made the list non-empty since
+-- PUBLISHed to it. So only a push into an empty list adds its priority to prios and wakes
+-- consumers (push_ready in lib.lua does the same); publishing into a backlog costs neither.
 -- Ids are made by the client per publish, so an id already stored means this call is being sent
 -- again (a client retry after a lost reply): that job is answered as published and not written
 -- twice, so it is never queued twice.
