@@ -164,3 +164,48 @@ func TestBlockedConsumersAllWokenAsJobsArrive(t *testing.T) {
 		}
 	})
 }
+
+// A lone publish whose unique key is held by a job with an ended lease retries that job (the
+// holder is settled first) and wakes consumers for it, though it publishes nothing itself.
+func TestPublishThatRetriesTheKeyHolderWakesConsumers(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		holder := f.publish(t, queue.PublishParams{Queue: "q", UniqueKey: "k", Tries: 3})
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, TTR: 20 * time.Millisecond})
+		if len(ds) != 1 || ds[0].ID != holder {
+			t.Fatalf("consumed %v, want %s", deliveryIDs(ds), holder)
+		}
+		eventually(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctxT(t)).Result()
+			return err == nil && now.After(ds[0].LeaseUntil)
+		})
+		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
+		ps := env.Client.Subscribe(ctxT(t), channel)
+		t.Cleanup(func() { _ = ps.Close() })
+		if _, err := ps.Receive(ctxT(t)); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		res, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+		if err != nil || !res.Duplicate || res.ID != holder {
+			t.Fatalf("publish = %+v, %v; want a duplicate of the retried holder %s", res, err, holder)
+		}
+		if err := env.Client.Publish(ctxT(t), channel, "end").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			msg, err := ps.ReceiveMessage(ctxT(t))
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			if msg.Payload == "end" {
+				break
+			}
+			got = append(got, msg.Payload)
+		}
+		if len(got) != 1 {
+			t.Fatalf("notifications %q, want one for the retried holder", got)
+		}
+	})
+}

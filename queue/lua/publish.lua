@@ -41,14 +41,21 @@ end
 -- One job, the call of a lone Publish: HSETNX writes the record and finds a resend in one command,
 -- where a batch needs an HMGET before and an HSET after. A job that holds its own unique key was
 -- stored by an earlier send of this call: HSETNX answers it.
+-- Settling the key's holder may have retried it (an ended lease): flush_notify before any answer.
 if n == 1 then
   local id, unique = ARGV[8], ARGV[18]
   if unique ~= '' then
     local holder = unique_holder(unique, now, nil)
-    if holder and holder ~= id then return {holder, 1} end
+    if holder and holder ~= id then
+      flush_notify()
+      return {holder, 1}
+    end
   end
   local rec = new_record(8)
-  if redis.call('HSETNX', K_JOBS, id, encode(rec)) == 0 then return {id, 0} end
+  if redis.call('HSETNX', K_JOBS, id, encode(rec)) == 0 then
+    flush_notify()
+    return {id, 0}
+  end
   if rec[R_STATE] == S_DELAYED then
     push_delayed(id, rec, rec[R_DUE])
   else
