@@ -41,6 +41,7 @@ func publishBatch(n int) []queue.PublishParams {
 func BenchmarkPublish(b *testing.B) {
 	c, _ := benchClient(b)
 	ctx := context.Background()
+	b.ReportAllocs()
 	b.SetParallelism(8) // 16 goroutines on 2 cores
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -51,6 +52,20 @@ func BenchmarkPublish(b *testing.B) {
 			}
 		}
 	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPublishOneGoroutine is one Publish at a time from one goroutine (a web handler that
+// schedules one job): nothing to merge, so it measures what one call costs.
+func BenchmarkPublishOneGoroutine(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "bench", Queue: "q", Payload: payload100}); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 

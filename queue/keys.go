@@ -10,11 +10,15 @@ import (
 type queueKeys struct {
 	all     []string
 	channel string
+	// head is what every script call on the queue starts its arguments with: the number of keys,
+	// the keys and the channel (the first ARGV), as the interface values a command is made of,
+	// so a call does not convert (and allocate) each of them again.
+	head []any
 }
 
 func newQueueKeys(prefix, ns, name string) queueKeys {
 	base := prefix + ":{" + ns + ":" + name + "}:"
-	return queueKeys{
+	k := queueKeys{
 		all: []string{
 			base + "jobs",
 			base + "ready:",
@@ -31,6 +35,13 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 		},
 		channel: base + "notify",
 	}
+	k.head = make([]any, 0, 2+len(k.all))
+	k.head = append(k.head, len(k.all))
+	for _, key := range k.all {
+		k.head = append(k.head, key)
+	}
+	k.head = append(k.head, k.channel)
+	return k
 }
 
 func (k queueKeys) meta() string { return k.all[9] }

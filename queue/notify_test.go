@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +77,135 @@ func TestConsumeUnsubscribesChannelsNobodyWaitsOn(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("a consumer on a channel subscribed again was not woken by a publish")
+		}
+	})
+}
+
+// A publish wakes consumers only when it makes a ready list non-empty: a consumer blocks only after
+// it saw every ready list empty, so a push into a list that already holds jobs has nobody to wake.
+// Priorities stay right: a list that was not empty was already among the queue's priorities.
+func TestPublishNotifiesOnlyWhenAReadyListStarts(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
+		ps := env.Client.Subscribe(ctxT(t), channel)
+		t.Cleanup(func() { _ = ps.Close() })
+		if _, err := ps.Receive(ctxT(t)); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		a := f.publish(t, queue.PublishParams{Queue: "q"})               // list 0 starts: wake
+		b := f.publish(t, queue.PublishParams{Queue: "q"})               // behind a: nobody waits
+		c := f.publish(t, queue.PublishParams{Queue: "q", Priority: 5})  // list 5 starts: wake
+		res, err := f.client.PublishMany(ctxT(t), []queue.PublishParams{ // list 7 starts: one wake
+			{Namespace: f.ns, Queue: "q"}, {Namespace: f.ns, Queue: "q", Priority: 7},
+		})
+		if err != nil {
+			t.Fatalf("PublishMany: %v", err)
+		}
+		d, e := res[0].ID, res[1].ID
+		if err := env.Client.Publish(ctxT(t), channel, "end").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			msg, err := ps.ReceiveMessage(ctxT(t))
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			if msg.Payload == "end" {
+				break
+			}
+			got = append(got, msg.Payload)
+		}
+		if len(got) != 3 {
+			t.Fatalf("notifications %q, want one per ready list that started (3)", got)
+		}
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})
+		if ids, want := deliveryIDs(ds), []string{e, c, a, b, d}; !slices.Equal(ids, want) {
+			t.Fatalf("consumed %v, want %v (priority, then FIFO)", ids, want)
+		}
+	})
+}
+
+// Consumers blocked on a queue each get a job when jobs arrive one at a time, woken by
+// notifications alone (no wake-up interval): those the first job woke in vain block again, and
+// the next job, published into a list they saw empty, wakes them.
+func TestBlockedConsumersAllWokenAsJobsArrive(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{WakeupInterval: time.Minute})
+		const consumers = 4
+		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
+		got := make(chan []queue.Delivery, consumers)
+		for range consumers {
+			go func() {
+				ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: 30 * time.Second})
+				got <- ds
+			}()
+		}
+		eventually(t, 10*time.Second, "the consumers to subscribe", func() bool {
+			return numSub(t, env, channel) == 1
+		})
+		want := map[string]bool{}
+		for range consumers {
+			want[f.publish(t, queue.PublishParams{Queue: "q"})] = true
+		}
+		for range consumers {
+			select {
+			case ds := <-got:
+				if len(ds) != 1 || !want[ds[0].ID] {
+					t.Fatalf("a blocked consumer got %v, want one of the published jobs", deliveryIDs(ds))
+				}
+				delete(want, ds[0].ID)
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%d jobs were published but blocked consumers did not get %d of them", consumers, len(want))
+			}
+		}
+	})
+}
+
+// A lone publish whose unique key is held by a job with an ended lease retries that job (the
+// holder is settled first) and wakes consumers for it, though it publishes nothing itself.
+func TestPublishThatRetriesTheKeyHolderWakesConsumers(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		holder := f.publish(t, queue.PublishParams{Queue: "q", UniqueKey: "k", Tries: 3})
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, TTR: 20 * time.Millisecond})
+		if len(ds) != 1 || ds[0].ID != holder {
+			t.Fatalf("consumed %v, want %s", deliveryIDs(ds), holder)
+		}
+		eventually(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+			now, err := env.Client.Time(ctxT(t)).Result()
+			return err == nil && now.After(ds[0].LeaseUntil)
+		})
+		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
+		ps := env.Client.Subscribe(ctxT(t), channel)
+		t.Cleanup(func() { _ = ps.Close() })
+		if _, err := ps.Receive(ctxT(t)); err != nil {
+			t.Fatalf("subscribe: %v", err)
+		}
+		res, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+		if err != nil || !res.Duplicate || res.ID != holder {
+			t.Fatalf("publish = %+v, %v; want a duplicate of the retried holder %s", res, err, holder)
+		}
+		if err := env.Client.Publish(ctxT(t), channel, "end").Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			msg, err := ps.ReceiveMessage(ctxT(t))
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			if msg.Payload == "end" {
+				break
+			}
+			got = append(got, msg.Payload)
+		}
+		if len(got) != 1 {
+			t.Fatalf("notifications %q, want one for the retried holder", got)
 		}
 	})
 }

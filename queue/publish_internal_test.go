@@ -49,3 +49,56 @@ func TestPublishSentAgainQueuesNothingTwice(t *testing.T) {
 		}
 	})
 }
+
+// A lone job's publish (one job per script call: HSETNX, no batching tables) sent again is
+// answered as published and queued once, whatever the job: ready, delayed, holding a unique key,
+// carrying a callback.
+func TestPublishOneJobSentAgainQueuesItOnce(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		jobs := []PublishParams{
+			{Namespace: "ns", Queue: "q", Payload: []byte("ready")},
+			{Namespace: "ns", Queue: "q", Payload: []byte("delayed"), Delay: time.Hour},
+			{Namespace: "ns", Queue: "q", Payload: []byte("unique"), UniqueKey: "k"},
+			{Namespace: "ns", Queue: "q", Payload: []byte("callback"), Callback: &Callback{URL: "http://example.com/x"}},
+		}
+		for _, p := range jobs {
+			args, err := c.publishArgs(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := []publishReq{{ns: "ns", q: "q", args: args}}
+			first, err := c.runPublish(ctx, "", req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				again, err := c.runPublish(ctx, "", req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if again[0] != first[0] || again[0].Duplicate {
+					t.Fatalf("%s sent again answered %+v, want %+v", p.Payload, again[0], first[0])
+				}
+			}
+		}
+		st, err := c.Stats(ctx, "ns", "q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Ready != 3 || st.Delayed != 1 || st.Published != 4 {
+			t.Fatalf("after resent publishes: %d ready (callback lane included), %d delayed, %d published; want 3, 1 and 4", st.Ready, st.Delayed, st.Published)
+		}
+		n, err := env.Client.LLen(ctx, c.keys.get("ns", "q").all[1]+"callbacks").Result()
+		if err != nil || n != 1 {
+			t.Fatalf("callback lane holds %d jobs (%v), want 1", n, err)
+		}
+	})
+}

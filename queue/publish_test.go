@@ -1,9 +1,13 @@
 package queue_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"maps"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +198,55 @@ func TestUniqueKeyDeduplicates(t *testing.T) {
 	})
 }
 
+// Concurrent publishes (merged into shared script calls) answer as lone ones do: of many calls
+// with one unique key, exactly one publishes and every other names it as a duplicate, and a lone
+// call afterwards names the same job.
+func TestUniqueKeyConcurrentCallsAnswerAsLoneOnes(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		const calls = 40
+		results := make(chan queue.PublishResult, calls)
+		var wg sync.WaitGroup
+		for range calls {
+			wg.Go(func() {
+				res, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+				if err != nil {
+					t.Error(err)
+				}
+				results <- res
+			})
+		}
+		wg.Wait()
+		close(results)
+		holder, published := "", 0
+		var dups []string
+		for r := range results {
+			if r.Duplicate {
+				dups = append(dups, r.ID)
+				continue
+			}
+			holder = r.ID
+			published++
+		}
+		if published != 1 {
+			t.Fatalf("%d of %d concurrent calls with one unique key published, want 1", published, calls)
+		}
+		for _, id := range dups {
+			if id != holder {
+				t.Fatalf("a duplicate named %s, want the holder %s", id, holder)
+			}
+		}
+		lone, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
+		if err != nil || !lone.Duplicate || lone.ID != holder {
+			t.Fatalf("lone publish = %+v, %v; want a duplicate of %s", lone, err, holder)
+		}
+		if s := f.stats(t, "q"); s.Ready != 1 || s.Published != 1 {
+			t.Fatalf("stats = %+v, want 1 job", s)
+		}
+	})
+}
+
 func TestUniqueKeyWindowEnds(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
@@ -296,6 +349,54 @@ func TestPublishUniqueKeyOfJobWhoseLastLeaseEndedIsFree(t *testing.T) {
 		}
 		if d := f.consumeOne(t, "r"); d.ID != kept || d.Delivery != 2 {
 			t.Fatalf("redelivery = %+v", d)
+		}
+	})
+}
+
+// A lone Publish (one job per script call) and PublishMany (a batch) store the same job.
+func TestPublishOneAndManyStoreTheSameJob(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		kinds := []queue.PublishParams{
+			{Payload: []byte("plain")},
+			{Payload: []byte("full"), Priority: 9, Tries: 5, TTL: time.Hour, TTR: 7 * time.Second,
+				Backoff: queue.Backoff{Base: time.Second, Max: time.Minute}, Attributes: map[string]string{"a": "b"}},
+			{Payload: []byte("delayed"), Delay: time.Hour, TTL: 2 * time.Hour},
+			{Payload: []byte("run-at"), RunAt: time.Now().Add(time.Hour)},
+			{Payload: []byte("run-at-past"), RunAt: time.Now().Add(-time.Hour)},
+			{Payload: []byte("unique"), UniqueKey: "u"},
+			{Payload: []byte("callback"), Callback: &queue.Callback{URL: "http://example.com/x"}},
+		}
+		for i, p := range kinds {
+			p.Namespace = f.ns
+			one, many := p, p
+			one.Queue, many.Queue = fmt.Sprintf("one%d", i), fmt.Sprintf("many%d", i)
+			res, err := f.client.Publish(ctx, one)
+			if err != nil {
+				t.Fatalf("%s: Publish: %v", p.Payload, err)
+			}
+			batch, err := f.client.PublishMany(ctx, []queue.PublishParams{many, {Namespace: f.ns, Queue: many.Queue}})
+			if err != nil {
+				t.Fatalf("%s: PublishMany: %v", p.Payload, err)
+			}
+			a, err := f.client.Get(ctx, f.ns, one.Queue, res.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := f.client.Get(ctx, f.ns, many.Queue, batch[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.State != b.State || !bytes.Equal(a.Payload, b.Payload) || a.Priority != b.Priority ||
+				a.Tries != b.Tries || a.RemainingTries != b.RemainingTries || a.TTL != b.TTL || a.TTR != b.TTR ||
+				a.Backoff != b.Backoff || a.UniqueKey != b.UniqueKey || !maps.Equal(a.Attributes, b.Attributes) ||
+				(a.Callback == nil) != (b.Callback == nil) || a.Position != b.Position ||
+				a.DueAt.Sub(a.PublishedAt).Round(time.Minute) != b.DueAt.Sub(b.PublishedAt).Round(time.Minute) ||
+				a.ExpiresAt.IsZero() != b.ExpiresAt.IsZero() {
+				t.Fatalf("%s: lone publish stored\n%+v\nbatch stored\n%+v", p.Payload, a, b)
+			}
 		}
 	})
 }

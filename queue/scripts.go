@@ -103,7 +103,33 @@ func (c *Client) run(ctx context.Context, name scriptName, k queueKeys, args ...
 		}
 		return cmds[0]
 	}
-	return c.scripts.Run(ctx, string(name), k.all, append(c.commonArgs(k, len(args)), args...)...)
+	if !c.scripts.UsesFunctions(ctx) {
+		return c.scripts.Run(ctx, string(name), k.all, append(c.commonArgs(k, len(args)), args...)...)
+	}
+	call := scriptCall{script: name, keys: k, args: args}
+	cmd := c.fcall(ctx, call)
+	_ = c.rdb.Process(ctx, cmd)
+	// A node that never had the library (a new or flushed one) did not run the call: load it there
+	// and run the call once more.
+	if redisx.IsMissingScript(cmd.Err()) && c.scripts.Reload(ctx) == nil {
+		cmd = c.fcall(ctx, call)
+		_ = c.rdb.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// fcall makes the FCALL command of a script call: FCALL fn numkeys keys... channel common... args...
+// in one slice, from the queue's and the client's arguments boxed once (queueKeys.head,
+// Client.common), which is what go-redis's FCall would otherwise rebuild and convert per call.
+func (c *Client) fcall(ctx context.Context, call scriptCall) *redis.Cmd {
+	argv := make([]any, 0, 2+len(call.keys.head)+len(c.common)+len(call.args))
+	argv = append(argv, "fcall", c.scripts.Function(string(call.script)))
+	argv = append(argv, call.keys.head...)
+	argv = append(argv, c.common...)
+	argv = append(argv, call.args...)
+	cmd := redis.NewCmd(ctx, argv...)
+	cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
+	return cmd
 }
 
 // scriptCall is one script call of a pipelined batch (runMany): the script, the keys of the queue
@@ -153,6 +179,11 @@ func (c *Client) runMany(ctx context.Context, calls []scriptCall) ([]*redis.Cmd,
 // queueCall queues a script call on a pipeline; the scripts must be loaded (loadOnce): go-redis
 // does not fall back to EVAL on NOSCRIPT inside a pipeline.
 func (c *Client) queueCall(ctx context.Context, pipe redis.Pipeliner, call scriptCall) *redis.Cmd {
+	if c.scripts.UsesFunctions(ctx) {
+		cmd := c.fcall(ctx, call)
+		_ = pipe.Process(ctx, cmd)
+		return cmd
+	}
 	argv := append(c.commonArgs(call.keys, len(call.args)), call.args...)
 	return c.scripts.Queue(ctx, pipe, string(call.script), call.keys.all, argv...)
 }

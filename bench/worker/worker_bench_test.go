@@ -161,30 +161,33 @@ func reportLatency(b *testing.B, samples []time.Duration) {
 func BenchmarkEnqueue(b *testing.B) {
 	n := jobCount()
 	p := &payload{N: 1}
+	// The single-goroutine runs also report CPU per job, of this process and of redis-server
+	// (INFO cpu), which a busy machine distorts far less than jobs/s.
 	b.Run("sluice/single", func(b *testing.B) {
 		s := newSluice(b, "enqueue")
 		ctx := context.Background()
 		for b.Loop() {
-			start := time.Now()
-			for range n {
-				if _, err := s.q.Produce(ctx, p, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-			report(b, n, time.Since(start))
+			measureSingle(b, s.env.Client, n, func() error { _, err := s.q.Produce(ctx, p, 0); return err })
+		}
+	})
+	// The floor of one call: EVALSHA of a script that only returns, one call at a time on the same
+	// client (one round trip and nothing else).
+	b.Run("evalsha-floor/single", func(b *testing.B) {
+		s := newSluice(b, "enqueue")
+		ctx := context.Background()
+		script := redis.NewScript("return 1")
+		if err := script.Load(ctx, s.env.Client).Err(); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			measureSingle(b, s.env.Client, n, func() error { return script.EvalSha(ctx, s.env.Client, nil).Err() })
 		}
 	})
 	b.Run("asynq/single", func(b *testing.B) {
 		a := newAsynq(b)
 		data := []byte(`{"n":1}`)
 		for b.Loop() {
-			start := time.Now()
-			for range n {
-				if _, err := a.client.Enqueue(asynq.NewTask("t", data)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			report(b, n, time.Since(start))
+			measureSingle(b, a.rdb, n, func() error { _, err := a.client.Enqueue(asynq.NewTask("t", data)); return err })
 		}
 	})
 	b.Run("sluice/parallel-50", func(b *testing.B) {
@@ -239,6 +242,56 @@ func BenchmarkEnqueue(b *testing.B) {
 			report(b, n, time.Since(start))
 		}
 	})
+}
+
+// measureSingle makes n calls of f one after another and reports jobs/s, this process's CPU time
+// per job and redis-server's (INFO cpu, user + sys of the server rdb talks to).
+func measureSingle(b *testing.B, rdb redis.UniversalClient, n int, f func() error) {
+	b.Helper()
+	redisBefore := redisCPU(b, rdb)
+	cpuBefore := processCPU()
+	start := time.Now()
+	for range n {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpuBefore
+	redisUsed := redisCPU(b, rdb) - redisBefore
+	report(b, n, elapsed)
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "go-cpu-µs/job")
+	b.ReportMetric(float64(redisUsed.Microseconds())/float64(n), "redis-cpu-µs/job")
+}
+
+// processCPU is the user + system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU is the user + system CPU time redis-server has used (INFO cpu).
+func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.Lines(info) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // parallel runs n calls of f on 50 goroutines and returns the time it took.

@@ -5,6 +5,7 @@ package combine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -13,10 +14,11 @@ const MaxBatch = 128
 
 // Combiner merges concurrent calls on one key (a queue, an endpoint) into one script call: the
 // first caller runs the calls waiting at that moment as a batch while later callers queue up; when
-// the batch is done the leader hands the lead to the first waiting caller and returns. A lone
-// caller runs at once, so combining costs no latency; under concurrency one script call (and one
-// round trip) serves many callers, which is what makes single publishes, acks, consumes and
-// submits cheap on Redis.
+// the batch is done the leader hands the lead to the first waiting caller and returns. A caller
+// that finds nothing in flight on its key runs its call alone and at once, without the hand-over
+// (no channels, no waiting list), so combining costs a lone caller neither latency nor
+// allocations; under concurrency one script call (and one round trip) serves many callers, which
+// is what makes single publishes, acks, consumes and submits cheap on Redis.
 //
 // A batch runs on a context detached from its leader (other callers' work is in it), so cancelling
 // one caller never fails the others; go-redis's timeouts bound it.
@@ -48,35 +50,52 @@ func New[Req, Res any](run func(ctx context.Context, key string, reqs []Req) ([]
 // while it waits for its batch withdraws (its request is not run) unless its batch already started;
 // then it waits for the outcome, which go-redis's timeouts bound.
 func (c *Combiner[Req, Res]) Do(ctx context.Context, key string, req Req) (Res, error) {
-	call := &combineCall[Req, Res]{req: req, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
 	g, busy := c.groups[key]
 	if !busy {
+		// Nothing in flight: run alone now. Calls that come meanwhile wait in g, and the first of
+		// them leads the next batch once this one is done.
 		g = &combineGroup[Req, Res]{}
 		c.groups[key] = g
+		c.mu.Unlock()
+		res, err := c.runBatch(ctx, key, []Req{req})
+		c.handOn(key, g)
+		if err != nil {
+			var zero Res
+			return zero, err
+		}
+		return res[0], nil
 	}
+	call := &combineCall[Req, Res]{req: req, done: make(chan struct{}), lead: make(chan struct{})}
 	g.waiting = append(g.waiting, call)
 	c.mu.Unlock()
-	if busy {
+	select {
+	case <-call.done:
+		return call.res, call.err
+	case <-call.lead:
+	case <-ctx.Done():
+		if c.withdraw(g, call) {
+			var zero Res
+			return zero, ctx.Err()
+		}
 		select {
 		case <-call.done:
 			return call.res, call.err
 		case <-call.lead:
-		case <-ctx.Done():
-			if c.withdraw(g, call) {
-				var zero Res
-				return zero, ctx.Err()
-			}
-			select {
-			case <-call.done:
-				return call.res, call.err
-			case <-call.lead:
-			}
 		}
 	}
 	c.lead(ctx, key, g)
 	<-call.done
 	return call.res, call.err
+}
+
+// runBatch runs one batch on a context detached from the caller that leads it (see Combiner).
+func (c *Combiner[Req, Res]) runBatch(ctx context.Context, key string, reqs []Req) ([]Res, error) {
+	res, err := c.run(context.WithoutCancel(ctx), key, reqs)
+	if err == nil && len(res) != len(reqs) {
+		return nil, fmt.Errorf("combine: %d answers for %d calls", len(res), len(reqs))
+	}
+	return res, err
 }
 
 // withdraw removes a call that is still waiting and was not handed the lead, and reports whether it
@@ -110,7 +129,7 @@ func (c *Combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGro
 	for i, call := range batch {
 		reqs[i] = call.req
 	}
-	res, err := c.run(context.WithoutCancel(ctx), key, reqs)
+	res, err := c.runBatch(ctx, key, reqs)
 	for i, call := range batch {
 		if err != nil {
 			call.err = err
@@ -119,7 +138,11 @@ func (c *Combiner[Req, Res]) lead(ctx context.Context, key string, g *combineGro
 		}
 		close(call.done)
 	}
+	c.handOn(key, g)
+}
 
+// handOn ends a batch: the first waiting call leads the next one, or the group ends.
+func (c *Combiner[Req, Res]) handOn(key string, g *combineGroup[Req, Res]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(g.waiting) == 0 {

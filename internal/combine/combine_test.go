@@ -174,3 +174,85 @@ func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("batches = %v: the withdrawn request must not run", b.batches)
 	}
 }
+
+// A lone caller runs its call alone and at once, with the same answer and error it would get in a
+// merged batch, and without the hand-over's channels and waiting list.
+func TestCombinerLoneCaller(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	run := func(_ context.Context, _ string, reqs []int) ([]int, error) {
+		out := make([]int, len(reqs))
+		for i, r := range reqs {
+			if r < 0 {
+				return nil, boom
+			}
+			out[i] = r * 10
+		}
+		return out, nil
+	}
+	c := New(run)
+	if r, err := c.Do(context.Background(), "q", 7); r != 70 || err != nil {
+		t.Fatalf("lone call = %d, %v; want 70, nil", r, err)
+	}
+	if r, err := c.Do(context.Background(), "q", -1); r != 0 || !errors.Is(err, boom) {
+		t.Fatalf("lone failing call = %d, %v; want 0, boom", r, err)
+	}
+	if len(c.groups) != 0 {
+		t.Fatalf("groups left behind: %v", c.groups)
+	}
+}
+
+// A lone call allocates run's own result slice, the one-request batch, the group and the detached
+// context: nothing of the hand-over (call, channels). Not parallel: AllocsPerRun counts every
+// goroutine's allocations.
+func TestCombinerLoneCallerAllocations(t *testing.T) {
+	c := New(func(_ context.Context, _ string, reqs []int) ([]int, error) { return make([]int, len(reqs)), nil })
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := c.Do(context.Background(), "q", 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 4 {
+		t.Fatalf("a lone call made %.0f allocations, want at most 4", allocs)
+	}
+}
+
+// A call that comes while a lone call runs waits, then leads the next batch with what queued.
+func TestCombinerCallsBehindALoneCallRunNext(t *testing.T) {
+	t.Parallel()
+	b := &blockingRun{release: make(chan struct{}), entered: make(chan struct{})}
+	c := New(b.run)
+	first := make(chan int, 1)
+	go func() {
+		r, _ := c.Do(context.Background(), "q", 1)
+		first <- r
+	}()
+	<-b.entered
+	second := make(chan int, 1)
+	go func() {
+		r, _ := c.Do(context.Background(), "q", 2)
+		second <- r
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		n := len(c.groups["q"].waiting)
+		c.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second call did not queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(b.release)
+	if r1, r2 := <-first, <-second; r1 != 10 || r2 != 20 {
+		t.Fatalf("answers %d and %d, want 10 and 20", r1, r2)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.groups) != 0 {
+		t.Fatalf("groups left behind: %v", c.groups)
+	}
+}

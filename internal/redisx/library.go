@@ -136,6 +136,10 @@ func (r *ScriptRunner) Run(ctx context.Context, name string, keys []string, argv
 	return cmd
 }
 
+// Function is the name of script name's function in the library, for callers that build their
+// FCALL commands themselves (from arguments converted once, say).
+func (r *ScriptRunner) Function(name string) string { return r.lib.functions[name] }
+
 // Queue queues a call of script name on a pipeline. The scripts must be loaded (Load): go-redis
 // does not fall back to EVAL on NOSCRIPT inside a pipeline.
 func (r *ScriptRunner) Queue(ctx context.Context, pipe redis.Pipeliner, name string, keys []string, argv ...any) *redis.Cmd {

@@ -29,6 +29,8 @@
 -- The keys and common arguments of the current call, set by bind.
 local K_JOBS, K_READY, K_PRIOS, K_DELAYED, K_LEASED, K_EXPIRY
 local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
+-- The retention and bound arguments stay strings until trim needs them: turning a string into a
+-- number (strtod) costs Redis about a thousand instructions, and most calls never trim.
 local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
 -- notify_ready: the call made jobs ready (flush_notify PUBLISHes once at its end).
 -- notify_callbacks: the call put jobs on the callback lane or scheduled a new earliest delayed
@@ -46,8 +48,8 @@ local function bind(keys, args, codec)
   K_STATS, K_META, K_UNIQUE, K_LEASE = keys[9], keys[10], keys[11], keys[12]
   CHANNEL = args[1]
   BATCH = tonumber(args[2])
-  DEAD_RETENTION, DEAD_MAX = tonumber(args[3]), tonumber(args[4])
-  RESULT_RETENTION, RESULT_MAX = tonumber(args[5]), tonumber(args[6])
+  DEAD_RETENTION, DEAD_MAX = args[3], args[4]
+  RESULT_RETENTION, RESULT_MAX = args[5], args[6]
   notify_ready, notify_callbacks = false, false
   msgpack = codec
 end
@@ -63,6 +65,13 @@ local R_CALLBACK = 20
 
 -- States.
 local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
+
+-- arg_num reads a numeric argument. Most are 0 (no delay, no ttl, no backoff...): comparing with
+-- the interned '0' is one pointer comparison, where tonumber calls strtod.
+local function arg_num(s)
+  if s == '0' then return 0 end
+  return tonumber(s)
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -152,12 +161,15 @@ local function load_many(ids)
 end
 
 -- call_batched runs one variadic command (HSET key f v f v ..., ZADD key s m ..., HDEL key f ...)
--- with the collected arguments, in chunks that stay within Lua's stack limit.
+-- with the collected arguments, in chunks that stay within Lua's stack limit. Returns the reply of
+-- the last chunk.
 local function call_batched(cmd, key, args, step)
   local chunk = 4000 - (4000 % step)
+  local reply
   for i = 1, #args, chunk do
-    redis.call(cmd, key, unpack(args, i, math.min(i + chunk - 1, #args)))
+    reply = redis.call(cmd, key, unpack(args, i, math.min(i + chunk - 1, #args)))
   end
+  return reply
 end
 
 local function count(field, n)
@@ -166,6 +178,10 @@ end
 
 -- push_ready appends a job to the tail of its priority's ready list (head when front is true).
 -- A job with a callback goes to the callback lane instead, whatever its priority.
+-- Only a push into an empty ready list adds the priority to prios and wakes consumers: a list that
+-- was not empty is in prios already, and no consumer that could take the job waits on its queue,
+-- since a consumer blocks only after it subscribed and then saw every ready list empty (or the
+-- queue paused: Resume wakes those), and the push that made the list non-empty since woke it.
 local function push_ready(id, rec, front)
   rec[R_STATE] = S_READY
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
@@ -179,13 +195,16 @@ local function push_ready(id, rec, front)
     return
   end
   local pri = rec[R_PRI]
+  local len
   if front then
-    redis.call('LPUSH', K_READY .. pri, id)
+    len = redis.call('LPUSH', K_READY .. pri, id)
   else
-    redis.call('RPUSH', K_READY .. pri, id)
+    len = redis.call('RPUSH', K_READY .. pri, id)
   end
-  redis.call('ZADD', K_PRIOS, pri, pri)
-  notify_ready = true
+  if len == 1 then
+    redis.call('ZADD', K_PRIOS, pri, pri)
+    notify_ready = true
+  end
 end
 
 -- push_delayed schedules a job; it wakes blocked consumers only when it is the new earliest job,
@@ -247,6 +266,7 @@ end
 
 -- trim keeps a finished-jobs zset (dead or done) within its retention and size bound.
 local function trim(zset, now, retention, max, dropped_field)
+  retention, max = tonumber(retention), tonumber(max)
   local dropped = 0
   local old = redis.call('ZRANGEBYSCORE', zset, '-inf', now - retention, 'LIMIT', 0, BATCH)
   for _, id in ipairs(old) do

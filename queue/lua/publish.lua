@@ -7,12 +7,66 @@
 -- Returns: flat array of n pairs {id, duplicate (0|1)}; a duplicate names the job already holding
 -- the unique key. Jobs due now go to the tail of their priority's ready list (a job with a callback:
 -- of the callback lane), others to delayed.
--- The writes of jobs due now are batched: one HSET, one RPUSH per priority, one ZADD of priorities.
+-- The writes of jobs due now are batched: one HSET, one RPUSH per priority.
+-- A ready list that was not empty is already in prios, and no consumer that could take a job waits
+-- on its queue: a consumer blocks only after it subscribed and then saw every ready list empty (or
+-- the queue paused: Resume wakes those), and the push that made the list non-empty since
+-- PUBLISHed to it. So only a push into an empty list adds its priority to prios and wakes
+-- consumers (push_ready in lib.lua does the same); publishing into a backlog costs neither.
 -- Ids are made by the client per publish, so an id already stored means this call is being sent
 -- again (a client retry after a lost reply): that job is answered as published and not written
 -- twice, so it is never queued twice.
 local now = now_ms()
-local n = tonumber(ARGV[7])
+local n = arg_num(ARGV[7])
+
+-- new_record is the record of the job whose fields start at ARGV[a], delayed or due now.
+local function new_record(a)
+  local ttl = arg_num(ARGV[a + 4])
+  local due = now + arg_num(ARGV[a + 6])
+  local run_at = arg_num(ARGV[a + 7])
+  if run_at > 0 then due = run_at end
+  local state = S_DELAYED
+  if due <= now then state, due = S_READY, now end
+  local expire_at = 0
+  if ttl > 0 then expire_at = now + ttl end
+  local tries = arg_num(ARGV[a + 3])
+  return {
+    state, arg_num(ARGV[a + 2]), tries, tries, 0,
+    ttl, expire_at, arg_num(ARGV[a + 5]), arg_num(ARGV[a + 8]), arg_num(ARGV[a + 9]),
+    now, due, 0, ARGV[a + 10], ARGV[a + 12],
+    ARGV[a + 1], '', '', 0, ARGV[a + 13],
+  }
+end
+
+-- One job, the call of a lone Publish: HSETNX writes the record and finds a resend in one command,
+-- where a batch needs an HMGET before and an HSET after. A job that holds its own unique key was
+-- stored by an earlier send of this call: HSETNX answers it.
+-- Settling the key's holder may have retried it (an ended lease): flush_notify before any answer.
+if n == 1 then
+  local id, unique = ARGV[8], ARGV[18]
+  if unique ~= '' then
+    local holder = unique_holder(unique, now, nil)
+    if holder and holder ~= id then
+      flush_notify()
+      return {holder, 1}
+    end
+  end
+  local rec = new_record(8)
+  if redis.call('HSETNX', K_JOBS, id, encode(rec)) == 0 then
+    flush_notify()
+    return {id, 0}
+  end
+  if rec[R_STATE] == S_DELAYED then
+    push_delayed(id, rec, rec[R_DUE])
+  else
+    push_ready(id, rec, false)
+  end
+  if unique ~= '' then redis.call('SET', K_UNIQUE .. unique, id, 'PX', ARGV[19]) end
+  count('published', 1)
+  flush_notify()
+  return {id, 0}
+end
+
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 14] end
 local stored = {}
@@ -23,7 +77,7 @@ end
 local out = {}
 local published = 0
 local writes, expiries = {}, {}
-local ready_by_pri, pris = {}, {}
+local ready_by_pri = {}
 local fresh = {} -- jobs of this call, so a unique key held by one of them is seen before the HSET
 for i = 0, n - 1 do
   local a = 8 + i * 14
@@ -41,37 +95,21 @@ for i = 0, n - 1 do
     out[#out + 1] = dup
     out[#out + 1] = 1
   else
-    local ttl = tonumber(ARGV[a + 4])
-    local run_at = tonumber(ARGV[a + 7])
-    local due = now + tonumber(ARGV[a + 6])
-    if run_at > 0 then due = run_at end
-    local expire_at = 0
-    if ttl > 0 then expire_at = now + ttl end
-    local tries = tonumber(ARGV[a + 3])
-    local pri = tonumber(ARGV[a + 2])
-    local rec = {
-      S_READY, pri, tries, tries, 0,
-      ttl, expire_at, tonumber(ARGV[a + 5]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 9]),
-      now, due, 0, unique, ARGV[a + 12],
-      ARGV[a + 1], '', '', 0, ARGV[a + 13],
-    }
-    if due > now then
-      push_delayed(id, rec, due)
-    elseif ARGV[a + 13] ~= '' then
-      rec[R_DUE] = now
+    local rec = new_record(a)
+    if rec[R_STATE] == S_DELAYED then
+      push_delayed(id, rec, rec[R_DUE])
+    elseif has_callback(rec) then
       push_ready(id, rec, false)
     else
-      rec[R_DUE] = now
+      local pri = rec[R_PRI]
       local list = ready_by_pri[pri]
       if not list then
         list = {}
         ready_by_pri[pri] = list
-        pris[#pris + 1] = pri
-        pris[#pris + 1] = pri
       end
       list[#list + 1] = id
-      if expire_at > 0 then
-        expiries[#expiries + 1] = expire_at
+      if rec[R_EXPIRE] > 0 then
+        expiries[#expiries + 1] = rec[R_EXPIRE]
         expiries[#expiries + 1] = id
       end
     end
@@ -79,7 +117,7 @@ for i = 0, n - 1 do
     writes[#writes + 1] = encode(rec)
     fresh[id] = rec
     if unique ~= '' then
-      redis.call('SET', K_UNIQUE .. unique, id, 'PX', tonumber(ARGV[a + 11]))
+      redis.call('SET', K_UNIQUE .. unique, id, 'PX', ARGV[a + 11])
     end
     published = published + 1
     out[#out + 1] = id
@@ -87,11 +125,15 @@ for i = 0, n - 1 do
   end
 end
 if #writes > 0 then call_batched('HSET', K_JOBS, writes, 2) end
+local started = {} -- priorities whose ready list was empty: score, member pairs for ZADD
 for pri, list in pairs(ready_by_pri) do
-  call_batched('RPUSH', K_READY .. pri, list, 1)
+  if call_batched('RPUSH', K_READY .. pri, list, 1) == #list then
+    started[#started + 1] = pri
+    started[#started + 1] = pri
+  end
 end
-if #pris > 0 then
-  call_batched('ZADD', K_PRIOS, pris, 2)
+if #started > 0 then
+  call_batched('ZADD', K_PRIOS, started, 2)
   notify_ready = true
 end
 if #expiries > 0 then call_batched('ZADD', K_EXPIRY, expiries, 2) end
