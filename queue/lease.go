@@ -184,7 +184,7 @@ func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
 		if *p.RetryAfter < 0 {
 			return "", invalid("retry_after", "must not be negative")
 		}
-		retry = p.RetryAfter.Milliseconds()
+		retry = ceilMillis(*p.RetryAfter)
 	}
 	noRetry := "0"
 	if p.NoRetry {

@@ -244,7 +244,7 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	runAtMs := int64(0)
 	wait := p.Delay
 	if !p.RunAt.IsZero() {
-		runAtMs = p.RunAt.UnixMilli()
+		runAtMs = ceilUnixMilli(p.RunAt)
 		if runAtMs <= 0 {
 			return nil, invalid("run_at", "must be after 1970")
 		}
@@ -269,9 +269,28 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	}
 	return []any{
 		c.ids.next(), p.Payload, p.Priority, tries, p.TTL.Milliseconds(), ttr.Milliseconds(),
-		p.Delay.Milliseconds(), runAtMs, p.Backoff.Base.Milliseconds(), p.Backoff.Max.Milliseconds(),
+		ceilMillis(p.Delay), runAtMs, ceilMillis(p.Backoff.Base), ceilMillis(p.Backoff.Max),
 		p.UniqueKey, max(uniqueFor.Milliseconds(), 1), attrs, callback,
 	}, nil
+}
+
+// ceilMillis is d in whole milliseconds, rounded up: the scripts count time in ms, and a delay cut
+// down to the ms below would let a job start before it is due.
+func ceilMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// ceilUnixMilli is t in Unix milliseconds, rounded up (see ceilMillis).
+func ceilUnixMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
 }
 
 func encodeAttributes(a map[string]string) (string, error) {

@@ -400,3 +400,29 @@ func TestPublishOneAndManyStoreTheSameJob(t *testing.T) {
 		}
 	})
 }
+
+// Delays and run-at times that are not whole milliseconds round up, never down: Redis counts in
+// ms, and a job due a fraction of a ms before its delay ends would start early.
+func TestPublishRoundsSubMillisecondTimesUp(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	for i := range 20 { // some calls land mid-millisecond on Redis's clock, some may not
+		id := f.publish(t, queue.PublishParams{Queue: "delay", Payload: []byte("x"), Delay: time.Millisecond + time.Nanosecond})
+		j, err := f.client.Get(ctxT(t), f.ns, "delay", id)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if gap := j.DueAt.Sub(j.PublishedAt); gap < 2*time.Millisecond {
+			t.Fatalf("publish %d: a 1.000001ms delay is due %s after the publish, want at least 2ms", i, gap)
+		}
+	}
+	runAt := time.Now().Add(time.Hour).Truncate(time.Millisecond).Add(300 * time.Microsecond)
+	id := f.publish(t, queue.PublishParams{Queue: "at", Payload: []byte("x"), RunAt: runAt})
+	j, err := f.client.Get(ctxT(t), f.ns, "at", id)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if j.DueAt.Before(runAt) {
+		t.Fatalf("run at %s is due at %s, before it", runAt.Format(time.RFC3339Nano), j.DueAt.Format(time.RFC3339Nano))
+	}
+}

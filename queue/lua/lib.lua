@@ -73,9 +73,21 @@ local function arg_num(s)
   return tonumber(s)
 end
 
+-- now_ms is Redis's time in ms, rounded down: a job due at D is taken once now_ms() >= D, so never
+-- before D. now_frac says whether part of the current ms had passed at the last now_ms: a delay
+-- counted from now then rounds up (due_in), so that part cannot shorten it.
+local now_frac = false
 local function now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local us = tonumber(t[2])
+  now_frac = us % 1000 ~= 0
+  return tonumber(t[1]) * 1000 + math.floor(us / 1000)
+end
+
+-- due_in is the time delay_ms after the last now_ms (now), rounded up to a whole ms.
+local function due_in(now, delay_ms)
+  if delay_ms > 0 and now_frac then return now + delay_ms + 1 end
+  return now + delay_ms
 end
 
 local function pack_plain(rec)
@@ -328,7 +340,7 @@ local function retry_or_dead(id, rec, now, delay_ms, reason)
     to_dead(id, rec, now, reason)
     return 'dead'
   end
-  local due = now + delay_ms
+  local due = due_in(now, delay_ms)
   if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= due then
     expire(id, rec)
     return 'expired'

@@ -22,7 +22,7 @@ local n = arg_num(ARGV[7])
 -- new_record is the record of the job whose fields start at ARGV[a], delayed or due now.
 local function new_record(a)
   local ttl = arg_num(ARGV[a + 4])
-  local due = now + arg_num(ARGV[a + 6])
+  local due = due_in(now, arg_num(ARGV[a + 6]))
   local run_at = arg_num(ARGV[a + 7])
   if run_at > 0 then due = run_at end
   local state = S_DELAYED
