@@ -46,6 +46,8 @@ type upstreamProxy struct {
 	// fail answers a request the upstream could not serve (502).
 	fail func(w http.ResponseWriter, r *http.Request, err error)
 
+	maxIdle int // most idle connections kept
+
 	mu     sync.Mutex
 	idle   []*upstreamConn // most recently used last
 	closed bool
@@ -85,6 +87,7 @@ func newUpstreamProxy(target *url.URL, cfg upstreamProxyConfig) *upstreamProxy {
 		dialer:        net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second},
 		headerTimeout: cfg.HeaderTimeout,
 		fail:          cfg.Fail,
+		maxIdle:       maxIdleUpstreamConns,
 	}
 	port := target.Port()
 	if port == "" {
@@ -221,7 +224,7 @@ func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, ou
 		out.Header["X-Idempotency-Key"] != nil)
 	for attempt := 0; ; attempt++ {
 		var reused bool
-		c, reused, err = p.get(ctx)
+		c, reused, err = p.get(ctx, !replayable)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -329,9 +332,11 @@ func (p *upstreamProxy) copyResponse(w http.ResponseWriter, res *http.Response) 
 	w.WriteHeader(res.StatusCode)
 
 	// Stream what has no length (or is an event stream) as it comes, as httputil.ReverseProxy.
+	// The header goes at once, before any body (and so without a sniffed Content-Type).
 	var flush func() error
 	if res.ContentLength == -1 || isEventStream(res.Header) {
 		flush = http.NewResponseController(w).Flush
+		_ = flush()
 	}
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
@@ -372,21 +377,26 @@ func (p *upstreamProxy) copyResponse(w http.ResponseWriter, res *http.Response) 
 }
 
 // get takes the most recently used idle connection (the least likely to have been closed by the
-// upstream), or dials a new one.
-func (p *upstreamProxy) get(ctx context.Context) (c *upstreamConn, reused bool, err error) {
+// upstream), or dials a new one. With check, a pooled connection is first asked whether the
+// upstream closed it meanwhile (one non-blocking read): for a request that cannot be sent twice.
+func (p *upstreamProxy) get(ctx context.Context, check bool) (c *upstreamConn, reused bool, err error) {
 	now := time.Now()
-	p.mu.Lock()
-	for n := len(p.idle); n > 0; n-- {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
 		c = p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		if now.Sub(c.idleSince) < upstreamIdleTimeout {
-			p.mu.Unlock()
+		p.mu.Unlock()
+		if now.Sub(c.idleSince) < upstreamIdleTimeout && (!check || connAlive(c.Conn)) {
 			return c, true, nil
 		}
 		_ = c.Close()
 	}
-	p.mu.Unlock()
 	conn, err := p.dialer.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, false, fmt.Errorf("dial upstream %s: %w", p.addr, err)
@@ -400,7 +410,7 @@ func (p *upstreamProxy) put(c *upstreamConn) {
 	if c.br.Buffered() == 0 {
 		c.idleSince = time.Now()
 		p.mu.Lock()
-		if !p.closed && len(p.idle) < maxIdleUpstreamConns {
+		if !p.closed && len(p.idle) < p.maxIdle {
 			p.idle = append(p.idle, c)
 			p.mu.Unlock()
 			return
