@@ -319,7 +319,11 @@ func (p *upstreamProxy) copyResponse(w http.ResponseWriter, res *http.Response) 
 	removeHopByHop(res.Header)
 	h := w.Header()
 	for k, vv := range res.Header {
-		h[k] = append(h[k], vv...)
+		if prev := h[k]; len(prev) > 0 {
+			h[k] = append(prev, vv...)
+		} else {
+			h[k] = vv // res.Header is not used again
+		}
 	}
 	announced := len(res.Trailer)
 	if announced > 0 {
@@ -467,8 +471,13 @@ func isIdempotent(method string) bool {
 }
 
 func isEventStream(h http.Header) bool {
-	ct, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && ct == "text/event-stream"
+	const es = "text/event-stream"
+	ct := h.Get("Content-Type")
+	if len(ct) < len(es) || !strings.EqualFold(ct[:len(es)], es) {
+		return false // the common case, without parsing
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == es
 }
 
 // joinURLPath joins the upstream's path and the request's, as httputil.ReverseProxy's SetURL.
