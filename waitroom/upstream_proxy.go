@@ -182,7 +182,7 @@ func (p *upstreamProxy) outRequest(in *http.Request) *http.Request {
 	}
 	u := &url.URL{Scheme: p.target.Scheme, Host: p.target.Host}
 	u.Path, u.RawPath = joinURLPath(p.target, in.URL)
-	u.RawQuery = cleanQueryParams(in.URL.RawQuery)
+	u.RawQuery, u.ForceQuery = cleanQueryParams(in.URL.RawQuery), in.URL.ForceQuery
 	if p.target.RawQuery != "" {
 		if u.RawQuery == "" {
 			u.RawQuery = p.target.RawQuery

@@ -148,9 +148,11 @@ func readRaw(t *testing.T, br *bufio.Reader, req *http.Request) rawResponse {
 		r.statuses = append(r.statuses, res.StatusCode)
 		if res.StatusCode < 200 {
 			r.informal = append(r.informal, res.Header)
+			_ = res.Body.Close() // none: a 1xx has no body
 			continue
 		}
 		body, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
 		if err != nil {
 			t.Fatalf("read body: %v", err)
 		}
@@ -367,6 +369,7 @@ func TestUpstreamProxyStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer res.Body.Close()
 	first := make([]byte, 5)
 	if _, err := io.ReadFull(res.Body, first); err != nil || string(first) != "first" {
 		t.Fatalf("first chunk: %q %v", first, err)
@@ -490,6 +493,7 @@ func TestUpstreamProxyFallback(t *testing.T) {
 	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %v %v", res, err)
 	}
+	_ = res.Body.Close() // none: the connection is the upgraded protocol's now
 	_, _ = io.WriteString(conn, "ping\n")
 	if line, err := br.ReadString('\n'); line != "ping\n" {
 		t.Fatalf("echo over the upgraded connection: %q %v", line, err)
