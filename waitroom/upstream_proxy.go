@@ -197,12 +197,12 @@ func (p *upstreamProxy) outRequest(in *http.Request) *http.Request {
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Header:     h,
-		Trailer:    in.Trailer,
 	}
 	if in.ContentLength != 0 && in.Body != nil {
 		out.Body = io.NopCloser(in.Body) // the server closes in.Body
 		out.ContentLength = in.ContentLength
 		out.TransferEncoding = in.TransferEncoding
+		out.Trailer = in.Trailer // filled in as the body is read; sent after it when chunked
 	}
 	return out
 }
