@@ -224,7 +224,9 @@ func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, ou
 		out.Header["X-Idempotency-Key"] != nil)
 	for attempt := 0; ; attempt++ {
 		var reused bool
-		c, reused, err = p.get(ctx, !replayable)
+		// The second attempt checks the pooled connections it takes (and drops the dead ones:
+		// after a quiet spell the upstream may have closed them all).
+		c, reused, err = p.get(ctx, !replayable || attempt > 0)
 		if err != nil {
 			return nil, nil, nil, err
 		}

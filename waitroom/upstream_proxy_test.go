@@ -27,6 +27,7 @@ type rawUpstream struct {
 	mu       sync.Mutex
 	requests []string
 	conns    int
+	open     map[net.Conn]bool
 	closed   chan struct{} // a value each time it closes a connection after an answer
 }
 
@@ -36,7 +37,7 @@ func newRawUpstream(t *testing.T, respond func(req *http.Request) string) *rawUp
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &rawUpstream{ln: ln, respond: respond, closed: make(chan struct{}, 100)}
+	u := &rawUpstream{ln: ln, respond: respond, open: make(map[net.Conn]bool), closed: make(chan struct{}, 100)}
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
@@ -46,6 +47,7 @@ func newRawUpstream(t *testing.T, respond func(req *http.Request) string) *rawUp
 			}
 			u.mu.Lock()
 			u.conns++
+			u.open[c] = true
 			u.mu.Unlock()
 			go u.serve(c)
 		}
@@ -54,7 +56,12 @@ func newRawUpstream(t *testing.T, respond func(req *http.Request) string) *rawUp
 }
 
 func (u *rawUpstream) serve(c net.Conn) {
-	defer c.Close()
+	defer func() {
+		_ = c.Close()
+		u.mu.Lock()
+		delete(u.open, c)
+		u.mu.Unlock()
+	}()
 	var seen bytes.Buffer
 	br := bufio.NewReader(io.TeeReader(c, &seen))
 	for {
@@ -73,11 +80,23 @@ func (u *rawUpstream) serve(c net.Conn) {
 		if _, err := io.WriteString(c, resp); err != nil {
 			return
 		}
-		if u.closeAfter || strings.Contains(resp, "Connection: close") {
+		u.mu.Lock()
+		closeAfter := u.closeAfter
+		u.mu.Unlock()
+		if closeAfter || strings.Contains(resp, "Connection: close") {
 			_ = c.Close()
 			u.closed <- struct{}{}
 			return
 		}
+	}
+}
+
+// closeIdle closes every connection open now (between requests, they are idle).
+func (u *rawUpstream) closeIdle() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.open {
+		_ = c.Close()
 	}
 }
 
@@ -317,6 +336,38 @@ func TestUpstreamProxyStaleConnection(t *testing.T) {
 	}
 	if reqs, conns := up.seen(); len(reqs) != 5 || conns != 5 {
 		t.Fatalf("%d requests on %d connections, want each of the 5 once, on its own", len(reqs), conns)
+	}
+}
+
+// TestUpstreamProxyAllPooledStale: every pooled connection was closed by the upstream (after a
+// quiet spell, say): a GET still gets its answer, the second attempt skipping the dead ones.
+func TestUpstreamProxyAllPooledStale(t *testing.T) {
+	t.Parallel()
+	const parallel = 3
+	var arrived sync.WaitGroup
+	arrived.Add(parallel)
+	up := newRawUpstream(t, func(*http.Request) string {
+		arrived.Done()
+		arrived.Wait() // all three in flight at once: three connections
+		return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+	})
+	p, site := newTestProxy(t, up.url(), upstreamProxyConfig{})
+	addr := site.Listener.Addr().String()
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() { send(t, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") })
+	}
+	wg.Wait()
+	if n := idleConns(p); n != parallel {
+		t.Fatalf("%d idle connections, want %d", n, parallel)
+	}
+	up.mu.Lock()
+	up.closeAfter = true // from now on; the three pooled ones are closed below
+	up.mu.Unlock()
+	up.closeIdle()
+	arrived.Add(1)
+	if r := send(t, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); r.statuses[0] != 200 || r.body != "ok" {
+		t.Fatalf("GET with every pooled connection dead: %+v", r)
 	}
 }
 
