@@ -10,7 +10,10 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +56,7 @@ func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
 	var next atomic.Int64
 	b.SetParallelism(32)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		cookie := cookies[int(next.Add(1))%len(cookies)]
 		conn, err := net.Dial("tcp", u.Host)
@@ -84,11 +87,35 @@ func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
-func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (*waitroom.Client, *waitroom.Room) {
+// processCPU is the CPU time (user and system) the process has used: per request, it holds up
+// under load where requests per second swing with what else runs on the cores.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchRoom makes the room "r"; redisCalls counts the commands the Redis server has run so far.
+func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (c *waitroom.Client, r *waitroom.Room, redisCalls func() int64) {
 	b.Helper()
 	env := redistest.New(b)
+	redisCalls = func() int64 {
+		info, err := env.Client.Info(context.Background(), "stats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "total_commands_processed:")
+		n, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(rest, "\n", 2)[0]), 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
 	cfg.Prefix = env.Prefix
 	cfg.PassKeys = [][]byte{testKey()}
 	c, err := waitroom.NewClient(env.Client, cfg)
@@ -98,8 +125,14 @@ func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (*wa
 	if _, err := c.SetRoom(context.Background(), "r", room); err != nil {
 		b.Fatal(err)
 	}
-	r, _ := c.Room("r")
-	return c, r
+	r, _ = c.Room("r")
+	return c, r, redisCalls
+}
+
+// reportRedisCalls reports the Redis commands per request since calls0: an admitted request makes
+// none (its visitor's slot is kept alive at most every TouchInterval).
+func reportRedisCalls(b *testing.B, redisCalls func() int64, calls0 int64) {
+	b.ReportMetric(float64(redisCalls()-calls0-1)/float64(b.N), "redis-calls/op")
 }
 
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
@@ -107,10 +140,13 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { 
 // BenchmarkAdmittedMiddleware: requests of admitted visitors (valid pass) through Middleware in
 // front of a handler, over HTTP: the pass is checked without Redis.
 func BenchmarkAdmittedMiddleware(b *testing.B) {
-	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
 	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
 	defer site.Close()
-	runHTTP(b, site.URL, benchVisitors(b, site.URL, 500), 200)
+	visitors := benchVisitors(b, site.URL, 500)
+	calls0 := redisCalls()
+	runHTTP(b, site.URL, visitors, 200)
+	reportRedisCalls(b, redisCalls, calls0)
 }
 
 // BenchmarkAdmittedProxy: the same through the reverse proxy (deployment a) to an upstream
@@ -118,10 +154,13 @@ func BenchmarkAdmittedMiddleware(b *testing.B) {
 func BenchmarkAdmittedProxy(b *testing.B) {
 	up := httptest.NewServer(okHandler)
 	defer up.Close()
-	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up.URL})
+	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up.URL})
 	site := httptest.NewServer(waitroom.Proxy(room))
 	defer site.Close()
-	runHTTP(b, site.URL, benchVisitors(b, site.URL, 500), 200)
+	visitors := benchVisitors(b, site.URL, 500)
+	calls0 := redisCalls()
+	runHTTP(b, site.URL, visitors, 200)
+	reportRedisCalls(b, redisCalls, calls0)
 }
 
 // BenchmarkStatusPoll: waiting visitors polling GET /v1/rooms/{room}/status over HTTP (the poll
@@ -148,8 +187,22 @@ func BenchmarkBareProxy(b *testing.B) {
 	runHTTP(b, site.URL, make([]string, 500), 200)
 }
 
+// BenchmarkBareLeanProxy is the room proxy's own upstream client (the lean path) with no room in
+// front: what BenchmarkAdmittedProxy would do with a free pass check.
+func BenchmarkBareLeanProxy(b *testing.B) {
+	up := httptest.NewServer(okHandler)
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	site := httptest.NewServer(waitroom.NewLeanProxy(u))
+	defer site.Close()
+	runHTTP(b, site.URL, make([]string, 500), 200)
+}
+
 func BenchmarkStatusPoll(b *testing.B) {
-	c, _ := benchRoom(b, waitroom.Config{PollsPerMinute: 1 << 24}, waitroom.RoomConfig{MaxActive: 1})
+	c, _, _ := benchRoom(b, waitroom.Config{PollsPerMinute: 1 << 24}, waitroom.RoomConfig{MaxActive: 1})
 	mux := http.NewServeMux()
 	c.Handler(waitroom.HandlerConfig{}).Register(mux)
 	srv := httptest.NewServer(mux)
@@ -161,7 +214,7 @@ func BenchmarkStatusPoll(b *testing.B) {
 // BenchmarkArrive: new visitors arriving (Room.Arrive, one script call each), half admitted at
 // first and then all joining the line.
 func BenchmarkArrive(b *testing.B) {
-	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	_, room, _ := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
 	var seq atomic.Int64
 	b.SetParallelism(16)
 	b.ResetTimer()
@@ -180,7 +233,7 @@ func BenchmarkArrive(b *testing.B) {
 // BenchmarkAdmittedMiddlewareInProcess: what the middleware itself costs an admitted request
 // (pass check, keep-alive bookkeeping), without HTTP around it.
 func BenchmarkAdmittedMiddlewareInProcess(b *testing.B) {
-	_, room := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
+	_, room, _ := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
 	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
 	cookies := benchVisitors(b, site.URL, 500)
 	site.Close()

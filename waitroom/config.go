@@ -46,6 +46,15 @@ type Config struct {
 	// proxy in front). Requests that arrive over TLS always get Secure cookies. Default false.
 	SecureCookies bool
 
+	// UpstreamDialTimeout bounds the reverse proxy's (Proxy) connection to a room's upstream.
+	// Default 30s.
+	UpstreamDialTimeout time.Duration
+
+	// UpstreamHeaderTimeout bounds the reverse proxy's wait for the upstream's response header
+	// once the request was sent; the answer to a request that waits longer is 502. Default 0: no
+	// bound (an upstream that holds requests, long polls say, is not cut off).
+	UpstreamHeaderTimeout time.Duration
+
 	// Hooks are called on admissions and failures, for metrics. Default none.
 	Hooks Hooks
 
@@ -70,6 +79,7 @@ func (c Config) withDefaults() Config {
 	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
 	c.PollsPerMinute = cmp.Or(c.PollsPerMinute, 30)
 	c.ConfigRefresh = cmp.Or(c.ConfigRefresh, time.Second)
+	c.UpstreamDialTimeout = cmp.Or(c.UpstreamDialTimeout, 30*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -92,6 +102,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("waitroom: Config.PollsPerMinute must be at least 1, got %d", c.PollsPerMinute)
 	case c.ConfigRefresh < 0:
 		return fmt.Errorf("waitroom: Config.ConfigRefresh must not be negative, got %s", c.ConfigRefresh)
+	case c.UpstreamDialTimeout < 0:
+		return fmt.Errorf("waitroom: Config.UpstreamDialTimeout must not be negative, got %s", c.UpstreamDialTimeout)
+	case c.UpstreamHeaderTimeout < 0:
+		return fmt.Errorf("waitroom: Config.UpstreamHeaderTimeout must not be negative, got %s", c.UpstreamHeaderTimeout)
 	}
 	for i, k := range c.PassKeys {
 		if len(k) < 32 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -368,6 +369,61 @@ func TestProxyMode(t *testing.T) {
 	}
 	if r := do(t, b, "GET", site.URL+"/x", nil); r.code != 200 {
 		t.Fatalf("second visitor after the release: %d", r.code)
+	}
+}
+
+// TestProxyUpstreamChange: a new upstream set at runtime gets the next request, and the proxy
+// closes its connections to the previous one; an upstream that is down is a 502 with the
+// registered code.
+func TestProxyUpstreamChange(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, waitroom.Config{})
+	var mu sync.Mutex
+	openA := 0
+	a := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "A") }))
+	a.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StateNew:
+			openA++
+		case http.StateClosed:
+			openA--
+		}
+	}
+	a.Start()
+	t.Cleanup(a.Close)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "B") }))
+	t.Cleanup(b.Close)
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 10, Upstream: a.URL})
+	site := httptest.NewServer(waitroom.Proxy(room))
+	t.Cleanup(site.Close)
+	visitor := browser(t)
+	if r := do(t, visitor, "GET", site.URL+"/", nil); r.body != "A" {
+		t.Fatalf("first upstream: %d %q", r.code, r.body)
+	}
+	newRoom(t, c, waitroom.RoomConfig{MaxActive: 10, Upstream: b.URL})
+	if r := do(t, visitor, "GET", site.URL+"/", nil); r.body != "B" {
+		t.Fatalf("after the change: %d %q", r.code, r.body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := openA
+		mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections to the previous upstream still open", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Close()
+	r := do(t, visitor, "GET", site.URL+"/", nil)
+	if r.code != http.StatusBadGateway || !strings.Contains(r.body, `"code":"upstream_unavailable"`) {
+		t.Fatalf("upstream down: %d %q", r.code, r.body)
 	}
 }
 

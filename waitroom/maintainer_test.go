@@ -82,3 +82,41 @@ func TestNewClientValidation(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestRoomListOnCluster: the list of rooms is the one key outside a room's slot; no script takes
+// it with a room's keys (it is written by single commands), so listing, maintaining, resetting and
+// deleting rooms in different slots works on Redis Cluster as on one server.
+func TestRoomListOnCluster(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		ctx := context.Background()
+		c := newClient(t, env, waitroom.Config{})
+		names := []string{"alpha", "beta", "gamma"} // three different slots
+		for _, name := range names {
+			if _, err := c.SetRoom(ctx, name, waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := c.Room(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arrive(t, r, "in")
+			arrive(t, r, "waiting")
+		}
+		if got, err := c.Rooms(ctx); err != nil || strings.Join(got, ",") != "alpha,beta,gamma" {
+			t.Fatalf("Rooms = %v, %v", got, err)
+		}
+		if res, err := c.MaintainOnce(ctx); err != nil || res.Rooms != 3 {
+			t.Fatalf("MaintainOnce = %+v, %v", res, err)
+		}
+		if err := c.ResetRoom(ctx, "beta"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DeleteRoom(ctx, "alpha"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.Rooms(ctx); err != nil || strings.Join(got, ",") != "beta,gamma" {
+			t.Fatalf("Rooms after a delete = %v, %v", got, err)
+		}
+	})
+}

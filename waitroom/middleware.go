@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 )
@@ -158,7 +157,7 @@ type proxy struct {
 	room    *Room
 	mu      sync.Mutex
 	current string
-	rp      *httputil.ReverseProxy
+	up      *upstreamProxy
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -167,19 +166,21 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, err)
 		return
 	}
-	rp, err := p.reverseProxy(st.cfg.Upstream)
+	up, err := p.upstream(st.cfg.Upstream)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	rp.ServeHTTP(w, r)
+	up.ServeHTTP(w, r)
 }
 
-func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
+// upstream returns the proxy to the room's current upstream; a change of upstream closes the
+// previous one's idle connections (and its busy ones once their requests end).
+func (p *proxy) upstream(upstream string) (*upstreamProxy, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.rp != nil && p.current == upstream {
-		return p.rp, nil
+	if p.up != nil && p.current == upstream {
+		return p.up, nil
 	}
 	if upstream == "" {
 		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable,
@@ -189,26 +190,18 @@ func (p *proxy) reverseProxy(upstream string) (*httputil.ReverseProxy, error) {
 	if err != nil {
 		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "room upstream: " + err.Error()}
 	}
-	logger := p.room.c.cfg.Logger
-	// Keep-alive connections to the upstream, as many as the proxy has requests in flight (the
-	// default transport keeps only 2 idle per host, so a busy proxy would dial at most requests).
-	if p.rp != nil {
-		p.rp.Transport.(*http.Transport).CloseIdleConnections() // the previous upstream's
+	cfg := p.room.c.cfg
+	if p.up != nil {
+		p.up.close()
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 1024
-	tr.MaxIdleConnsPerHost = 1024
-	p.rp = &httputil.ReverseProxy{
-		Transport: tr,
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			pr.SetXForwarded()
-		},
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			logger.WarnContext(r.Context(), "waitroom: upstream failed", "room", p.room.name, "error", err)
+	p.up = newUpstreamProxy(u, upstreamProxyConfig{
+		DialTimeout:   cfg.UpstreamDialTimeout,
+		HeaderTimeout: cfg.UpstreamHeaderTimeout,
+		Fail: func(w http.ResponseWriter, r *http.Request, err error) {
+			cfg.Logger.WarnContext(r.Context(), "waitroom: upstream failed", "room", p.room.name, "error", err)
 			WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "the upstream could not be reached"})
 		},
-	}
+	})
 	p.current = upstream
-	return p.rp, nil
+	return p.up, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -14,7 +15,13 @@ import (
 	"github.com/sluicehq/sluice/waitroom"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(loadClientEnv); spec != "" {
+		// This process is the load client of a split benchmark (bench_split_test.go).
+		os.Exit(loadClientMain(spec))
+	}
+	redistest.Main(m)
+}
 
 // testKey returns a fresh 32-byte pass key.
 func testKey() []byte {
