@@ -16,7 +16,8 @@ import "strings"
 //	<prefix>:waitroom:{<room>}:waits        list: the waits of the latest 101 admissions
 //
 // The rooms set is the one key outside a room's slot: it is written beside the room's script
-// (after it on create, before it on delete), and a name listed without settings is skipped.
+// (before and after it on create, before it on delete), and a name listed without settings is
+// skipped.
 
 // roomKeys are a room's keys in the order every script receives them (lua/lib.lua).
 type roomKeys []string
