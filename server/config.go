@@ -84,6 +84,11 @@ type Config struct {
 	// route takes. Default "": none.
 	ProxyRooms string
 
+	// RoomUpstreamDialTimeout and RoomUpstreamHeaderTimeout bound a room's reverse proxy: its
+	// connection to the room's upstream (default 30s) and its wait for the upstream's response
+	// header (default 0: no bound, so long polls work). See waitroom.Config.
+	RoomUpstreamDialTimeout, RoomUpstreamHeaderTimeout time.Duration
+
 	// Rooms are waiting rooms to create (or replace) at start, by name: the config file's "rooms".
 	// Default none.
 	Rooms map[string]rooms.RoomJSON
@@ -173,6 +178,7 @@ func (c Config) withDefaults() Config {
 	c.CallbackWorkers = cmp.Or(c.CallbackWorkers, 32)
 	c.CallbackMaxResultBytes = cmp.Or(c.CallbackMaxResultBytes, 64<<10)
 	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
+	c.RoomUpstreamDialTimeout = cmp.Or(c.RoomUpstreamDialTimeout, 30*time.Second)
 	if c.RelayWorkers == 0 {
 		c.RelayWorkers = 64
 	}
@@ -217,6 +223,9 @@ func (c Config) validate() error {
 	}
 	if _, err := rooms.ParseProxyHosts(c.ProxyRooms); err != nil {
 		errs = append(errs, fmt.Errorf("config: proxy_rooms: %w", err))
+	}
+	if c.RoomUpstreamDialTimeout < 0 || c.RoomUpstreamHeaderTimeout < 0 {
+		errs = append(errs, errors.New("config: room_upstream_dial_timeout and room_upstream_header_timeout must not be negative"))
 	}
 	for name, room := range c.Rooms {
 		if _, err := room.Config(); err != nil {

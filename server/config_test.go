@@ -27,6 +27,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{TokenCacheTTL: 2 * time.Second}, "token_cache_ttl"},
 		{Config{MetricsMaxQueues: -1}, "metrics_max_queues"},
 		{Config{MaintainInterval: -1}, "maintain_interval"},
+		{Config{RoomUpstreamHeaderTimeout: -time.Second}, "room_upstream_header_timeout"},
+		{Config{RoomUpstreamDialTimeout: -time.Second}, "room_upstream_dial_timeout"},
 		{Config{PublicAddr: "7777"}, "public_addr"},
 		{Config{AdminAddr: "nohost"}, "admin_addr"},
 		{Config{AdminAddr: ":7778"}, "admin_token"},

@@ -193,7 +193,10 @@ func (s *Server) setupRooms(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.waitroom, err = waitroom.NewClient(s.rdb, waitroom.Config{Prefix: s.cfg.Prefix, PassKeys: keys, Logger: s.log})
+	s.waitroom, err = waitroom.NewClient(s.rdb, waitroom.Config{
+		Prefix: s.cfg.Prefix, PassKeys: keys, Logger: s.log,
+		UpstreamDialTimeout: s.cfg.RoomUpstreamDialTimeout, UpstreamHeaderTimeout: s.cfg.RoomUpstreamHeaderTimeout,
+	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
