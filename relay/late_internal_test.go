@@ -14,11 +14,7 @@ import (
 func TestLateCallHoldsTheNextSecond(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env)
 		ctx, k := t.Context(), c.keys.get("slow")
 		now, err := env.Client.Time(ctx).Result()
 		if err != nil {
@@ -71,4 +67,16 @@ func TestRedisClockKeepsTheBestRecentBound(t *testing.T) {
 	if got := c.observe(t0.Add(2*clockWindow), redisUs(-2*clockWindow+2*time.Millisecond)); got != 2*time.Millisecond {
 		t.Fatalf("two windows later = %s, want the recent 2ms", got)
 	}
+}
+
+// internalClient is a Client on the test's key prefix, closed when the test ends, for the tests
+// inside the package that read its keys and state.
+func internalClient(t *testing.T, env *redistest.Env) *Client {
+	t.Helper()
+	c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

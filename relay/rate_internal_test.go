@@ -17,11 +17,7 @@ import (
 func TestTakeKeepsTokenTimesExact(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env)
 		ctx, k := t.Context(), c.keys.get("exact")
 		e, err := c.SetEndpoint(ctx, Endpoint{Name: "exact", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
 		if err != nil {

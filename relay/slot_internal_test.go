@@ -16,11 +16,7 @@ import (
 func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env)
 		ctx, k := t.Context(), c.keys.get("mixed")
 		e, err := c.SetEndpoint(ctx, Endpoint{Name: "mixed", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
 		if err != nil {
@@ -86,11 +82,7 @@ func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
 func TestSlotHoldsBackDispatch(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env)
 		ctx := t.Context()
 		e, err := c.SetEndpoint(ctx, Endpoint{Name: "one", TargetURL: "http://127.0.0.1:9/", Concurrency: 1})
 		if err != nil {
@@ -125,11 +117,7 @@ func TestSlotHoldsBackDispatch(t *testing.T) {
 func TestMaintenanceFreesExpiredSlotsAsSlots(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env)
 		ctx, k := t.Context(), c.keys.get("m")
 		if _, err := c.SetEndpoint(ctx, Endpoint{Name: "m", TargetURL: "http://127.0.0.1:9/", Concurrency: 5}); err != nil {
 			t.Fatal(err)
