@@ -314,6 +314,7 @@ type figures struct {
 	server, redis, loadgen float64            // CPU µs per job
 	calls                  map[string]float64 // Redis commands per job, by name
 	requests               int64
+	p50, p99               float64 // latency of one cycle (ms), as loadgen.Result has it
 }
 
 // measure runs the scenarios against srv in api and returns each one's jobs/s and the CPU per
@@ -351,6 +352,7 @@ func measure(tb testing.TB, srv *child, api loadgen.API, token string, rdb redis
 		}
 		out[r.Scenario].jobsPerSecond = r.JobsPerSecond
 		out[r.Scenario].requests = r.Requests
+		out[r.Scenario].p50, out[r.Scenario].p99 = r.P50Millis, r.P99Millis
 	}
 	return out
 }
@@ -418,8 +420,8 @@ func BenchmarkSideBySide(b *testing.B) {
 				line := fmt.Sprintf("round %d (load %s) %-11s", r+1, load, s)
 				for _, t := range targets {
 					f := res[t.name][s]
-					line += fmt.Sprintf("  %s %6.0f jobs/s (CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f; Redis calls/job: %s)",
-						t.name, f.jobsPerSecond, f.server, f.redis, f.loadgen, formatCalls(f.calls))
+					line += fmt.Sprintf("  %s %6.0f jobs/s (p50/p99 %.2f/%.2f ms; CPU µs/job: server %5.1f, Redis %4.1f, load generator %4.1f; Redis calls/job: %s)",
+						t.name, f.jobsPerSecond, f.p50, f.p99, f.server, f.redis, f.loadgen, formatCalls(f.calls))
 				}
 				fmt.Println(line) // as it comes: benchmark logs are cut after a few lines
 			}
