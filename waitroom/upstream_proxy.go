@@ -32,8 +32,13 @@ import (
 // upstream unchanged (the fallback's transport does the same: DisableCompression).
 //
 // Requests it does not handle go to that httputil.ReverseProxy, kept as the fallback: protocol
-// upgrades (WebSocket), Expect: 100-continue, CONNECT, and every request to an https upstream
-// (where http.Transport speaks HTTP/2).
+// upgrades (WebSocket), Expect: 100-continue, CONNECT, every request to an https upstream
+// (where http.Transport speaks HTTP/2), and request bodies declared larger than leanMaxBody.
+// The lean path writes the whole request before it reads the answer; a body that fits the
+// connection's socket buffers is written whether or not the upstream reads it, but an upstream
+// that answers a large upload without reading it would stall that write, where http.Transport
+// writes and reads at once. A chunked body (length unknown) stays on the lean path, which sends
+// its trailer where httputil.ReverseProxy sends it empty.
 type upstreamProxy struct {
 	target   *url.URL
 	addr     string // host:port to dial
@@ -127,8 +132,13 @@ func (p *upstreamProxy) close() {
 	p.fallback.Transport.(*http.Transport).CloseIdleConnections()
 }
 
+// leanMaxBody is the largest request body the lean path sends (see upstreamProxy): well under
+// the socket buffers of a loopback or LAN connection, and more than pages and forms send.
+const leanMaxBody = 64 << 10
+
 func (p *upstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.lean || r.Method == http.MethodConnect || r.Header["Upgrade"] != nil || r.Header["Expect"] != nil {
+	if !p.lean || r.Method == http.MethodConnect || r.Header["Upgrade"] != nil || r.Header["Expect"] != nil ||
+		r.ContentLength > leanMaxBody {
 		p.fallback.ServeHTTP(w, r)
 		return
 	}

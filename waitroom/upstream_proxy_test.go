@@ -590,3 +590,74 @@ func TestUpstreamProxyInformationalKeepsHeader(t *testing.T) {
 		t.Fatalf("1xx and final header: %+v", r)
 	}
 }
+
+// TestUpstreamProxyLargeUploadNotStalled: an upstream that answers a large upload before reading
+// it (and then reads nothing more) still gets its answer to the client. The lean path writes the
+// whole body before it reads, which would stall once the socket buffers are full; bodies
+// declared over leanMaxBody take the fallback, which writes and reads at once.
+func TestUpstreamProxyLargeUploadNotStalled(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			go func() { // read the header only, answer, then never read again
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil || line == "\r\n" {
+						break
+					}
+				}
+				_, _ = io.WriteString(c, "HTTP/1.1 202 Accepted\r\nContent-Length: 7\r\n\r\nstarted")
+			}()
+		}
+	}()
+	_, site := newTestProxy(t, &url.URL{Scheme: "http", Host: ln.Addr().String()}, upstreamProxyConfig{})
+	t.Cleanup(func() { // first: a proxy stalled on its write to us ends, so the site can close
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	// Far over the socket buffers of both hops (Linux lets loopback buffer tens of MiB), made as
+	// it is read: once the answer came, the rest is never sent.
+	const size = 1 << 30
+	body := io.LimitReader(zeros{}, size)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, site.URL+"/upload", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = size
+	client := &http.Client{Timeout: 20 * time.Second} // a stall fails here, not at the suite's timeout
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST of 1 GiB to an upstream that answers without reading it: %v", err)
+	}
+	defer res.Body.Close()
+	got, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusAccepted || string(got) != "started" {
+		t.Fatalf("answer %d %q, %v; want 202 started", res.StatusCode, got, err)
+	}
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
