@@ -33,12 +33,12 @@ import (
 //
 // Requests it does not handle go to that httputil.ReverseProxy, kept as the fallback: protocol
 // upgrades (WebSocket), Expect: 100-continue, CONNECT, every request to an https upstream
-// (where http.Transport speaks HTTP/2), and request bodies declared larger than leanMaxBody.
-// The lean path writes the whole request before it reads the answer; a body that fits the
-// connection's socket buffers is written whether or not the upstream reads it, but an upstream
-// that answers a large upload without reading it would stall that write, where http.Transport
-// writes and reads at once. A chunked body (length unknown) stays on the lean path, which sends
-// its trailer where httputil.ReverseProxy sends it empty.
+// (where http.Transport speaks HTTP/2), and request bodies of unknown length (chunked) or
+// declared larger than leanMaxBody. The lean path writes the whole request before it reads the
+// answer; a body that fits the connection's socket buffers is written whether or not the
+// upstream reads it, but an upstream that answers a large upload without reading it would stall
+// that write (and the client leaving would not end it: net/http notices a gone client only once
+// the request body was read), where http.Transport writes and reads at once.
 type upstreamProxy struct {
 	target   *url.URL
 	addr     string // host:port to dial
@@ -138,7 +138,7 @@ const leanMaxBody = 64 << 10
 
 func (p *upstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.lean || r.Method == http.MethodConnect || r.Header["Upgrade"] != nil || r.Header["Expect"] != nil ||
-		r.ContentLength > leanMaxBody {
+		r.ContentLength < 0 || r.ContentLength > leanMaxBody {
 		p.fallback.ServeHTTP(w, r)
 		return
 	}

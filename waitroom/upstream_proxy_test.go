@@ -192,47 +192,42 @@ func TestUpstreamProxyMatchesReverseProxy(t *testing.T) {
 	const ok = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
 	cases := []struct {
 		name, req, resp string
-		// refFix, when set, turns what httputil.ReverseProxy sent into what the lean path sends,
-		// where the lean path does better.
-		refFix func(string) string
 	}{
 		{"get", "GET /a/b?x=1&y=2 HTTP/1.1\r\nHost: site.example\r\nUser-Agent: ua/1\r\nAccept-Encoding: gzip\r\n" +
 			"Cookie: a=b\r\nX-Multi: 1\r\nX-Multi: 2\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nSet-Cookie: s=1\r\nSet-Cookie: t=2\r\n\r\nhello", nil},
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nSet-Cookie: s=1\r\nSet-Cookie: t=2\r\n\r\nhello"},
 		{"hop-by-hop both ways", "GET / HTTP/1.1\r\nHost: site.example\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n" +
 			"Keep-Alive: timeout=5\r\nProxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\nTe: trailers, deflate\r\n" +
 			"X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Host: evil\r\nX-Forwarded-Proto: https\r\nForwarded: for=6.6.6.6\r\n\r\n",
 			"HTTP/1.1 200 OK\r\nConnection: X-Resp-Hop\r\nX-Resp-Hop: 1\r\nKeep-Alive: timeout=5\r\nProxy-Authenticate: Basic\r\n" +
-				"X-End: 1\r\nContent-Length: 2\r\n\r\nok", nil},
-		{"query re-encoded", "GET /q?b=2;a=1&c=%zz HTTP/1.1\r\nHost: site.example\r\n\r\n", ok, nil},
-		{"escaped path", "GET /a%2Fb/c%20d HTTP/1.1\r\nHost: site.example\r\n\r\n", ok, nil},
+				"X-End: 1\r\nContent-Length: 2\r\n\r\nok"},
+		{"query re-encoded", "GET /q?b=2;a=1&c=%zz HTTP/1.1\r\nHost: site.example\r\n\r\n", ok},
+		{"escaped path", "GET /a%2Fb/c%20d HTTP/1.1\r\nHost: site.example\r\n\r\n", ok},
 		{"post with length", "POST /form HTTP/1.1\r\nHost: site.example\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
-			"Content-Length: 6\r\n\r\nname=x", "HTTP/1.1 201 Created\r\nLocation: /form/1\r\nContent-Length: 0\r\n\r\n", nil},
+			"Content-Length: 6\r\n\r\nname=x", "HTTP/1.1 201 Created\r\nLocation: /form/1\r\nContent-Length: 0\r\n\r\n"},
 		{"post chunked", "POST /up HTTP/1.1\r\nHost: site.example\r\nTransfer-Encoding: chunked\r\n\r\n" +
-			"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", ok, nil},
-		// httputil.ReverseProxy announces a request's trailer and sends it empty (it copies the
-		// trailer before the body is read); the lean path sends its values.
+			"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", ok},
+		// Chunked request bodies take the fallback (see upstreamProxy): the same bytes by design.
 		{"post chunked with trailer", "POST /up HTTP/1.1\r\nHost: site.example\r\nTransfer-Encoding: chunked\r\nTrailer: X-Check\r\n\r\n" +
-			"5\r\nhello\r\n0\r\nX-Check: 7\r\n\r\n", ok,
-			func(s string) string { return strings.Replace(s, "0\r\n\r\n", "0\r\nX-Check: 7\r\n\r\n", 1) }},
-		{"put empty", "PUT /x HTTP/1.1\r\nHost: site.example\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n", nil},
+			"5\r\nhello\r\n0\r\nX-Check: 7\r\n\r\n", ok},
+		{"put empty", "PUT /x HTTP/1.1\r\nHost: site.example\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n"},
 		{"head", "HEAD /big HTTP/1.1\r\nHost: site.example\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1234\r\n\r\n", nil},
+			"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1234\r\n\r\n"},
 		{"not modified", "GET /c HTTP/1.1\r\nHost: site.example\r\nIf-None-Match: \"v1\"\r\n\r\n",
-			"HTTP/1.1 304 Not Modified\r\nEtag: \"v1\"\r\n\r\n", nil},
+			"HTTP/1.1 304 Not Modified\r\nEtag: \"v1\"\r\n\r\n"},
 		{"chunked with trailer", "GET /t HTTP/1.1\r\nHost: site.example\r\nTe: trailers\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n3\r\nabc\r\n0\r\nX-Sum: 42\r\n\r\n", nil},
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n3\r\nabc\r\n0\r\nX-Sum: 42\r\n\r\n"},
 		{"event stream", "GET /events HTTP/1.1\r\nHost: site.example\r\nAccept: text/event-stream\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 12\r\n\r\ndata: hi\r\n\r\n", nil},
+			"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 12\r\n\r\ndata: hi\r\n\r\n"},
 		{"upstream closes", "GET / HTTP/1.1\r\nHost: site.example\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", nil},
+			"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"},
 		{"body until close", "GET / HTTP/1.1\r\nHost: site.example\r\n\r\n",
-			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nto the end", nil},
-		{"client closes", "GET / HTTP/1.1\r\nHost: site.example\r\nConnection: close\r\n\r\n", ok, nil},
+			"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nto the end"},
+		{"client closes", "GET / HTTP/1.1\r\nHost: site.example\r\nConnection: close\r\n\r\n", ok},
 		{"early hints", "GET / HTTP/1.1\r\nHost: site.example\r\n\r\n",
-			"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" + ok, nil},
+			"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" + ok},
 		{"error status", "DELETE /x?y HTTP/1.1\r\nHost: site.example\r\n\r\n",
-			"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nbusy", nil},
+			"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nbusy"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,9 +258,6 @@ func TestUpstreamProxyMatchesReverseProxy(t *testing.T) {
 				return strings.ReplaceAll(strings.Join(reqs, "\n--\n"), u.ln.Addr().String(), "UPSTREAM")
 			}
 			w := norm(wantReqs, refUp)
-			if tc.refFix != nil {
-				w = tc.refFix(w)
-			}
 			if g := norm(gotReqs, leanUp); g != w {
 				t.Errorf("the upstream read\n%q\nwant (httputil.ReverseProxy)\n%q", g, w)
 			}
@@ -636,21 +628,22 @@ func TestUpstreamProxyLargeUploadNotStalled(t *testing.T) {
 	// Far over the socket buffers of both hops (Linux lets loopback buffer tens of MiB), made as
 	// it is read: once the answer came, the rest is never sent.
 	const size = 1 << 30
-	body := io.LimitReader(zeros{}, size)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, site.URL+"/upload", body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = size
-	client := &http.Client{Timeout: 20 * time.Second} // a stall fails here, not at the suite's timeout
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("POST of 1 GiB to an upstream that answers without reading it: %v", err)
-	}
-	defer res.Body.Close()
-	got, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusAccepted || string(got) != "started" {
-		t.Fatalf("answer %d %q, %v; want 202 started", res.StatusCode, got, err)
+	for _, length := range []int64{size, -1} { // declared, then chunked
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, site.URL+"/upload", io.LimitReader(zeros{}, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = length
+		client := &http.Client{Timeout: 20 * time.Second} // a stall fails here, not at the suite's timeout
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST of 1 GiB (length %d) to an upstream that answers without reading it: %v", length, err)
+		}
+		got, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusAccepted || string(got) != "started" {
+			t.Fatalf("length %d: answer %d %q, %v; want 202 started", length, res.StatusCode, got, err)
+		}
 	}
 }
 
