@@ -4,14 +4,12 @@ import (
 	"context"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -29,7 +27,7 @@ func BenchmarkOfflineEndToEnd(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	start := time.Now()
-	cpu0, redis0 := processCPU(), redisCPU(b, env)
+	cpu0, redis0 := cpustat.Self(), cpustat.MustRedis(b, env.Client)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 64 {
@@ -56,8 +54,8 @@ func BenchmarkOfflineEndToEnd(b *testing.B) {
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "process-cpu-µs/task")
-	b.ReportMetric(float64((redisCPU(b, env)-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/task")
+	b.ReportMetric(float64((cpustat.Self()-cpu0).Microseconds())/float64(b.N), "process-cpu-µs/task")
+	b.ReportMetric(float64((cpustat.MustRedis(b, env.Client)-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/task")
 	if got := tg.calls.Load(); got != int64(b.N) {
 		b.Fatalf("target got %d calls for %d tasks", got, b.N)
 	}
@@ -209,30 +207,4 @@ func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig)
 	}
 	b.Cleanup(d.Stop)
 	return d
-}
-
-// processCPU is the CPU time (user + system) this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the CPU time the Redis server used so far (INFO cpu).
-func redisCPU(b *testing.B, env *redistest.Env) time.Duration {
-	info, err := env.Client.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
@@ -113,14 +114,14 @@ func benchDeliveries(b *testing.B, env *redistest.Env, cfg relay.DelivererConfig
 		}
 	}
 	b.ResetTimer()
-	cpu0, rcpu0 := processCPU(), redisCPU(b, env)
+	cpu0, rcpu0 := cpustat.Self(), cpustat.MustRedis(b, env.Client)
 	start := time.Now()
 	d := startDeliverer(b, cfg)
 	for d.Stats().Delivered < int64(b.N) {
 		time.Sleep(time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	cpu, rcpu := processCPU()-cpu0, redisCPU(b, env)-rcpu0
+	cpu, rcpu := cpustat.Self()-cpu0, cpustat.MustRedis(b, env.Client)-rcpu0
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/delivery")

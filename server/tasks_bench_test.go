@@ -7,14 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/tasks"
@@ -67,7 +66,7 @@ func benchTasks(b *testing.B, batch, clients int) {
 
 	b.ResetTimer()
 	start := time.Now()
-	cpu0, redis0 := processCPU(), redisCPU(b, env)
+	cpu0, redis0 := cpustat.Self(), cpustat.MustRedis(b, env.Client)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range clients {
@@ -95,37 +94,11 @@ func benchTasks(b *testing.B, batch, clients int) {
 	b.StopTimer()
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "tasks/s")
 	b.ReportMetric(float64(n)/submitted.Seconds(), "submits/s")
-	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(n), "process-cpu-µs/task")
-	b.ReportMetric(float64((redisCPU(b, env)-redis0).Microseconds())/float64(n), "redis-cpu-µs/task")
+	b.ReportMetric(float64((cpustat.Self()-cpu0).Microseconds())/float64(n), "process-cpu-µs/task")
+	b.ReportMetric(float64((cpustat.MustRedis(b, env.Client)-redis0).Microseconds())/float64(n), "redis-cpu-µs/task")
 	if got := calls.Load(); got != int64(n) {
 		b.Fatalf("target got %d calls for %d tasks", got, n)
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// processCPU is the CPU time (user + system) this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the CPU time the Redis server used so far (INFO cpu).
-func redisCPU(b *testing.B, env *redistest.Env) time.Duration {
-	info, err := env.Client.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for line := range strings.SplitSeq(info, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
-}

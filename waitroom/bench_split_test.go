@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -165,21 +166,7 @@ http {
 		time.Sleep(10 * time.Millisecond)
 	}
 	pid := cmd.Process.Pid
-	return "http://" + listen, func() time.Duration { return procCPU(b, pid) }
-}
-
-// procCPU is the CPU time (user and system) of process pid, from /proc (in clock ticks of 10ms).
-func procCPU(b *testing.B, pid int) time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command name (which is in parentheses): utime and stime are the 12th
-	// and 13th of them.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return "http://" + listen, func() time.Duration { return cpustat.MustProcess(b, pid) }
 }
 
 // runSplit sends b.N requests to siteURL from a load client process and reports req/s and the
@@ -192,7 +179,7 @@ func runSplit(b *testing.B, siteURL string, cookies []string, upstreamCPU func()
 	}
 	const conns = 64
 	b.ResetTimer()
-	start, cpu0, up0 := time.Now(), processCPU(b), upstreamCPU()
+	start, cpu0, up0 := time.Now(), cpustat.Self(), upstreamCPU()
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%s", loadClientEnv, siteURL, b.N, conns, file))
 	var out bytes.Buffer
@@ -200,7 +187,7 @@ func runSplit(b *testing.B, siteURL string, cookies []string, upstreamCPU func()
 	if err := cmd.Run(); err != nil {
 		b.Fatalf("load client: %v: %s", err, out.String())
 	}
-	elapsed, cpu, up := time.Since(start), processCPU(b)-cpu0, upstreamCPU()-up0
+	elapsed, cpu, up := time.Since(start), cpustat.Self()-cpu0, upstreamCPU()-up0
 	b.StopTimer()
 	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")

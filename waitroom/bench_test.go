@@ -13,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
@@ -56,7 +56,7 @@ func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
 	var next atomic.Int64
 	b.SetParallelism(32)
 	b.ResetTimer()
-	start, cpu0 := time.Now(), processCPU(b)
+	start, cpu0 := time.Now(), cpustat.Self()
 	b.RunParallel(func(pb *testing.PB) {
 		cookie := cookies[int(next.Add(1))%len(cookies)]
 		conn, err := net.Dial("tcp", u.Host)
@@ -87,17 +87,7 @@ func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-// processCPU is the CPU time (user and system) the process has used: per request, it holds up
-// under load where requests per second swing with what else runs on the cores.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cpustat.Self()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // benchRoom makes the room "r"; redisCalls counts the commands the Redis server has run so far.

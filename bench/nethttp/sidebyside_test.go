@@ -15,13 +15,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/loadgen"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
@@ -214,55 +214,6 @@ func waitAnswers(tb testing.TB, c *child) {
 	}
 }
 
-// cpu is the user and system CPU time the process has used, from /proc/<pid>/stat (utime and
-// stime, in the kernel's USER_HZ ticks of 10 ms).
-func (c *child) cpu(tb testing.TB) time.Duration {
-	tb.Helper()
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(c.pid) + "/stat")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// The fields after the command name, which is in parentheses: state is field 3, utime 14.
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("/proc/%d/stat: %q", c.pid, stat)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
-
-// selfCPU is the user and system CPU time of this process: the load generator.
-func selfCPU(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the user and system CPU time the Redis server has used (INFO cpu).
-func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
-	tb.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var total float64
-	for line := range strings.SplitSeq(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("INFO cpu %s: %v", k, err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
-}
-
 // commandCalls reads the calls of each command from Redis's INFO commandstats.
 func commandCalls(tb testing.TB, rdb redis.UniversalClient) map[string]int64 {
 	tb.Helper()
@@ -327,9 +278,9 @@ func measure(tb testing.TB, srv *child, api loadgen.API, token string, rdb redis
 		URL: srv.public, API: api, Token: token, Namespace: "bench", Jobs: jobs, Scenarios: scenarios,
 		OnWindow: func(s loadgen.Scenario) func() {
 			c0 := commandCalls(tb, rdb)
-			s0, r0, l0 := srv.cpu(tb), redisCPU(tb, rdb), selfCPU(tb)
+			s0, r0, l0 := cpustat.MustProcess(tb, srv.pid), cpustat.MustRedis(tb, rdb), cpustat.Self()
 			return func() {
-				s1, r1, l1 := srv.cpu(tb), redisCPU(tb, rdb), selfCPU(tb)
+				s1, r1, l1 := cpustat.MustProcess(tb, srv.pid), cpustat.MustRedis(tb, rdb), cpustat.Self()
 				f := &figures{
 					server: perJob(s1-s0, jobs), redis: perJob(r1-r0, jobs), loadgen: perJob(l1-l0, jobs),
 					calls: map[string]float64{},

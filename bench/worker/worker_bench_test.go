@@ -30,6 +30,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -248,8 +249,8 @@ func BenchmarkEnqueue(b *testing.B) {
 // per job and redis-server's (INFO cpu, user + sys of the server rdb talks to).
 func measureSingle(b *testing.B, rdb redis.UniversalClient, n int, f func() error) {
 	b.Helper()
-	redisBefore := redisCPU(b, rdb)
-	cpuBefore := processCPU()
+	redisBefore := cpustat.MustRedis(b, rdb)
+	cpuBefore := cpustat.Self()
 	start := time.Now()
 	for range n {
 		if err := f(); err != nil {
@@ -257,41 +258,11 @@ func measureSingle(b *testing.B, rdb redis.UniversalClient, n int, f func() erro
 		}
 	}
 	elapsed := time.Since(start)
-	cpu := processCPU() - cpuBefore
-	redisUsed := redisCPU(b, rdb) - redisBefore
+	cpu := cpustat.Self() - cpuBefore
+	redisUsed := cpustat.MustRedis(b, rdb) - redisBefore
 	report(b, n, elapsed)
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "go-cpu-µs/job")
 	b.ReportMetric(float64(redisUsed.Microseconds())/float64(n), "redis-cpu-µs/job")
-}
-
-// processCPU is the user + system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the user + system CPU time redis-server has used (INFO cpu).
-func redisCPU(b *testing.B, rdb redis.UniversalClient) time.Duration {
-	b.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for line := range strings.Lines(info) {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s: %v", line, err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // parallel runs n calls of f on 50 goroutines and returns the time it took.

@@ -1,15 +1,10 @@
 package loadgen
 
 import (
-	"context"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/servertest"
 	"github.com/sluicehq/sluice/server"
 )
@@ -36,8 +31,8 @@ func BenchmarkHTTP(b *testing.B) {
 				rep, err := Run(b.Context(), Config{
 					URL: srv.PublicURL, API: api, Token: token, Namespace: "bench", Jobs: b.N, Scenarios: []Scenario{s},
 					OnWindow: func(Scenario) func() {
-						cpu0, redis0 := ownCPU(b), redisCPU(b, srv.Env.Client)
-						return func() { cpu, rcpu = ownCPU(b)-cpu0, redisCPU(b, srv.Env.Client)-redis0 }
+						cpu0, redis0 := cpustat.Self(), cpustat.MustRedis(b, srv.Env.Client)
+						return func() { cpu, rcpu = cpustat.Self()-cpu0, cpustat.MustRedis(b, srv.Env.Client)-redis0 }
 					},
 				})
 				if err != nil {
@@ -52,35 +47,4 @@ func BenchmarkHTTP(b *testing.B) {
 			})
 		}
 	}
-}
-
-// ownCPU is the user and system CPU time this process has used.
-func ownCPU(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU is the user and system CPU time the Redis server has used (INFO cpu).
-func redisCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
-	tb.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var total float64
-	for line := range strings.SplitSeq(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("INFO cpu %s: %v", k, err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/cpustat"
 )
 
 // API is the HTTP dialect the load generator speaks.
@@ -189,7 +191,7 @@ func (c Config) validate() error {
 	for name, pid := range c.Processes {
 		if name == "" || name == SelfProcess || pid <= 0 {
 			errs = append(errs, fmt.Errorf("config: Processes: %q=%d must name a process (not %q) by a positive pid", name, pid, SelfProcess))
-		} else if _, err := processCPU(pid); err != nil {
+		} else if _, err := cpustat.Process(pid); err != nil {
 			errs = append(errs, fmt.Errorf("config: Processes: %s: %w", name, err))
 		}
 	}
