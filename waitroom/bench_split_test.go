@@ -3,7 +3,6 @@ package waitroom_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -106,66 +105,13 @@ func loadConn(u *url.URL, cookie string, left *atomic.Int64) error {
 // returns its URL and a function reporting its CPU time. A missing nginx fails the benchmark.
 func nginxUpstream(b *testing.B) (string, func() time.Duration) {
 	b.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/nginx"); statErr != nil {
-			b.Fatal("nginx not found (install it: apt-get install -y nginx)")
-		}
-		bin = "/usr/sbin/nginx"
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	ln.Close()
-	dir := b.TempDir()
-	conf := fmt.Sprintf(`daemon off;
-master_process off;
-pid %[1]s/nginx.pid;
-error_log stderr warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    keepalive_requests 100000000;
+	listen, pid := runNginx(b, 4096, func(listen string) (string, map[string]string) {
+		return `keepalive_requests 100000000;
     server {
-        listen %[2]s;
+        listen ` + listen + `;
         location / { default_type text/plain; return 200 "ok"; }
-    }
-}
-`, dir, listen)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	var stderr lockedBuffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
+    }`, map[string]string{}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("nginx not listening: %v; stderr: %s", err, stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	pid := cmd.Process.Pid
 	return "http://" + listen, func() time.Duration { return cpustat.MustProcess(b, pid) }
 }
 

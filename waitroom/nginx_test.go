@@ -22,37 +22,50 @@ import (
 // given Sluice and app addresses, and returns its base URL. A missing nginx fails the test.
 func startNginx(t *testing.T, sluiceAddr, appAddr string) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/nginx"); statErr != nil {
-			t.Fatal("nginx not found (install it: apt-get install -y nginx)")
-		}
-		bin = "/usr/sbin/nginx"
-	}
 	example, err := os.ReadFile(filepath.Join("..", "deploy", "nginx", "waitroom.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	listen, _ := runNginx(t, 256, func(listen string) (httpBlock string, files map[string]string) {
+		conf := strings.NewReplacer(
+			"server 127.0.0.1:7777;", "server "+sluiceAddr+";",
+			"server 127.0.0.1:8080;", "server "+appAddr+";",
+			"listen 8000;", "listen "+listen+";",
+		).Replace(string(example))
+		if conf == string(example) {
+			t.Fatal("the example config no longer has the addresses the test replaces")
+		}
+		return "include %[1]s/waitroom.conf;", map[string]string{"waitroom.conf": conf}
+	})
+	return "http://" + listen
+}
+
+// runNginx runs a real nginx (one process, in the foreground, stopped when tb ends) on a free
+// loopback address. config gets that address and returns the body of nginx.conf's http block
+// (%[1]s stands for nginx's directory) and other files to write there. It returns the address
+// once nginx listens on it, and nginx's pid. A missing nginx fails tb.
+func runNginx(tb testing.TB, connections int, config func(listen string) (httpBlock string, files map[string]string)) (string, int) {
+	tb.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, statErr := os.Stat("/usr/sbin/nginx"); statErr != nil {
+			tb.Fatal("nginx not found (install it: apt-get install -y nginx)")
+		}
+		bin = "/usr/sbin/nginx"
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	listen := ln.Addr().String()
 	ln.Close()
-	conf := strings.NewReplacer(
-		"server 127.0.0.1:7777;", "server "+sluiceAddr+";",
-		"server 127.0.0.1:8080;", "server "+appAddr+";",
-		"listen 8000;", "listen "+listen+";",
-	).Replace(string(example))
-	if conf == string(example) {
-		t.Fatal("the example config no longer has the addresses the test replaces")
-	}
-	dir := t.TempDir()
+	dir := tb.TempDir()
+	httpBlock, files := config(listen)
 	main := fmt.Sprintf(`daemon off;
 master_process off;
 pid %[1]s/nginx.pid;
 error_log stderr warn;
-events { worker_connections 256; }
+events { worker_connections %[2]d; }
 http {
     access_log off;
     client_body_temp_path %[1]s/body;
@@ -60,14 +73,14 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
-    include %[1]s/waitroom.conf;
+    `+httpBlock+`
 }
-`, dir)
-	if err := os.WriteFile(filepath.Join(dir, "waitroom.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600); err != nil {
-		t.Fatal(err)
+`, dir, connections)
+	files["nginx.conf"] = main
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
@@ -75,21 +88,23 @@ http {
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()
 	})
-	base := "http://" + listen
-	eventually(t, 10*time.Second, func() error {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		c, err := net.Dial("tcp", listen)
-		if err != nil {
-			return fmt.Errorf("nginx not listening: %w; stderr: %s", err, stderr.String())
+		if err == nil {
+			c.Close()
+			break
 		}
-		return c.Close()
-	})
-	return base
+		if time.Now().After(deadline) {
+			tb.Fatalf("nginx not listening: %v; stderr: %s", err, stderr.String())
+		}
+	}
+	return listen, cmd.Process.Pid
 }
 
 // TestNginxAuthRequest runs deployment c end to end: nginx with the example config, the room's
