@@ -89,7 +89,8 @@ func TestSameNamedLibraryIsReplaced(t *testing.T) {
 	name := libs[0].Name
 	var keep []string
 	for _, f := range libs[0].Functions {
-		if !strings.HasSuffix(f.Name, "_publish") {
+		// Without the publish functions (publish, publish_ready): Publish finds one missing.
+		if !strings.Contains(f.Name, "_publish") {
 			keep = append(keep, f.Name)
 		}
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -44,7 +45,13 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 	return k
 }
 
-func (k queueKeys) meta() string { return k.all[9] }
+func (k queueKeys) jobs() string  { return k.all[0] }
+func (k queueKeys) prios() string { return k.all[2] }
+func (k queueKeys) stats() string { return k.all[8] }
+func (k queueKeys) meta() string  { return k.all[9] }
+
+// readyList is the ready list of priority pri (lib.lua names it KEYS[2]..pri).
+func (k queueKeys) readyList(pri int64) string { return k.all[1] + strconv.FormatInt(pri, 10) }
 
 // maxCachedKeys bounds keyCache: past it the cache starts over.
 const maxCachedKeys = 4096

@@ -56,34 +56,38 @@ type PublishResult struct {
 // Publish adds one job. It costs one round trip (plus one the first time a process publishes to a
 // queue, to register it); concurrent Publish calls to one queue share one script call.
 func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, error) {
-	args, err := c.publishArgs(p)
+	job, err := c.validateJob(p)
 	if err != nil {
 		return PublishResult{}, err
 	}
 	if err := c.register(ctx, p.Namespace, p.Queue, p.Callback != nil); err != nil {
 		return PublishResult{}, err
 	}
-	res, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, args: args})
+	res, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, job: job})
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("queue: publish: %w", err)
 	}
 	return res, nil
 }
 
-// publishReq is one validated job: its queue and its publish.lua arguments.
+// publishReq is one validated job and its queue.
 type publishReq struct {
 	ns, q string
-	args  []any
+	job   jobFields
 }
 
 // runPublish publishes a batch of jobs of one queue in one script call.
 func (c *Client) runPublish(ctx context.Context, _ string, reqs []publishReq) ([]PublishResult, error) {
-	args := make([]any, 0, 1+len(reqs)*len(reqs[0].args))
-	args = append(args, len(reqs))
-	for _, r := range reqs {
-		args = append(args, r.args...)
+	k := c.keys.get(reqs[0].ns, reqs[0].q)
+	if len(reqs) == 1 && reqs[0].job.dueNowPlain() && c.publishesReady(ctx) {
+		return c.publishReady(ctx, k, &reqs[0].job)
 	}
-	reply, err := c.run(ctx, scriptPublish, c.keys.get(reqs[0].ns, reqs[0].q), args...).Result()
+	args := make([]any, 0, 1+len(reqs)*jobArgCount)
+	args = append(args, len(reqs))
+	for i := range reqs {
+		args = append(args, reqs[i].job.args()...)
+	}
+	reply, err := c.run(ctx, scriptPublish, k, args...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +122,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	var groups []*group
 	byQueue := map[string]*group{}
 	for i, p := range ps {
-		args, err := c.publishArgs(p)
+		job, err := c.validateJob(p)
 		if err != nil {
 			return nil, inField(fmt.Sprintf("jobs[%d]", i), err)
 		}
@@ -130,7 +134,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		g.args = append(g.args, args...)
+		g.args = append(g.args, job.args()...)
 		g.callbacks = g.callbacks || p.Callback != nil
 	}
 	for _, g := range groups {
@@ -178,51 +182,51 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	return out, nil
 }
 
-// publishArgs validates a job and returns its 14 script arguments (publish.lua).
-func (c *Client) publishArgs(p PublishParams) ([]any, error) {
+// validateJob validates a job and returns its fields, every default applied.
+func (c *Client) validateJob(p PublishParams) (jobFields, error) {
 	if err := validateQueue(p.Namespace, p.Queue); err != nil {
-		return nil, err
+		return jobFields{}, err
 	}
 	if len(p.Payload) > c.cfg.MaxPayloadBytes {
-		return nil, invalid("payload", "%d bytes is over the limit of %d", len(p.Payload), c.cfg.MaxPayloadBytes)
+		return jobFields{}, invalid("payload", "%d bytes is over the limit of %d", len(p.Payload), c.cfg.MaxPayloadBytes)
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
-		return nil, invalid("priority", "%d is outside 0..%d", p.Priority, MaxPriority)
+		return jobFields{}, invalid("priority", "%d is outside 0..%d", p.Priority, MaxPriority)
 	}
 	if p.Delay < 0 {
-		return nil, invalid("delay", "must not be negative")
+		return jobFields{}, invalid("delay", "must not be negative")
 	}
 	if p.Delay > 0 && !p.RunAt.IsZero() {
-		return nil, invalid("run_at", "give either delay or run_at, not both")
+		return jobFields{}, invalid("run_at", "give either delay or run_at, not both")
 	}
 	tries := p.Tries
 	if tries == 0 {
 		tries = c.cfg.DefaultTries
 	}
 	if tries < 1 {
-		return nil, invalid("tries", "must be at least 1")
+		return jobFields{}, invalid("tries", "must be at least 1")
 	}
 	if p.TTL < 0 {
-		return nil, invalid("ttl", "must not be negative")
+		return jobFields{}, invalid("ttl", "must not be negative")
 	}
 	if p.TTL > 0 && p.TTL < time.Millisecond {
-		return nil, invalid("ttl", "must be at least 1ms")
+		return jobFields{}, invalid("ttl", "must be at least 1ms")
 	}
 	if p.TTR < 0 {
-		return nil, invalid("ttr", "must not be negative")
+		return jobFields{}, invalid("ttr", "must not be negative")
 	}
 	ttr := p.TTR
 	callback := ""
 	if p.Callback != nil {
 		cb := *p.Callback
 		if err := cb.validate(); err != nil {
-			return nil, err
+			return jobFields{}, err
 		}
 		if ttr == 0 {
 			ttr = max(c.cfg.DefaultTTR, cb.Timeout+callbackLeaseSlack)
 		}
 		if ttr <= cb.Timeout {
-			return nil, invalid("ttr", "%s must be longer than the callback's timeout (%s), or a call still running would lose its lease", ttr, cb.Timeout)
+			return jobFields{}, invalid("ttr", "%s must be longer than the callback's timeout (%s), or a call still running would lose its lease", ttr, cb.Timeout)
 		}
 		callback = cb.encode()
 	}
@@ -230,34 +234,34 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 		ttr = c.cfg.DefaultTTR
 	}
 	if ttr < time.Millisecond {
-		return nil, invalid("ttr", "must be at least 1ms")
+		return jobFields{}, invalid("ttr", "must be at least 1ms")
 	}
 	if p.Callback != nil && p.Backoff == (Backoff{}) {
 		p.Backoff = Backoff{Base: DefaultCallbackBackoffBase, Max: DefaultCallbackBackoffMax}
 	}
 	if p.Backoff.Base < 0 || p.Backoff.Max < 0 {
-		return nil, invalid("backoff", "must not be negative")
+		return jobFields{}, invalid("backoff", "must not be negative")
 	}
 	if p.Backoff.Max > 0 && p.Backoff.Max < p.Backoff.Base {
-		return nil, invalid("backoff", "max must not be below base")
+		return jobFields{}, invalid("backoff", "max must not be below base")
 	}
 	runAtMs := int64(0)
 	wait := p.Delay
 	if !p.RunAt.IsZero() {
 		runAtMs = ceilUnixMilli(p.RunAt)
 		if runAtMs <= 0 {
-			return nil, invalid("run_at", "must be after 1970")
+			return jobFields{}, invalid("run_at", "must be after 1970")
 		}
 		wait = time.Until(p.RunAt)
 	}
 	if p.TTL > 0 && wait >= p.TTL {
-		return nil, invalid("ttl", "the job would expire before it is due (ttl %s, delay %s)", p.TTL, wait.Round(time.Millisecond))
+		return jobFields{}, invalid("ttl", "the job would expire before it is due (ttl %s, delay %s)", p.TTL, wait.Round(time.Millisecond))
 	}
 	if len(p.UniqueKey) > MaxUniqueKey {
-		return nil, invalid("unique_key", "longer than %d bytes", MaxUniqueKey)
+		return jobFields{}, invalid("unique_key", "longer than %d bytes", MaxUniqueKey)
 	}
 	if p.UniqueFor < 0 {
-		return nil, invalid("unique_for", "must not be negative")
+		return jobFields{}, invalid("unique_for", "must not be negative")
 	}
 	uniqueFor := p.UniqueFor
 	if uniqueFor == 0 {
@@ -265,13 +269,44 @@ func (c *Client) publishArgs(p PublishParams) ([]any, error) {
 	}
 	attrs, err := encodeAttributes(p.Attributes)
 	if err != nil {
-		return nil, err
+		return jobFields{}, err
 	}
-	return []any{
-		c.ids.next(), p.Payload, p.Priority, tries, p.TTL.Milliseconds(), ttr.Milliseconds(),
-		ceilMillis(p.Delay), runAtMs, ceilMillis(p.Backoff.Base), ceilMillis(p.Backoff.Max),
-		p.UniqueKey, max(uniqueFor.Milliseconds(), 1), attrs, callback,
+	return jobFields{
+		id: c.ids.next(), payload: p.Payload, priority: int64(p.Priority), tries: int64(tries),
+		ttlMs: p.TTL.Milliseconds(), ttrMs: ttr.Milliseconds(), delayMs: ceilMillis(p.Delay), runAtMs: runAtMs,
+		backoffBaseMs: ceilMillis(p.Backoff.Base), backoffMaxMs: ceilMillis(p.Backoff.Max),
+		uniqueKey: p.UniqueKey, uniqueForMs: max(uniqueFor.Milliseconds(), 1),
+		attributes: attrs, callback: callback,
 	}, nil
+}
+
+// jobFields is one validated job, every default applied: what a publish script writes.
+type jobFields struct {
+	id                             string
+	payload                        []byte
+	priority, tries                int64
+	ttlMs, ttrMs, delayMs, runAtMs int64
+	backoffBaseMs, backoffMaxMs    int64
+	uniqueKey                      string
+	uniqueForMs                    int64
+	attributes, callback           string
+}
+
+// jobArgCount is the number of publish.lua arguments per job.
+const jobArgCount = 14
+
+// args are the job's jobArgCount arguments of publish.lua.
+func (f *jobFields) args() []any {
+	return []any{
+		f.id, f.payload, f.priority, f.tries, f.ttlMs, f.ttrMs, f.delayMs, f.runAtMs,
+		f.backoffBaseMs, f.backoffMaxMs, f.uniqueKey, f.uniqueForMs, f.attributes, f.callback,
+	}
+}
+
+// dueNowPlain reports whether the job is due at once and has no ttl, unique key or callback:
+// the jobs publish_ready.lua takes.
+func (f *jobFields) dueNowPlain() bool {
+	return f.delayMs == 0 && f.runAtMs == 0 && f.ttlMs == 0 && f.uniqueKey == "" && f.callback == ""
 }
 
 // ceilMillis is d in whole milliseconds, rounded up: the scripts count time in ms, and a delay cut

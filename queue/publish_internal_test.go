@@ -21,11 +21,11 @@ func TestPublishSentAgainQueuesNothingTwice(t *testing.T) {
 		defer c.Close()
 		var reqs []publishReq
 		for range 3 {
-			args, err := c.publishArgs(PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("p")})
+			job, err := c.validateJob(PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("p")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs = append(reqs, publishReq{ns: "ns", q: "q", args: args})
+			reqs = append(reqs, publishReq{ns: "ns", q: "q", job: job})
 		}
 		first, err := c.runPublish(ctx, "", reqs)
 		if err != nil {
@@ -70,11 +70,11 @@ func TestPublishOneJobSentAgainQueuesItOnce(t *testing.T) {
 			{Namespace: "ns", Queue: "q", Payload: []byte("callback"), Callback: &Callback{URL: "http://example.com/x"}},
 		}
 		for _, p := range jobs {
-			args, err := c.publishArgs(p)
+			job, err := c.validateJob(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := []publishReq{{ns: "ns", q: "q", args: args}}
+			req := []publishReq{{ns: "ns", q: "q", job: job}}
 			first, err := c.runPublish(ctx, "", req)
 			if err != nil {
 				t.Fatal(err)

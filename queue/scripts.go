@@ -19,22 +19,25 @@ type scriptName string
 
 // The queue's scripts.
 const (
-	scriptPublish     scriptName = "publish"
-	scriptConsume     scriptName = "consume"
-	scriptAck         scriptName = "ack"
-	scriptNack        scriptName = "nack"
-	scriptTouch       scriptName = "touch"
-	scriptRelease     scriptName = "release"
-	scriptDelete      scriptName = "delete"
-	scriptGet         scriptName = "get"
-	scriptPeek        scriptName = "peek"
-	scriptStats       scriptName = "stats"
-	scriptPurge       scriptName = "purge"
-	scriptDeadList    scriptName = "dead_list"
-	scriptDeadRespawn scriptName = "dead_respawn"
-	scriptDeadDelete  scriptName = "dead_delete"
-	scriptMaintain    scriptName = "maintain"
-	scriptPending     scriptName = "pending"
+	scriptPublish scriptName = "publish"
+	// scriptPublishReady publishes one job due now with no ttl, unique key or callback, on its own
+	// keys (a bare script: see bareScripts).
+	scriptPublishReady scriptName = "publish_ready"
+	scriptConsume      scriptName = "consume"
+	scriptAck          scriptName = "ack"
+	scriptNack         scriptName = "nack"
+	scriptTouch        scriptName = "touch"
+	scriptRelease      scriptName = "release"
+	scriptDelete       scriptName = "delete"
+	scriptGet          scriptName = "get"
+	scriptPeek         scriptName = "peek"
+	scriptStats        scriptName = "stats"
+	scriptPurge        scriptName = "purge"
+	scriptDeadList     scriptName = "dead_list"
+	scriptDeadRespawn  scriptName = "dead_respawn"
+	scriptDeadDelete   scriptName = "dead_delete"
+	scriptMaintain     scriptName = "maintain"
+	scriptPending      scriptName = "pending"
 	// scriptConsumeCallbacks leases jobs of a queue's callback lane for the callback deliverer.
 	scriptConsumeCallbacks scriptName = "consume_callbacks"
 )
@@ -42,8 +45,12 @@ const (
 var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
-	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks,
+	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
 }
+
+// bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
+// bind). They run only as library functions.
+var bareScripts = map[scriptName]bool{scriptPublishReady: true}
 
 // scriptFlags are the Redis function flags of each script (see redisx.LibraryScript.Flag): the
 // scripts that only read say no-writes (they run whatever the memory), and the ones that free
@@ -72,6 +79,7 @@ var library = func() *redisx.Library {
 	for _, name := range scriptNames {
 		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{
 			Name: string(name), Body: mustRead(string(name) + ".lua"), Flag: scriptFlags[name],
+			Bare: bareScripts[name],
 		})
 	}
 	return redisx.NewLibrary(spec)
@@ -107,12 +115,16 @@ func (c *Client) run(ctx context.Context, name scriptName, k queueKeys, args ...
 		return c.scripts.Run(ctx, string(name), k.all, append(c.commonArgs(k, len(args)), args...)...)
 	}
 	call := scriptCall{script: name, keys: k, args: args}
-	cmd := c.fcall(ctx, call)
+	return c.processFunction(ctx, func() *redis.Cmd { return c.fcall(ctx, call) })
+}
+
+// processFunction sends the FCALL that build makes. A node that never had the library (a new or
+// flushed one) did not run the call: it loads the library there and sends the call once more.
+func (c *Client) processFunction(ctx context.Context, build func() *redis.Cmd) *redis.Cmd {
+	cmd := build()
 	_ = c.rdb.Process(ctx, cmd)
-	// A node that never had the library (a new or flushed one) did not run the call: load it there
-	// and run the call once more.
 	if redisx.IsMissingScript(cmd.Err()) && c.scripts.Reload(ctx) == nil {
-		cmd = c.fcall(ctx, call)
+		cmd = build()
 		_ = c.rdb.Process(ctx, cmd)
 	}
 	return cmd

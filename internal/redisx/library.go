@@ -41,6 +41,9 @@ type LibraryScript struct {
 	// at its first write that needs memory; scripts that only read or that free memory say so,
 	// so a full Redis can still be drained.
 	Flag string
+	// Bare scripts do not start with the prologue: they take KEYS and ARGV of their own, not the
+	// set the prologue binds (a hot path that passes only the keys it touches, say).
+	Bare bool
 }
 
 // Library is a package's scripts in the two forms Redis runs them. On Redis 7 and later they are
@@ -69,13 +72,17 @@ func NewLibrary(spec LibrarySpec) *Library {
 	var src strings.Builder
 	src.WriteString("#!lua name=" + prefix + "\n" + spec.Helpers + "\n")
 	for _, s := range spec.Scripts {
-		l.evals[s.Name] = redis.NewScript(spec.Helpers + "\n" + spec.EvalPrologue + "\n" + s.Body)
+		evalPrologue, functionPrologue := spec.EvalPrologue, spec.FunctionPrologue
+		if s.Bare {
+			evalPrologue, functionPrologue = "", ""
+		}
+		l.evals[s.Name] = redis.NewScript(spec.Helpers + "\n" + evalPrologue + "\n" + s.Body)
 		flags := ""
 		if s.Flag != "" {
 			flags = ", flags = {'" + s.Flag + "'}"
 		}
 		src.WriteString("redis.register_function{function_name = '" + prefix + "_" + s.Name + "'" + flags +
-			", callback = function(KEYS, ARGV)\n" + spec.FunctionPrologue + "\n" + s.Body + "\nend}\n")
+			", callback = function(KEYS, ARGV)\n" + functionPrologue + "\n" + s.Body + "\nend}\n")
 	}
 	sum := sha256.Sum256([]byte(src.String()))
 	version := hex.EncodeToString(sum[:])[:12]

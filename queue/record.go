@@ -1,0 +1,78 @@
+package queue
+
+import "encoding/binary"
+
+// A job's record is a cmsgpack array of 20 fields (R_* in lua/lib.lua), written by the scripts.
+// For a lone job due now (publish_ready.lua) the client encodes it instead, all but the publish
+// and due times, which must be Redis's: building the record in Lua (a table of 20 fields, then
+// cmsgpack.pack) was a seventh of what such a publish cost Redis.
+//
+// The encoding here is byte for byte what Redis's cmsgpack makes of the same values (a test
+// checks it against Redis), so a record does not depend on which side encoded it.
+
+// recordFields is the number of fields of a record (R_CALLBACK).
+const recordFields = 20
+
+// jobStateReady is S_READY in lib.lua.
+const jobStateReady = 2
+
+// readyRecordAround encodes the record of a job of fields f that is due now, without its
+// published and due times: head holds the array header and R_STATE to R_BMAX, tail R_LEASE to
+// R_CALLBACK. f has no ttl, unique key or callback (publishesReady).
+func readyRecordAround(f *jobFields) (head, tail string) {
+	b := make([]byte, 0, 64+len(f.attributes)+len(f.payload))
+	b = append(b, 0xdc, 0, recordFields) // array 16
+	b = appendMsgpackInt(b, jobStateReady)
+	b = appendMsgpackInt(b, f.priority)
+	b = appendMsgpackInt(b, f.tries) // R_TRIES
+	b = appendMsgpackInt(b, f.tries) // R_LEFT
+	b = appendMsgpackInt(b, 0)       // R_DELIVERY
+	b = appendMsgpackInt(b, 0)       // R_TTL
+	b = appendMsgpackInt(b, 0)       // R_EXPIRE
+	b = appendMsgpackInt(b, f.ttrMs)
+	b = appendMsgpackInt(b, f.backoffBaseMs)
+	b = appendMsgpackInt(b, f.backoffMaxMs)
+	split := len(b)
+	b = appendMsgpackInt(b, 0)            // R_LEASE
+	b = appendMsgpackStr(b, "")           // R_UNIQUE
+	b = appendMsgpackStr(b, f.attributes) // R_ATTRS
+	b = appendMsgpackStr(b, f.payload)    // R_PAYLOAD
+	b = appendMsgpackStr(b, "")           // R_ERROR
+	b = appendMsgpackStr(b, "")           // R_RESULT
+	b = appendMsgpackInt(b, 0)            // R_FINISHED
+	b = appendMsgpackStr(b, "")           // R_CALLBACK
+	s := string(b)
+	return s[:split], s[split:]
+}
+
+// appendMsgpackInt appends n, which is never negative (validateJob), as cmsgpack encodes an integral Lua number: the shortest of
+// positive fixint, uint 8, 16, 32 and 64.
+func appendMsgpackInt(b []byte, n int64) []byte {
+	switch u := uint64(n); {
+	case u <= 0x7f:
+		return append(b, byte(u))
+	case u <= 0xff:
+		return append(b, 0xcc, byte(u))
+	case u <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, 0xcd), uint16(u))
+	case u <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(u))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), u)
+	}
+}
+
+// appendMsgpackStr appends s as cmsgpack encodes a Lua string: fixstr, str 8, 16 or 32.
+func appendMsgpackStr[T string | []byte](b []byte, s T) []byte {
+	switch n := len(s); {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n <= 0xff:
+		b = append(b, 0xd9, byte(n))
+	case n <= 0xffff:
+		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
+	}
+	return append(b, s...)
+}
