@@ -34,6 +34,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 			base + "u:",
 			base + "lease",
 		},
+		// publish_ready.lua finds the channel from the jobs key: the same name, "notify" for "jobs".
 		channel: base + "notify",
 	}
 	k.head = make([]any, 0, 2+len(k.all))
@@ -50,7 +51,8 @@ func (k queueKeys) prios() string { return k.all[2] }
 func (k queueKeys) stats() string { return k.all[8] }
 func (k queueKeys) meta() string  { return k.all[9] }
 
-// readyList is the ready list of priority pri (lib.lua names it KEYS[2]..pri).
+// readyList is the ready list of priority pri (lib.lua names it KEYS[2]..pri). The name ends
+// with the priority: publish_ready.lua reads it from there.
 func (k queueKeys) readyList(pri int64) string { return k.all[1] + strconv.FormatInt(pri, 10) }
 
 // maxCachedKeys bounds keyCache: past it the cache starts over.

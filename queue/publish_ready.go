@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,14 +15,13 @@ func (c *Client) publishesReady(ctx context.Context) bool {
 }
 
 // publishReady publishes one job that dueNowPlain accepts with publish_ready.lua: four keys and
-// five arguments where publish.lua takes twelve and twenty-one, and a record the client encoded.
+// three arguments where publish.lua takes twelve and twenty-one, and a record the client encoded.
 func (c *Client) publishReady(ctx context.Context, k queueKeys, f *jobFields) ([]PublishResult, error) {
 	head, tail := readyRecordAround(f)
 	ready := k.readyList(f.priority)
 	fn := c.scripts.Function(string(scriptPublishReady))
 	cmd := c.processFunction(ctx, func() *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(),
-			k.channel, f.id, f.priority, head, tail)
+		cmd := redis.NewCmd(ctx, "fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.id, head, tail)
 		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
 		return cmd
 	})
@@ -29,5 +29,8 @@ func (c *Client) publishReady(ctx context.Context, k queueKeys, f *jobFields) ([
 	if err != nil {
 		return nil, err
 	}
-	return parsePublishReply(reply, 1)
+	if reply != int64(1) {
+		return nil, fmt.Errorf("unexpected reply %v from %s", reply, fn)
+	}
+	return []PublishResult{{ID: f.id}}, nil
 }

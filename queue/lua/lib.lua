@@ -3,7 +3,9 @@
 -- for stores without FUNCTION, EVAL scripts that start with it. Either way a script's first step is
 -- bind(KEYS, ARGV, codec), which points the helpers at the keys and arguments of the call.
 --
--- Every queue script receives the same KEYS, all of one queue and all sharing its hash tag:
+-- Every queue script but the bare ones (publish_ready.lua: bareScripts in scripts.go, which take
+-- only the keys they touch and do not call bind) receives the same KEYS, all of one queue and all
+-- sharing its hash tag:
 --   KEYS[1]  jobs      hash   id -> job record (cmsgpack array, see R_* below)
 --   KEYS[2]  ready     prefix of the per-priority ready lists: the list of priority p is KEYS[2]..p
 --   KEYS[3]  prios     zset   priorities whose ready list may be non-empty (score = priority)
