@@ -1,10 +1,8 @@
 package queue
 
 import (
-	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 )
@@ -14,13 +12,7 @@ import (
 func TestFinishTwiceInOneBatch(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ctx := newInternalClient(t, env)
 
 	lease := func(q string) Delivery {
 		t.Helper()

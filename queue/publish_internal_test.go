@@ -12,13 +12,7 @@ import (
 func TestPublishSentAgainQueuesNothingTwice(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c, ctx := newInternalClient(t, env)
 		var reqs []publishReq
 		for range 3 {
 			job, err := c.validateJob(PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("p")})
@@ -56,13 +50,7 @@ func TestPublishSentAgainQueuesNothingTwice(t *testing.T) {
 func TestPublishOneJobSentAgainQueuesItOnce(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c, ctx := newInternalClient(t, env)
 		jobs := []PublishParams{
 			{Namespace: "ns", Queue: "q", Payload: []byte("ready")},
 			{Namespace: "ns", Queue: "q", Payload: []byte("delayed"), Delay: time.Hour},
@@ -101,4 +89,18 @@ func TestPublishOneJobSentAgainQueuesItOnce(t *testing.T) {
 			t.Fatalf("callback lane holds %d jobs (%v), want 1", n, err)
 		}
 	})
+}
+
+// newInternalClient is a Client on env for the package's own tests, closed when the test ends,
+// and a context that ends with the test or after 30 s.
+func newInternalClient(t *testing.T, env *redistest.Env) (*Client, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, ctx
 }

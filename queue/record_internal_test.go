@@ -48,13 +48,7 @@ func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 func TestPublishReadyStoresTheRecordPublishDoes(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c, ctx := newInternalClient(t, env)
 		p := PublishParams{
 			Namespace: "ns", Queue: "q", Payload: []byte("payload"), Priority: 7, Tries: 3,
 			TTR: 90 * time.Second, Backoff: Backoff{Base: time.Second, Max: time.Minute},
