@@ -14,8 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -76,56 +74,22 @@ func TestServersKilled(t *testing.T) {
 	r.startWorker()
 	r.startWorker()
 
-	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
-	stop := make(chan struct{})
-	var (
-		wg             sync.WaitGroup
-		seq, ok, fails atomic.Int64
-	)
 	hc := &http.Client{Timeout: 5 * time.Second}
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := "s-" + strconv.FormatInt(seq.Add(1), 10)
-				in := instances[rand.IntN(len(instances))]
-				if publishHTTP(hc, in.publicURL(), token, id) {
-					r.acknowledged(id)
-					ok.Add(1)
-				} else {
-					fails.Add(1)
-					time.Sleep(10 * time.Millisecond) // a dead instance refuses at once; do not spin
-				}
-			}
-		}()
-	}
-	var recoveries []time.Duration
-	end := time.Now().Add(loadFor)
-	for time.Now().Before(end) {
-		time.Sleep(jitter(time.Second, 3*time.Second)) // the chaos: time between kills
+	stop := r.publishers(8, "s-", func(id string) bool {
+		return publishHTTP(hc, instances[rand.IntN(len(instances))].publicURL(), token, id)
+	})
+	worst := r.killFor(loadDuration(), func() time.Duration { return jitter(time.Second, 3*time.Second) }, func() func() {
 		in := instances[rand.IntN(len(instances))]
 		in.kill()
-		r.killed()
-		killedAt := time.Now()
-		time.Sleep(200 * time.Millisecond) // the instance stays down a moment, as after a crash
-		in.start(t)
-		recoveries = append(recoveries, time.Since(killedAt))
-	}
-	close(stop)
-	wg.Wait()
+		return func() {
+			time.Sleep(200 * time.Millisecond) // the instance stays down a moment, as after a crash
+			in.start(t)
+		}
+	})
+	ok, fails := stop()
 	r.waitDrained(time.Minute)
-	var worst time.Duration
-	for _, d := range recoveries {
-		worst = max(worst, d)
-	}
 	r.report(fmt.Sprintf("; HTTP publishes %d answered 201, %d failed (instance down); kill to ready again at most %s",
-		ok.Load(), fails.Load(), worst.Round(time.Millisecond)))
+		ok, fails, worst.Round(time.Millisecond)))
 }
 
 // TestRedisKilled publishes through the SDK for SLUICE_CHAOS_SECONDS while Redis (append-only,
@@ -141,56 +105,23 @@ func TestRedisKilled(t *testing.T) {
 	ctx := context.Background()
 	r.startWorker()
 	r.startWorker()
-	loadFor := time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
-	stop := make(chan struct{})
-	var (
-		wg             sync.WaitGroup
-		seq, ok, fails atomic.Int64
-	)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := "r-" + strconv.FormatInt(seq.Add(1), 10)
-				pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				_, err := q.Produce(pctx, &job{ID: id}, 0, queue.WithTries(1000))
-				cancel()
-				if err == nil {
-					r.acknowledged(id)
-					ok.Add(1)
-				} else {
-					fails.Add(1)
-					time.Sleep(10 * time.Millisecond) // Redis is down; do not spin
-				}
-			}
-		}()
-	}
-	var outages []time.Duration
-	end := time.Now().Add(loadFor)
-	for time.Now().Before(end) {
-		time.Sleep(jitter(3*time.Second, 6*time.Second)) // the chaos: time between kills
+	stop := r.publishers(4, "r-", func(id string) bool {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := q.Produce(pctx, &job{ID: id}, 0, queue.WithTries(1000))
+		return err == nil
+	})
+	worst := r.killFor(loadDuration(), func() time.Duration { return jitter(3*time.Second, 6*time.Second) }, func() func() {
 		srv.Kill()
-		r.killed()
-		killedAt := time.Now()
-		time.Sleep(jitter(200*time.Millisecond, time.Second)) // down for a while
-		srv.Restart()
-		outages = append(outages, time.Since(killedAt))
-	}
-	close(stop)
-	wg.Wait()
+		return func() {
+			time.Sleep(jitter(200*time.Millisecond, time.Second)) // down for a while
+			srv.Restart()
+		}
+	})
+	ok, fails := stop()
 	r.waitDrained(time.Minute)
-	var worst time.Duration
-	for _, d := range outages {
-		worst = max(worst, d)
-	}
 	r.report(fmt.Sprintf("; publishes %d acknowledged, %d failed (Redis down); longest outage %s",
-		ok.Load(), fails.Load(), worst.Round(time.Millisecond)))
+		ok, fails, worst.Round(time.Millisecond)))
 }
 
 // buildSluice builds the sluice binary of this checkout.

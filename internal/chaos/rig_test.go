@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -281,6 +282,63 @@ func (r *rig) report(extra string) {
 }
 
 // envInt reads a positive integer knob.
+// loadDuration is how long the kill tests run their load: SLUICE_CHAOS_SECONDS (75 s).
+func loadDuration() time.Duration {
+	return time.Duration(envInt("SLUICE_CHAOS_SECONDS", 75)) * time.Second
+}
+
+// publishers publishes from n goroutines, job ids prefix1, prefix2, ..., until the returned stop
+// is called. A job that publish reports published is acknowledged (it must run); a failed publish
+// is counted, and its goroutine pauses before the next (what it publishes to is down: a dead
+// target refuses at once, so do not spin). stop waits for the goroutines and returns the counts.
+func (r *rig) publishers(n int, prefix string, publish func(id string) bool) (stop func() (ok, failed int64)) {
+	done := make(chan struct{})
+	var (
+		wg              sync.WaitGroup
+		seq, oks, fails atomic.Int64
+	)
+	for range n {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				id := prefix + strconv.FormatInt(seq.Add(1), 10)
+				if publish(id) {
+					r.acknowledged(id)
+					oks.Add(1)
+				} else {
+					fails.Add(1)
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+	return func() (int64, int64) {
+		close(done)
+		wg.Wait()
+		return oks.Load(), fails.Load()
+	}
+}
+
+// killFor kills something for d: it waits pause() (the chaos: time between kills), calls kill,
+// which kills and returns how to bring it back, records the kill, brings it back, and so on.
+// It returns the longest time from a kill until it was back.
+func (r *rig) killFor(d time.Duration, pause func() time.Duration, kill func() (back func())) time.Duration {
+	var worst time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(pause())
+		back := kill()
+		r.killed()
+		killedAt := time.Now()
+		back()
+		worst = max(worst, time.Since(killedAt))
+	}
+	return worst
+}
+
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
