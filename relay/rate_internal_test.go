@@ -17,55 +17,76 @@ import (
 func TestTakeKeepsTokenTimesExact(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c := internalClient(t, env)
-		ctx, k := t.Context(), c.keys.get("exact")
-		e, err := c.SetEndpoint(ctx, Endpoint{Name: "exact", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		const calls = 20
-		for range calls {
-			if _, err := c.Submit(ctx, SubmitParams{Endpoint: "exact"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		now, err := env.Client.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Tokens far ahead, with a lookahead reaching them, so no call finds the tat behind Redis's
-		// clock (which would start the tokens over from now) however slow this machine is.
-		tat0 := float64(now.UnixMilli()+30_000) + 0.25
-		const lookahead = 60_000
-		if err := env.Client.Set(ctx, k.all[6], strconv.FormatFloat(tat0, 'f', -1, 64), time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		qps := spacedQPS(e)
-		interval := 1000 / qps // ms
-		for i := range calls {
-			raw, err := c.run(ctx, scriptTake, "exact", 1, e.Concurrency, qps, e.burst(), 60_000, 60_000, lookahead, 1).Slice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, _ := raw[1].(int64); n != 1 {
-				t.Fatalf("call %d took %v tasks, want 1: %v", i, raw[1], raw)
-			}
-			// The call's start: Redis's time rounded down to the ms plus its delay (µs, rounded down).
-			redisUs, _ := raw[2].(int64)
-			delayUs, _ := raw[3+7].(int64)
-			start := float64(redisUs/1000) + float64(delayUs)/1000
-			want := tat0 + float64(i)*interval
-			if math.Abs(start-want) > 0.002 {
-				t.Fatalf("call %d starts at %.3f ms, want %.3f (tokens %.4f ms apart)", i, start, want, interval)
-			}
-			got, err := env.Client.Get(ctx, k.all[6]).Float64()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Within 1 µs: a double near 1.8e12 ms has steps of 0.24 µs, and sums round differently.
-			if want := tat0 + float64(i+1)*interval; math.Abs(got-want) > 0.001 {
-				t.Fatalf("after call %d the tat is %.6f ms, want %.6f", i, got, want)
-			}
-		}
+		checkExactTokens(t, env, 20, func(x exactTokens, i int) (redisUs, delayUs int64) {
+			return x.takeTask(t, i)
+		})
 	})
+}
+
+// exactTokens is an endpoint (QPS 200) whose tokens were put far ahead by checkExactTokens.
+type exactTokens struct {
+	c         *Client
+	e         Endpoint
+	qps       float64
+	lookahead int
+}
+
+// takeTask runs take.lua for one task and returns the call's Redis time and start delay (µs).
+func (x exactTokens) takeTask(t *testing.T, i int) (redisUs, delayUs int64) {
+	t.Helper()
+	raw, err := x.c.run(t.Context(), scriptTake, x.e.Name, 1, x.e.Concurrency, x.qps, x.e.burst(), 60_000, 60_000, x.lookahead, 1).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := raw[1].(int64); n != 1 {
+		t.Fatalf("call %d took %v tasks, want 1: %v", i, raw[1], raw)
+	}
+	redisUs, _ = raw[2].(int64)
+	delayUs, _ = raw[3+7].(int64)
+	return redisUs, delayUs
+}
+
+// checkExactTokens makes an endpoint at QPS 200 with tasks queued, puts its tokens far ahead, with
+// a lookahead reaching them, so no call finds the tat behind Redis's clock (which would start the
+// tokens over from now) however slow this machine is, and makes calls with take: each must start
+// exactly 1/QPS after the one before, and the tat must be stored exactly.
+func checkExactTokens(t *testing.T, env *redistest.Env, calls int, take func(x exactTokens, i int) (redisUs, delayUs int64)) {
+	t.Helper()
+	c := internalClient(t, env)
+	ctx, k := t.Context(), c.keys.get("exact")
+	e, err := c.SetEndpoint(ctx, Endpoint{Name: "exact", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range calls {
+		if _, err := c.Submit(ctx, SubmitParams{Endpoint: "exact"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now, err := env.Client.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tat0 := float64(now.UnixMilli()+30_000) + 0.25
+	if err := env.Client.Set(ctx, k.all[6], strconv.FormatFloat(tat0, 'f', -1, 64), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	x := exactTokens{c: c, e: e, qps: spacedQPS(e), lookahead: 60_000}
+	interval := 1000 / x.qps // ms
+	for i := range calls {
+		redisUs, delayUs := take(x, i)
+		// The call's start: Redis's time rounded down to the ms plus its delay (µs, rounded down).
+		start := float64(redisUs/1000) + float64(delayUs)/1000
+		if want := tat0 + float64(i)*interval; math.Abs(start-want) > 0.002 {
+			t.Fatalf("call %d starts at %.3f ms, want %.3f (tokens %.4f ms apart)", i, start, want, interval)
+		}
+		got, err := env.Client.Get(ctx, k.all[6]).Float64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Within 1 µs: a double near 1.8e12 ms has steps of 0.24 µs, and sums round differently.
+		if want := tat0 + float64(i+1)*interval; math.Abs(got-want) > 0.001 {
+			t.Fatalf("after call %d the tat is %.6f ms, want %.6f", i, got, want)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -16,64 +15,19 @@ import (
 func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c := internalClient(t, env)
-		ctx, k := t.Context(), c.keys.get("mixed")
-		e, err := c.SetEndpoint(ctx, Endpoint{Name: "mixed", TargetURL: "http://127.0.0.1:9/", QPS: 200, Concurrency: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		const calls = 20
-		for range calls / 2 {
-			if _, err := c.Submit(ctx, SubmitParams{Endpoint: "mixed"}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		now, err := env.Client.Time(ctx).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// As in TestTakeKeepsTokenTimesExact: tokens far ahead, with a lookahead reaching them.
-		tat0 := float64(now.UnixMilli()+30_000) + 0.25
-		const lookahead = 60_000
-		if err := env.Client.Set(ctx, k.all[6], strconv.FormatFloat(tat0, 'f', -1, 64), time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-		qps := spacedQPS(e)
-		interval := 1000 / qps
-		for i := range calls {
-			var redisUs, delayUs int64
+		checkExactTokens(t, env, 20, func(x exactTokens, i int) (redisUs, delayUs int64) {
 			if i%2 == 0 {
-				raw, err := c.run(ctx, scriptTake, "mixed", 1, e.Concurrency, qps, e.burst(), 60_000, 60_000, lookahead, 1).Slice()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n, _ := raw[1].(int64); n != 1 {
-					t.Fatalf("call %d took %v tasks, want 1: %v", i, raw[1], raw)
-				}
-				redisUs, _ = raw[2].(int64)
-				delayUs, _ = raw[3+7].(int64)
-			} else {
-				r, err := c.run(ctx, scriptSlotTake, "mixed", e.Concurrency, qps, e.burst(), lookahead, 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r[1] != 0 {
-					t.Fatalf("slot %d not granted: %v", i, r)
-				}
-				redisUs, delayUs = r[0], r[2]
+				return x.takeTask(t, i)
 			}
-			start := float64(redisUs/1000) + float64(delayUs)/1000
-			if want := tat0 + float64(i)*interval; math.Abs(start-want) > 0.002 {
-				t.Fatalf("call %d starts at %.3f ms, want %.3f (tokens %.4f ms apart)", i, start, want, interval)
-			}
-			got, err := env.Client.Get(ctx, k.all[6]).Float64()
+			r, err := x.c.run(t.Context(), scriptSlotTake, x.e.Name, x.e.Concurrency, x.qps, x.e.burst(), x.lookahead, 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := tat0 + float64(i+1)*interval; math.Abs(got-want) > 0.001 {
-				t.Fatalf("after call %d the tat is %.6f ms, want %.6f", i, got, want)
+			if r[1] != 0 {
+				t.Fatalf("slot %d not granted: %v", i, r)
 			}
-		}
+			return r[0], r[2]
+		})
 	})
 }
 
