@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -50,18 +51,6 @@ func rawRecord(t *testing.T, env *redistest.Env, s *Store[string, string], key s
 		t.Fatalf("undecodable record %q", raw)
 	}
 	return rec, true
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func constLoader(v string, calls *atomic.Int64) Loader[string, string] {
@@ -228,7 +217,7 @@ func TestDeleteFencesLoadInFlight(t *testing.T) {
 					t.Fatalf("strong Get returned %q, want the reloaded v2", v)
 				}
 				var calls atomic.Int64
-				eventually(t, "the key to converge to v2", func() bool {
+				testwait.Until(t, 10*time.Second, "the key to converge to v2", func() bool {
 					v, err := s.Get(ctx, "k", constLoader("v2", &calls))
 					return err == nil && v == "v2"
 				})
@@ -277,7 +266,7 @@ func TestEventualDeleteServesOldWhileReloading(t *testing.T) {
 		if !ok || !rec.stale() || rec.payload != "1" {
 			t.Fatalf("record after eventual delete = %+v, %v; want the old value marked stale", rec, ok)
 		}
-		eventually(t, "reload to 2", func() bool {
+		testwait.Until(t, 10*time.Second, "reload to 2", func() bool {
 			v, err := s.Get(ctx, "k", load)
 			if err != nil || (v != 1 && v != 2) {
 				t.Fatalf("Get = %d, %v", v, err)
@@ -345,7 +334,7 @@ func TestWaiterIsWokenByTheWrite(t *testing.T) {
 			}
 			got <- v
 		}()
-		eventually(t, "b to wait", func() bool { return b.Stats().Waits > 0 })
+		testwait.Until(t, 10*time.Second, "b to wait", func() bool { return b.Stats().Waits > 0 })
 		close(bl.release)
 		if err := <-done; err != nil {
 			t.Fatalf("a.Get: %v", err)
@@ -404,7 +393,7 @@ func TestRefreshAhead(t *testing.T) {
 		}
 		db.Store(2)
 		// Within 50ms the value is due; readers keep getting 1 until the background reload lands.
-		eventually(t, "refresh-ahead to load 2", func() bool {
+		testwait.Until(t, 10*time.Second, "refresh-ahead to load 2", func() bool {
 			v, err := s.Get(ctx, "k", load)
 			if err != nil || (v != 1 && v != 2) {
 				t.Fatalf("Get = %d, %v", v, err)
@@ -430,7 +419,7 @@ func TestTinyTTLStillCaches(t *testing.T) {
 		if pttl <= 0 || pttl > 330*time.Millisecond {
 			t.Fatalf("pttl = %v, want about 300ms", pttl)
 		}
-		eventually(t, "the value to expire", func() bool {
+		testwait.Until(t, 10*time.Second, "the value to expire", func() bool {
 			return env.Client.Exists(ctx, s.keys.record("k")).Val() == 0
 		})
 		if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil || calls.Load() != 2 {
@@ -665,7 +654,7 @@ func TestStrongLateJoinerDoesNotTakeAnOlderResult(t *testing.T) {
 			}
 			got <- v
 		}()
-		eventually(t, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
+		testwait.Until(t, 10*time.Second, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
 		s.flights.finish("k", f, "old", nil)
 		if v := <-got; v != "new" {
 			t.Fatalf("Get started after the Delete returned %q, want new", v)

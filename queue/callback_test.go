@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -96,7 +97,7 @@ func TestCallbackRetryDeadRespawnStayOnTheLane(t *testing.T) {
 			t.Fatalf("a retry came before its delay: %+v", b)
 		}
 		var second queue.CallbackJob
-		eventually(t, 5*time.Second, "the retry on the callback lane", func() bool {
+		testwait.Until(t, 5*time.Second, "the retry on the callback lane", func() bool {
 			if ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}}); len(ds) != 0 {
 				t.Fatalf("a consumer got the retried callback job: %+v", ds)
 			}
@@ -139,7 +140,7 @@ func TestCallbackDelayedAndLeaseExpiry(t *testing.T) {
 			t.Fatalf("before due: %+v", b)
 		}
 		var first queue.CallbackJob
-		eventually(t, 5*time.Second, "the due callback job", func() bool {
+		testwait.Until(t, 5*time.Second, "the due callback job", func() bool {
 			b := f.consumeCallbacks(t, "q", 1)
 			if len(b.Jobs) == 1 {
 				first = b.Jobs[0]
@@ -151,7 +152,7 @@ func TestCallbackDelayedAndLeaseExpiry(t *testing.T) {
 			t.Fatalf("due %s, leased %s, published %s", first.DueAt, first.LeasedAt, first.PublishedAt)
 		}
 		// The deliverer holding it dies: after the lease the job comes back with the same id.
-		eventually(t, 5*time.Second, "the redelivery after the lease", func() bool {
+		testwait.Until(t, 5*time.Second, "the redelivery after the lease", func() bool {
 			b := f.consumeCallbacks(t, "q", 1)
 			return len(b.Jobs) == 1 && b.Jobs[0].ID == id && b.Jobs[0].Delivery.Delivery == 2
 		})

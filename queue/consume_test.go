@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -139,7 +140,7 @@ func TestCloseReleasesBlockedConsumers(t *testing.T) {
 			done <- err
 		}()
 		// Let the consumer subscribe, then close: it must return either way.
-		eventually(t, 5*time.Second, "consumer to block", func() bool {
+		testwait.Until(t, 5*time.Second, "consumer to block", func() bool {
 			return subscribers(t, env, env.Prefix+":{ns:q}:notify") > 0
 		})
 		_ = c.Close()
@@ -168,7 +169,7 @@ func TestBlockingConsumeAcrossNodes(t *testing.T) {
 				ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: queues, Timeout: 30 * time.Second})
 				got <- ds
 			}()
-			eventually(t, 10*time.Second, "consumer to subscribe on every queue", func() bool {
+			testwait.Until(t, 10*time.Second, "consumer to subscribe on every queue", func() bool {
 				for _, q := range queues {
 					if subscribers(t, env, env.Prefix+":{"+f.ns+":"+q+"}:notify") == 0 {
 						return false
@@ -288,7 +289,7 @@ func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
 		live := f.publish(t, queue.PublishParams{Queue: "q"})
 		// Wait until Redis considers the ttl passed: Get no longer finds the last of them, though
 		// nothing has removed them yet.
-		eventually(t, 5*time.Second, "the ttl to pass", func() bool {
+		testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
 			_, err := f.client.Get(ctxT(t), f.ns, "q", expiring[len(expiring)-1])
 			return errors.Is(err, queue.ErrNotFound)
 		})
@@ -314,7 +315,7 @@ func TestExpiredJobsLeaveEveryStructure(t *testing.T) {
 		f := setup(t, env, queue.Config{})
 		f.publish(t, queue.PublishParams{Queue: "q", TTL: 20 * time.Millisecond})
 		f.publish(t, queue.PublishParams{Queue: "q", TTL: 200 * time.Millisecond, Delay: 100 * time.Millisecond})
-		eventually(t, 5*time.Second, "both jobs to expire", func() bool {
+		testwait.Until(t, 5*time.Second, "both jobs to expire", func() bool {
 			if _, err := f.client.MaintainOnce(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +358,7 @@ func TestPauseAndResume(t *testing.T) {
 			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: 30 * time.Second})
 			got <- ds
 		}()
-		eventually(t, 5*time.Second, "consumer to block", func() bool {
+		testwait.Until(t, 5*time.Second, "consumer to block", func() bool {
 			ch := env.Prefix + ":{ns:q}:notify"
 			return env.Client.PubSubNumSub(ctxT(t), ch).Val()[ch] > 0
 		})

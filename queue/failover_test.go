@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -111,7 +112,7 @@ func TestSentinelFailover(t *testing.T) {
 		defer mu.Unlock()
 		return len(published[q])
 	}
-	eventually(t, time.Minute, "publishes before the kill", func() bool { return count("plain") >= 200 && count("acked") >= 50 })
+	testwait.Until(t, time.Minute, "publishes before the kill", func() bool { return count("plain") >= 200 && count("acked") >= 50 })
 	old, err := set.KillPrimary(ctx)
 	if err != nil {
 		t.Fatalf("kill primary: %v", err)
@@ -122,7 +123,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	eventually(t, time.Minute, "publishes on the new primary", func() bool { return afterKill.Load() >= 100 })
+	testwait.Until(t, time.Minute, "publishes on the new primary", func() bool { return afterKill.Load() >= 100 })
 	t.Logf("primary %s killed; sentinels promoted %s; the first publish succeeded %dms after the kill",
 		old, now, resumedAt.Load()-killed.UnixMilli())
 	close(stopProducers)
@@ -130,7 +131,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	// Drain: every queue empty (nothing ready, delayed or leased) means everything that survived has
 	// been delivered.
-	eventually(t, time.Minute, "queues drained", func() bool {
+	testwait.Until(t, time.Minute, "queues drained", func() bool {
 		for _, q := range []string{"plain", "acked"} {
 			s, err := consumer.Stats(ctx, "ns", q)
 			if err != nil || s.Ready+s.Delayed+s.Leased > 0 {

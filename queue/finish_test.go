@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -20,7 +21,7 @@ func TestFinishOfExpiredWaitingJob(t *testing.T) {
 		{Queue: "ready", TTL: 50 * time.Millisecond},
 	} {
 		id := f.publish(t, p)
-		eventually(t, 5*time.Second, "the ttl to pass", func() bool {
+		testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
 			_, err := f.client.Get(ctx, f.ns, p.Queue, id)
 			return errors.Is(err, queue.ErrNotFound)
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -68,7 +69,7 @@ func TestGetJobPastItsTTLIsNotFound(t *testing.T) {
 		behind := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
 
 		gone := []string{ahead, higher, delayed, behind, lapsed}
-		eventually(t, 10*time.Second, "Get to stop finding the jobs past their ttl", func() bool {
+		testwait.Until(t, 10*time.Second, "Get to stop finding the jobs past their ttl", func() bool {
 			for _, id := range gone {
 				if _, err := f.client.Get(ctx, f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
 					return false
@@ -121,7 +122,7 @@ func TestPeekPositionCountsLiveJobsAhead(t *testing.T) {
 		}
 		waitGone := func(t *testing.T, f *fixture, q, id string) {
 			t.Helper()
-			eventually(t, 10*time.Second, "the ttl to pass", func() bool {
+			testwait.Until(t, 10*time.Second, "the ttl to pass", func() bool {
 				_, err := f.client.Get(ctx, f.ns, q, id)
 				return errors.Is(err, queue.ErrNotFound)
 			})

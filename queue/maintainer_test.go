@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -24,7 +25,7 @@ func TestMaintainerMovesUnreadQueues(t *testing.T) {
 		due := f.publish(t, queue.PublishParams{Queue: "delayed", Delay: 50 * time.Millisecond})
 		f.publish(t, queue.PublishParams{Queue: "leased", TTR: 50 * time.Millisecond, Tries: 2})
 		leased := f.consumeOne(t, "leased")
-		eventually(t, 10*time.Second, "the maintainer to promote and reap", func() bool {
+		testwait.Until(t, 10*time.Second, "the maintainer to promote and reap", func() bool {
 			a, b := f.stats(t, "delayed"), f.stats(t, "leased")
 			return a.Ready == 1 && b.Ready == 1 && b.Retried == 1
 		})
@@ -59,7 +60,7 @@ func TestMaintainOnceCountsWork(t *testing.T) {
 		f := setup(t, env, queue.Config{})
 		f.publish(t, queue.PublishParams{Queue: "q", Delay: 20 * time.Millisecond})
 		var res queue.MaintainResult
-		eventually(t, 5*time.Second, "a pass to promote the job", func() bool {
+		testwait.Until(t, 5*time.Second, "a pass to promote the job", func() bool {
 			var err error
 			if res, err = f.client.MaintainOnce(ctxT(t)); err != nil {
 				t.Fatal(err)

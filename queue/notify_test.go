@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -57,7 +58,7 @@ func TestConsumeUnsubscribesChannelsNobodyWaitsOn(t *testing.T) {
 				t.Fatalf("got %d jobs from an empty queue", len(ds))
 			}
 		}
-		eventually(t, 20*time.Second, "the idle channels to be unsubscribed", func() bool {
+		testwait.Until(t, 20*time.Second, "the idle channels to be unsubscribed", func() bool {
 			return numSub(t, env, channels...) == 0
 		})
 
@@ -66,7 +67,7 @@ func TestConsumeUnsubscribesChannelsNobodyWaitsOn(t *testing.T) {
 			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q0"}, Timeout: 30 * time.Second})
 			got <- ds
 		}()
-		eventually(t, 5*time.Second, "the consumer to subscribe again", func() bool {
+		testwait.Until(t, 5*time.Second, "the consumer to subscribe again", func() bool {
 			return numSub(t, env, channels[0]) == 1
 		})
 		id := f.publish(t, queue.PublishParams{Queue: "q0"})
@@ -88,12 +89,7 @@ func TestPublishNotifiesOnlyWhenAReadyListStarts(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := setup(t, env, queue.Config{})
-		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
-		ps := env.Client.Subscribe(ctxT(t), channel)
-		t.Cleanup(func() { _ = ps.Close() })
-		if _, err := ps.Receive(ctxT(t)); err != nil {
-			t.Fatalf("subscribe: %v", err)
-		}
+		notes := subscribeNotify(t, env, f.ns, "q")
 		a := f.publish(t, queue.PublishParams{Queue: "q"})               // list 0 starts: wake
 		b := f.publish(t, queue.PublishParams{Queue: "q"})               // behind a: nobody waits
 		c := f.publish(t, queue.PublishParams{Queue: "q", Priority: 5})  // list 5 starts: wake
@@ -104,20 +100,7 @@ func TestPublishNotifiesOnlyWhenAReadyListStarts(t *testing.T) {
 			t.Fatalf("PublishMany: %v", err)
 		}
 		d, e := res[0].ID, res[1].ID
-		if err := env.Client.Publish(ctxT(t), channel, "end").Err(); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for {
-			msg, err := ps.ReceiveMessage(ctxT(t))
-			if err != nil {
-				t.Fatalf("receive: %v", err)
-			}
-			if msg.Payload == "end" {
-				break
-			}
-			got = append(got, msg.Payload)
-		}
+		got := notes.received(t)
 		if len(got) != 3 {
 			t.Fatalf("notifications %q, want one per ready list that started (3)", got)
 		}
@@ -144,7 +127,7 @@ func TestBlockedConsumersAllWokenAsJobsArrive(t *testing.T) {
 				got <- ds
 			}()
 		}
-		eventually(t, 10*time.Second, "the consumers to subscribe", func() bool {
+		testwait.Until(t, 10*time.Second, "the consumers to subscribe", func() bool {
 			return numSub(t, env, channel) == 1
 		})
 		want := map[string]bool{}
@@ -176,36 +159,58 @@ func TestPublishThatRetriesTheKeyHolderWakesConsumers(t *testing.T) {
 		if len(ds) != 1 || ds[0].ID != holder {
 			t.Fatalf("consumed %v, want %s", deliveryIDs(ds), holder)
 		}
-		eventually(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+		testwait.Until(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
 			now, err := env.Client.Time(ctxT(t)).Result()
 			return err == nil && now.After(ds[0].LeaseUntil)
 		})
-		channel := env.Prefix + ":{" + f.ns + ":q}:notify"
-		ps := env.Client.Subscribe(ctxT(t), channel)
-		t.Cleanup(func() { _ = ps.Close() })
-		if _, err := ps.Receive(ctxT(t)); err != nil {
-			t.Fatalf("subscribe: %v", err)
-		}
+		notes := subscribeNotify(t, env, f.ns, "q")
 		res, err := f.client.Publish(ctxT(t), queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k"})
 		if err != nil || !res.Duplicate || res.ID != holder {
 			t.Fatalf("publish = %+v, %v; want a duplicate of the retried holder %s", res, err, holder)
 		}
-		if err := env.Client.Publish(ctxT(t), channel, "end").Err(); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for {
-			msg, err := ps.ReceiveMessage(ctxT(t))
-			if err != nil {
-				t.Fatalf("receive: %v", err)
-			}
-			if msg.Payload == "end" {
-				break
-			}
-			got = append(got, msg.Payload)
-		}
+		got := notes.received(t)
 		if len(got) != 1 {
 			t.Fatalf("notifications %q, want one for the retried holder", got)
 		}
 	})
+}
+
+// notifySubscriber listens on a queue's notify channel.
+type notifySubscriber struct {
+	ps      *redis.PubSub
+	channel string
+	rdb     redis.UniversalClient
+}
+
+// subscribeNotify subscribes to the notify channel of queue ns/q and returns once Redis confirmed
+// the subscription.
+func subscribeNotify(t *testing.T, env *redistest.Env, ns, q string) *notifySubscriber {
+	t.Helper()
+	channel := env.Prefix + ":{" + ns + ":" + q + "}:notify"
+	ps := env.Client.Subscribe(ctxT(t), channel)
+	t.Cleanup(func() { _ = ps.Close() })
+	if _, err := ps.Receive(ctxT(t)); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	return &notifySubscriber{ps: ps, channel: channel, rdb: env.Client}
+}
+
+// received returns the notifications published since the subscription: it publishes an end mark
+// and reads up to it, so nothing still on its way is missed.
+func (s *notifySubscriber) received(t *testing.T) []string {
+	t.Helper()
+	if err := s.rdb.Publish(ctxT(t), s.channel, "end").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		msg, err := s.ps.ReceiveMessage(ctxT(t))
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		if msg.Payload == "end" {
+			return got
+		}
+		got = append(got, msg.Payload)
+	}
 }

@@ -88,16 +88,4 @@ func (f *fixture) ack(t *testing.T, d queue.Delivery) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -88,7 +89,7 @@ func TestBacklogMonitorStartStop(t *testing.T) {
 	if err := m.Start(context.Background()); err == nil {
 		t.Fatal("a second Start succeeded")
 	}
-	eventually(t, 10*time.Second, "two alerts", func() bool {
+	testwait.Until(t, 10*time.Second, "two alerts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) >= 2

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -131,7 +132,7 @@ func TestWorkerCrashRedelivery(t *testing.T) {
 	if r.delivery != 2 {
 		t.Fatalf("redelivered as delivery %d, want 2", r.delivery)
 	}
-	eventually(t, 10*time.Second, "the redelivered job acked", func() bool { return f.stats(t, "q").Acked == 1 })
+	testwait.Until(t, 10*time.Second, "the redelivered job acked", func() bool { return f.stats(t, "q").Acked == 1 })
 	stop()
 	if handled.Load() != 1 {
 		t.Fatalf("handled %d times here, want 1", handled.Load())

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -131,7 +132,7 @@ func TestAcquireWaitWokenByRelease(t *testing.T) {
 		}()
 		// Release only once the waiter has subscribed, or the test proves nothing.
 		channel := ratelimit.SemaphoreKey(env.Prefix, "k") + ":released"
-		waitFor(t, 10*time.Second, "the waiter to subscribe", func() bool {
+		testwait.Until(t, 10*time.Second, "the waiter to subscribe", func() bool {
 			n, err := env.Client.PubSubShardNumSub(ctx, channel).Result()
 			return err == nil && n[channel] > 0
 		})

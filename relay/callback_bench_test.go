@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/cpustat"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -163,19 +165,11 @@ func BenchmarkCallbackLateness(b *testing.B) {
 		total += len(ps)
 	}
 	tick.Stop()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(b, 30*time.Second, fmt.Sprintf("%d callbacks delivered", total), func() bool {
 		mu.Lock()
-		n := len(lateness)
-		mu.Unlock()
-		if n >= total {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d callbacks delivered", n, total)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(lateness) >= total
+	})
 	b.StopTimer()
 	mu.Lock()
 	defer mu.Unlock()

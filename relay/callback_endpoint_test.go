@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -70,23 +71,8 @@ func TestCallbacksShareEndpointConcurrencyWithTasks(t *testing.T) {
 		b := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c2, OnDelivery: evs.add})
 
 		const n = 30
-		ps := make([]queue.PublishParams, n)
-		for i := range ps {
-			ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "orders", Callback: f.hook("/svc/order")}
-		}
-		if _, err := f.q.PublishMany(ctxT(t), ps); err != nil {
-			t.Fatal(err)
-		}
-		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "svc"}).ID
-		}
-		for _, id := range ids {
-			if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
-				t.Fatalf("task %s = %s (%s)", id, task.Status, task.Error)
-			}
-		}
-		eventually(t, 30*time.Second, "every callback delivered", func() bool {
+		f.callbacksAndTasks(t, c, n, "/svc/order")
+		testwait.Until(t, 30*time.Second, "every callback delivered", func() bool {
 			return a.Stats().Delivered+b.Stats().Delivered == n
 		})
 		if p := peak.Load(); p > 2 {
@@ -129,23 +115,8 @@ func TestCallbacksShareEndpointQPSWithTasks(t *testing.T) {
 	startDispatcher(t, c, relay.DispatcherConfig{Workers: 8})
 	d := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c})
 	const n = 10
-	ps := make([]queue.PublishParams, n)
-	for i := range ps {
-		ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "orders", Callback: f.hook("/svc")}
-	}
-	if _, err := f.q.PublishMany(ctxT(t), ps); err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "svc"}).ID
-	}
-	for _, id := range ids {
-		if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
-			t.Fatalf("task %s = %s (%s)", id, task.Status, task.Error)
-		}
-	}
-	eventually(t, 30*time.Second, "every callback delivered", func() bool { return d.Stats().Delivered == n })
+	f.callbacksAndTasks(t, c, n, "/svc")
+	testwait.Until(t, 30*time.Second, "every callback delivered", func() bool { return d.Stats().Delivered == n })
 	calls := f.recv.got()
 	if len(calls) != 2*n {
 		t.Fatalf("the service got %d calls, want %d", len(calls), 2*n)
@@ -184,7 +155,7 @@ func TestCallbackUnderNoEndpointUsesDestinationLimits(t *testing.T) {
 	if _, err := f.q.PublishMany(ctxT(t), ps); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "every callback delivered", func() bool { return a.Stats().Delivered == n })
+	testwait.Until(t, 30*time.Second, "every callback delivered", func() bool { return a.Stats().Delivered == n })
 	if p := peak.Load(); p > 2 {
 		t.Fatalf("%d calls in flight, over the destination limit of 2", p)
 	}
@@ -215,7 +186,7 @@ func TestCallbackReleasedWhenNoEndpointSlot(t *testing.T) {
 	// The lease leaves 300ms beyond the call's timeout to wait for a slot.
 	id := f.publish(t, queue.PublishParams{Tries: 2, TTR: 800 * time.Millisecond,
 		Callback: &queue.Callback{URL: f.recv.srv.URL + "/hooks/svc", Timeout: 500 * time.Millisecond}})
-	eventually(t, 20*time.Second, "a released try", func() bool { return d.Stats().Released > 0 })
+	testwait.Until(t, 20*time.Second, "a released try", func() bool { return d.Stats().Released > 0 })
 	for _, ev := range evs.list() {
 		if ev.Outcome != relay.CallbackReleased || ev.Endpoint != "svc" || !strings.Contains(ev.Error, "no slot of endpoint svc") {
 			t.Fatalf("event %+v; want released for want of a slot of svc", ev)
@@ -230,5 +201,27 @@ func TestCallbackReleasedWhenNoEndpointSlot(t *testing.T) {
 	job := f.waitState(t, id, queue.StateDone)
 	if job.RemainingTries != 1 {
 		t.Fatalf("remaining tries %d, want 1: released tries use none", job.RemainingTries)
+	}
+}
+
+// callbacksAndTasks publishes n jobs whose callbacks go to the receiver's path and submits n tasks
+// to endpoint svc, then waits until every task has completed.
+func (f *cbFixture) callbacksAndTasks(t *testing.T, c *relay.Client, n int, path string) {
+	t.Helper()
+	ps := make([]queue.PublishParams, n)
+	for i := range ps {
+		ps[i] = queue.PublishParams{Namespace: f.ns, Queue: "orders", Callback: f.hook(path)}
+	}
+	if _, err := f.q.PublishMany(ctxT(t), ps); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "svc"}).ID
+	}
+	for _, id := range ids {
+		if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
+			t.Fatalf("task %s = %s (%s)", id, task.Status, task.Error)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -143,7 +144,7 @@ func (f *cbFixture) hook(path string) *queue.Callback {
 func (f *cbFixture) waitState(t *testing.T, id string, state queue.State) *queue.Job {
 	t.Helper()
 	var job *queue.Job
-	eventually(t, 20*time.Second, "job "+id+" "+string(state), func() bool {
+	testwait.Until(t, 20*time.Second, "job "+id+" "+string(state), func() bool {
 		j, err := f.q.Get(ctxT(t), f.ns, "orders", id)
 		if err != nil && !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("Get: %v", err)
@@ -184,7 +185,7 @@ func TestCallbackDeliveredSignedAndDone(t *testing.T) {
 			t.Fatalf("Verify: %v", err)
 		}
 		var v any
-		eventually(t, 5*time.Second, "the delivery event", func() bool {
+		testwait.Until(t, 5*time.Second, "the delivery event", func() bool {
 			var ok bool
 			v, ok = events.Load(id)
 			return ok
@@ -357,7 +358,7 @@ func TestCallbackDestinationRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		var job *queue.Job
-		eventually(t, 20*time.Second, tc.name+": dead", func() bool {
+		testwait.Until(t, 20*time.Second, tc.name+": dead", func() bool {
 			job, _ = f.q.Get(ctx, tc.ns, "orders", res.ID)
 			return job != nil && job.State == queue.StateDead
 		})
@@ -384,7 +385,7 @@ func TestTwoDeliverersShareCallbacksWithoutDuplicates(t *testing.T) {
 		if _, err := f.q.PublishMany(ctxT(t), ps); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "every callback delivered", func() bool {
+		testwait.Until(t, 30*time.Second, "every callback delivered", func() bool {
 			return a.Stats().Delivered+b.Stats().Delivered == n
 		})
 		seen := map[string]int{}
@@ -480,7 +481,7 @@ func TestCallbackDestinationConcurrencyHoldsAcrossDeliverers(t *testing.T) {
 	for range n {
 		f.publish(t, queue.PublishParams{Callback: f.hook("")})
 	}
-	eventually(t, 30*time.Second, "every callback delivered", func() bool {
+	testwait.Until(t, 30*time.Second, "every callback delivered", func() bool {
 		return a.Stats().Delivered+b.Stats().Delivered == n
 	})
 	if p := peak.Load(); p > 2 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 
@@ -53,7 +54,7 @@ func TestEndpointChangeReachesOtherClients(t *testing.T) {
 		}
 		changed := time.Now()
 		setEndpoint(t, a, relay.Endpoint{Name: "e", TargetURL: "https://e.example.com/", Concurrency: 9})
-		eventually(t, 5*time.Second, "b to see the change", func() bool {
+		testwait.Until(t, 5*time.Second, "b to see the change", func() bool {
 			e, err := b.Endpoint(ctxT(t), "e")
 			return err == nil && e.Concurrency == 9
 		})
@@ -65,7 +66,7 @@ func TestEndpointChangeReachesOtherClients(t *testing.T) {
 		if err := a.DeleteEndpoint(ctxT(t), "e"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "b to see the delete", func() bool {
+		testwait.Until(t, 5*time.Second, "b to see the delete", func() bool {
 			_, err := b.Submit(ctxT(t), relay.SubmitParams{Endpoint: "e"})
 			return errors.Is(err, relay.ErrNotFound)
 		})

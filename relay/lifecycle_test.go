@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 
@@ -112,7 +113,7 @@ func TestStopDrainsCallsUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := submit(t, c, relay.SubmitParams{Endpoint: "drain"}).ID
-	eventually(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
+	testwait.Until(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
 	stopped := make(chan struct{})
 	go func() {
 		d.Stop()

@@ -116,18 +116,6 @@ func (tg *target) snapshot() (arrivals []time.Time, bodies []string) {
 	return append([]time.Time(nil), tg.arrivals...), append([]string(nil), tg.bodies...)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func setEndpoint(t testing.TB, c *relay.Client, e relay.Endpoint) relay.Endpoint {
 	t.Helper()
 	got, err := c.SetEndpoint(ctxT(t), e)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 func TestAdminNamespacesAndTokens(t *testing.T) {
@@ -122,7 +123,7 @@ func TestTwoInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The token cache lives 500ms, so the other instance refuses the token within a second.
-	eventually(t, time.Second, "b to refuse the revoked token", func() bool {
+	testwait.Until(t, time.Second, "b to refuse the revoked token", func() bool {
 		return b.public(t, http.MethodGet, "/v1/ns/shop/queues", tok, nil).Status == http.StatusUnauthorized
 	})
 }

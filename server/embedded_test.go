@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's writes and the test's reads.
@@ -65,7 +67,7 @@ func runEmbedded(t *testing.T, cfg Config) (*Server, string, func()) {
 	t.Cleanup(stop)
 	base := "http://" + pub.Addr().String()
 	// Serve prints the welcome text before it serves: once /healthz answers, the text is out.
-	eventually(t, 10*time.Second, "the server to serve", func() bool {
+	testwait.Until(t, 10*time.Second, "the server to serve", func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/server/jobs"
 )
 
@@ -242,25 +243,25 @@ func TestTokenLimitChangeAppliesOnEveryInstanceWithinASecond(t *testing.T) {
 
 	wantLmstfy(t, a.adminDo(t, http.MethodPost, "/token/rl/"+e.id+"/limit", map[string]int{"write": 1, "interval": 60}),
 		201, map[string]any{"limiter": map[string]int{"read": 0, "write": 1, "interval": 60}})
-	eventually(t, time.Second, "B to enforce the new limit", func() bool {
+	testwait.Until(t, time.Second, "B to enforce the new limit", func() bool {
 		return e.publish(t, b).Status == http.StatusTooManyRequests
 	})
 
 	// Raised on B through the native API: A applies it within a second.
 	wantStatus(t, b.adminDo(t, http.MethodPut, "/v1/namespaces/rl/tokens/"+e.id+"/limit",
 		map[string]int{"write": 1000, "interval": 1}), http.StatusOK, "")
-	eventually(t, time.Second, "A to apply the raised limit", func() bool {
+	testwait.Until(t, time.Second, "A to apply the raised limit", func() bool {
 		return e.publish(t, a).Status == http.StatusCreated
 	})
 
 	// Lowered again, then deleted on A: B follows within a second each time.
 	wantStatus(t, a.adminDo(t, http.MethodPut, "/v1/namespaces/rl/tokens/"+e.id+"/limit",
 		map[string]int{"write": 1, "interval": 60}), http.StatusOK, "")
-	eventually(t, time.Second, "B to enforce the lowered limit", func() bool {
+	testwait.Until(t, time.Second, "B to enforce the lowered limit", func() bool {
 		return e.lmstfyPublish(t, b).Status == http.StatusTooManyRequests
 	})
 	wantLmstfy(t, a.adminDo(t, http.MethodDelete, "/token/rl/"+e.secret+"/limit", nil), 200, map[string]string{"msg": "success"})
-	eventually(t, time.Second, "B to lift the deleted limit", func() bool {
+	testwait.Until(t, time.Second, "B to lift the deleted limit", func() bool {
 		return e.lmstfyPublish(t, b).Status == http.StatusCreated
 	})
 }

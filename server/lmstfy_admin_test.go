@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 func TestLmstfyTokens(t *testing.T) {
@@ -198,7 +199,7 @@ func TestLmstfyChosenToken(t *testing.T) {
 	wantLmstfy(t, ts.adminDo(t, "GET", "/token/other", nil), 200, map[string]any{"tokens": map[string]string{}})
 	// And it can be deleted by its secret, as lmstfy's tokens are.
 	wantLmstfy(t, ts.adminDo(t, "DELETE", "/token/tns/"+chosen, nil), 204, nil)
-	eventually(t, 2*time.Second, "the deleted chosen token is refused", func() bool {
+	testwait.Until(t, 2*time.Second, "the deleted chosen token is refused", func() bool {
 		return lmstfyDo(t, "PUT", ts.PublicURL+"/api/tns/q", []byte("x"), "X-Token", chosen).Status == http.StatusUnauthorized
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // lmstfyClient sends exactly the requests of lmstfy's Go client (github.com/bitleak/lmstfy/client,
@@ -252,7 +254,7 @@ func TestLmstfyGoClient(t *testing.T) {
 	}
 	deadSoon := func(queue string) {
 		t.Helper()
-		eventually(t, 15*time.Second, "the job to reach the dead letter", func() bool {
+		testwait.Until(t, 15*time.Second, "the job to reach the dead letter", func() bool {
 			size, _, err := cli.PeekDeadLetter(queue)
 			return err == nil && size == 1
 		})

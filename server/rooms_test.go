@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/server/rooms"
 )
 
@@ -306,7 +307,7 @@ func TestRoomExactnessTwoServers(t *testing.T) {
 		}
 		close(next)
 	}()
-	eventually(t, 5*time.Minute, "every arrival decided", func() bool {
+	testwait.Until(t, 5*time.Minute, "every arrival decided", func() bool {
 		return waiting.Load()+failed.Load() >= arrivals-maxActive && inFlight.Load() >= maxActive
 	})
 	close(hold)

@@ -202,18 +202,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // wantStatus fails the test unless the response has the status (and, for errors, the code).
 func wantStatus(t *testing.T, r response, status int, code string) {
 	t.Helper()

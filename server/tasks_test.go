@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/tasks"
 )
@@ -328,7 +329,7 @@ func TestTaskTwoInstancesShareConcurrency(t *testing.T) {
 		}
 		ids[i] = ts.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
 	}
-	eventually(t, 10*time.Second, "two calls in flight", func() bool { return inflight.Load() == 2 })
+	testwait.Until(t, 10*time.Second, "two calls in flight", func() bool { return inflight.Load() == 2 })
 	var st tasks.EndpointWithStats
 	r := b.adminDo(t, http.MethodGet, "/v1/endpoints/gen", nil)
 	r.JSON(t, &st)
@@ -338,7 +339,7 @@ func TestTaskTwoInstancesShareConcurrency(t *testing.T) {
 	for range 6 {
 		release <- struct{}{}
 	}
-	eventually(t, 10*time.Second, "the last two calls in flight", func() bool {
+	testwait.Until(t, 10*time.Second, "the last two calls in flight", func() bool {
 		var s tasks.EndpointWithStats
 		b.adminDo(t, http.MethodGet, "/v1/endpoints/gen", nil).JSON(t, &s)
 		return s.Stats.Queued == 0 && s.Stats.Running == 2
@@ -399,7 +400,7 @@ func TestTaskArchiveRoundTrip(t *testing.T) {
 		t.Fatalf("task: %+v", done)
 	}
 	var got tasks.TaskResponse
-	eventually(t, 20*time.Second, "the task to be answered from the archive", func() bool {
+	testwait.Until(t, 20*time.Second, "the task to be answered from the archive", func() bool {
 		got = ts.task(t, tok, id, "")
 		return got.Archived
 	})
@@ -459,12 +460,12 @@ func TestEndpointChangeReachesOtherInstances(t *testing.T) {
 	tok := a.taskToken(t, "shop", -1)
 	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusNotFound, "not_found")
 	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 1})
-	eventually(t, 5*time.Second, "b to know the new endpoint", func() bool {
+	testwait.Until(t, 5*time.Second, "b to know the new endpoint", func() bool {
 		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
 	})
 	// A lowered bound reaches b too: max_queued 1 is full now, then raised to 2.
 	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 2})
-	eventually(t, 5*time.Second, "b to apply the raised max_queued", func() bool {
+	testwait.Until(t, 5*time.Second, "b to apply the raised max_queued", func() bool {
 		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
 	})
 }
@@ -501,7 +502,7 @@ func TestShutdownFinishesCallsUnderWay(t *testing.T) {
 	id := other.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
 	<-started
 	cancel() // shutdown starts with the call under way
-	eventually(t, 10*time.Second, "the listener to close", func() bool {
+	testwait.Until(t, 10*time.Second, "the listener to close", func() bool {
 		c, err := net.Dial("tcp", pub.Addr().String())
 		if err == nil {
 			_ = c.Close()
@@ -545,7 +546,7 @@ func TestTaskTwoInstancesShareQPS(t *testing.T) {
 		batch[i] = map[string]any{"endpoint": "rated"}
 	}
 	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": batch}), http.StatusCreated, "")
-	eventually(t, 20*time.Second, "every call", func() bool {
+	testwait.Until(t, 20*time.Second, "every call", func() bool {
 		var s tasks.EndpointWithStats
 		a.adminDo(t, http.MethodGet, "/v1/endpoints/rated", nil).JSON(t, &s)
 		return s.Stats.Totals["completed"] == n
@@ -587,7 +588,7 @@ func TestTaskCancelWhileRunning(t *testing.T) {
 		t.Fatalf("cancel: %+v", c)
 	}
 	release <- struct{}{}
-	eventually(t, 10*time.Second, "the call's result to be discarded", func() bool {
+	testwait.Until(t, 10*time.Second, "the call's result to be discarded", func() bool {
 		return ts.srv.dispatcher.Stats().Discarded == 1
 	})
 	if got := ts.task(t, tok, id, ""); got.TaskStatus != "cancelled" || got.TaskResult != nil {

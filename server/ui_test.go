@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/waitroom"
@@ -256,7 +257,7 @@ func TestDashboardQueues(t *testing.T) {
 	}
 
 	// The server's sampler records the queue's counters for the throughput chart.
-	eventually(t, 10*time.Second, "a throughput sample", func() bool {
+	testwait.Until(t, 10*time.Second, "a throughput sample", func() bool {
 		n, err := ts.env.Client.HLen(ctx, ts.env.Prefix+":ui:throughput:{shop:mail}").Result()
 		return err == nil && n > 0
 	})

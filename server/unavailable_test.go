@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/server/jobs"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // Redis stopped under a running server: requests answer 503 unavailable (never 500), /readyz
@@ -40,7 +41,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 
 	rs.Restart()
-	eventually(t, 20*time.Second, "publishing to work again", func() bool {
+	testwait.Until(t, 20*time.Second, "publishing to work again", func() bool {
 		return ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": 3}).Status == http.StatusCreated
 	})
 	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -234,7 +235,7 @@ func TestPassForgeryExpiryAndRotation(t *testing.T) {
 		t.Error("a pass signed during rotation was refused by the new key")
 	}
 	// Expiry: the pass stops working by itself.
-	eventually(t, 5*time.Second, func() error {
+	testwait.UntilNil(t, 5*time.Second, func() error {
 		if _, ok := room.CheckPass(st.Pass); ok {
 			return errNotYet
 		}
@@ -407,19 +408,11 @@ func TestProxyUpstreamChange(t *testing.T) {
 	if r := do(t, visitor, "GET", site.URL+"/", nil); r.body != "B" {
 		t.Fatalf("after the change: %d %q", r.code, r.body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Until(t, 10*time.Second, "no connection to the previous upstream left open", func() bool {
 		mu.Lock()
-		n := openA
-		mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections to the previous upstream still open", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return openA == 0
+	})
 	b.Close()
 	r := do(t, visitor, "GET", site.URL+"/", nil)
 	if r.code != http.StatusBadGateway || !strings.Contains(r.body, `"code":"upstream_unavailable"`) {
@@ -511,7 +504,7 @@ func TestExactnessThroughHTTP(t *testing.T) {
 			}
 			close(next)
 		}()
-		eventually(t, 5*time.Minute, func() error {
+		testwait.UntilNil(t, 5*time.Minute, func() error {
 			if got := queued.Load() + int64(len(errs)); got < arrivals-maxActive {
 				return fmt.Errorf("%d of %d decided", got, arrivals)
 			}

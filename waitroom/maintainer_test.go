@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -43,7 +44,7 @@ func TestMaintainerRemovesSilentVisitorsAndRefreshesSettings(t *testing.T) {
 	if _, err := other.SetRoom(ctx, "r", waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second, Language: "zh"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testwait.UntilNil(t, 10*time.Second, func() error {
 		cfg, err := room.Config(ctx)
 		if err != nil || cfg.Language != "zh" {
 			return fmt.Errorf("cached settings %+v, %w", cfg, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -186,7 +187,7 @@ func TestHeartbeatExpiry(t *testing.T) {
 		arrive(t, r, "polling")
 		// "polling" keeps polling; "silent" does not, and leaves the line; "in" stops using its
 		// slot, which is freed.
-		eventually(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, 10*time.Second, func() error {
 			st := arrive(t, r, "polling")
 			if _, err := c.MaintainOnce(ctx); err != nil {
 				return err
@@ -251,7 +252,7 @@ func TestScheduledOpenShuffles(t *testing.T) {
 				t.Fatalf("early visitor %d: %+v, want not_open with a countdown", i, st)
 			}
 		}
-		eventually(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, 10*time.Second, func() error {
 			if time.Now().Before(openAt) {
 				return errNotYet
 			}
@@ -345,7 +346,7 @@ func TestInflowLimitAndETA(t *testing.T) {
 			t.Fatalf("visitor 9 before the line moved: %+v", st)
 		}
 		for _, head := range []int{5, 6} {
-			eventually(t, 10*time.Second, func() error {
+			testwait.UntilNil(t, 10*time.Second, func() error {
 				if st := arrive(t, r, visitorName(head)); st.State != waitroom.Admitted {
 					return fmt.Errorf("head %d: %+v", head, st)
 				}
@@ -353,7 +354,7 @@ func TestInflowLimitAndETA(t *testing.T) {
 			})
 		}
 		// Two admissions from the line over a second or more: a rate, so an ETA of position / rate.
-		eventually(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, 10*time.Second, func() error {
 			st := arrive(t, r, visitorName(9))
 			if st.State == waitroom.Admitted {
 				t.Fatalf("visitor 9 came in ahead of the 2 before it: %+v", st)
@@ -382,7 +383,7 @@ func TestTouchKeepsOrLosesTheSlot(t *testing.T) {
 		// deduplicated, the old pass stands).
 		touch := func(wantHeld bool) {
 			t.Helper()
-			eventually(t, 5*time.Second, func() error {
+			testwait.UntilNil(t, 5*time.Second, func() error {
 				held, pass, exp, err := r.Touch(ctx, "a")
 				switch {
 				case err != nil:
@@ -399,7 +400,7 @@ func TestTouchKeepsOrLosesTheSlot(t *testing.T) {
 		}
 		touch(true)
 		// Idle past session_timeout: b gets the slot, and a's next touch says a lost it.
-		eventually(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, 10*time.Second, func() error {
 			if st := arrive(t, r, "b"); st.State != waitroom.Admitted {
 				return fmt.Errorf("b: %+v", st)
 			}

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/waitroom"
@@ -73,22 +72,6 @@ func release(t *testing.T, r *waitroom.Room, visitor string) {
 	t.Helper()
 	if _, err := r.Release(context.Background(), visitor); err != nil {
 		t.Fatalf("Release(%s): %v", visitor, err)
-	}
-}
-
-// eventually polls cond every 10ms until it returns nil or the deadline passes.
-func eventually(t *testing.T, within time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", within, err)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // rawUpstream is an HTTP/1.1 server on real TCP that records the bytes of every request it reads
@@ -484,13 +486,13 @@ func TestUpstreamProxyIdleBound(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	waitFor(t, "2 upstream connections left open", func() bool {
+	testwait.Until(t, 10*time.Second, "2 upstream connections left open", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return open == 2 && idleConns(p) == 2
 	})
 	p.close()
-	waitFor(t, "no upstream connection left open after close", func() bool {
+	testwait.Until(t, 10*time.Second, "no upstream connection left open after close", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return open == 0
@@ -498,17 +500,6 @@ func TestUpstreamProxyIdleBound(t *testing.T) {
 	send(t, addr, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	if n := idleConns(p); n != 0 {
 		t.Fatalf("%d idle connections kept after close, want 0", n)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for: " + what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // blockingRun records batches; the first batch waits until release is closed, so the calls made
@@ -62,20 +64,7 @@ func TestCombinerMergesWaitingCalls(t *testing.T) {
 			results <- [2]int{i, r}
 		})
 	}
-	// Wait until all five are queued behind the running batch.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		n := len(c.groups["q"].waiting)
-		c.mu.Unlock()
-		if n == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d calls queued", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "five calls to queue behind the running batch", func() bool { return c.waiting("q") == 5 })
 	cancel()
 	close(b.release)
 	wg.Wait()
@@ -147,19 +136,7 @@ func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
 		r, _ := c.Do(context.Background(), "q", 3)
 		stays <- r
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		n := len(c.groups["q"].waiting)
-		c.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("calls did not queue")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "two calls to queue", func() bool { return c.waiting("q") == 2 })
 	cancel()
 	if err := <-gone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("withdrawn call = %v, want context.Canceled", err)
@@ -233,19 +210,7 @@ func TestCombinerCallsBehindALoneCallRunNext(t *testing.T) {
 		r, _ := c.Do(context.Background(), "q", 2)
 		second <- r
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c.mu.Lock()
-		n := len(c.groups["q"].waiting)
-		c.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second call did not queue")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 5*time.Second, "the second call to queue", func() bool { return c.waiting("q") == 1 })
 	close(b.release)
 	if r1, r2 := <-first, <-second; r1 != 10 || r2 != 20 {
 		t.Fatalf("answers %d and %d, want 10 and 20", r1, r2)
@@ -255,4 +220,14 @@ func TestCombinerCallsBehindALoneCallRunNext(t *testing.T) {
 	if len(c.groups) != 0 {
 		t.Fatalf("groups left behind: %v", c.groups)
 	}
+}
+
+// waiting is the number of calls on key waiting for a batch.
+func (c *Combiner[Req, Res]) waiting(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.groups[key]; g != nil {
+		return len(g.waiting)
+	}
+	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -63,13 +64,9 @@ func TestNoLostWakeupWhileUnsubscribing(t *testing.T) {
 						return
 					}
 				}
-				deadline := time.Now().Add(10 * time.Second)
-				for n.Subscribed() != 0 {
-					if time.Now().After(deadline) {
-						t.Fatalf("%d channels still subscribed with nobody waiting", n.Subscribed())
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
+				testwait.Until(t, 10*time.Second, "no channel subscribed with nobody waiting", func() bool {
+					return n.Subscribed() == 0
+				})
 			})
 		})
 	}
@@ -93,14 +90,9 @@ func TestIdleChannelIsKeptThenUnsubscribed(t *testing.T) {
 		if kept.Subscribed() != 1 {
 			t.Fatalf("kept notifier has %d channels subscribed right after its waiter left, want 1", kept.Subscribed())
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for soon.Subscribed() != 0 || numSub(t, env, ch) != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("subscribed: %d here, %d in Redis; want the idle channel dropped by one notifier only",
-					soon.Subscribed(), numSub(t, env, ch))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(t, 10*time.Second, "the idle channel dropped by one notifier only", func() bool {
+			return soon.Subscribed() == 0 && numSub(t, env, ch) == 1
+		})
 	})
 }
 
