@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -15,26 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testio"
 	"github.com/sluicehq/sluice/internal/testwait"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var secretRE = regexp.MustCompile(`export SLUICE_TOKEN=(sk_[0-9a-f]+)`)
 
@@ -82,7 +64,7 @@ func runEmbedded(t *testing.T, cfg Config) (*Server, string, func()) {
 func TestEmbeddedManagedRedisKeepsData(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	srv, base, stop := runEmbedded(t, Config{DataDir: dir, Out: out})
 	if srv.embedded == nil || !srv.embedded.managed {
 		t.Fatal("embedded mode did not start a managed redis-server")
@@ -106,7 +88,7 @@ func TestEmbeddedManagedRedisKeepsData(t *testing.T) {
 		t.Fatalf("no append-only files in the data dir: %v", err)
 	}
 
-	out2 := &syncBuffer{}
+	out2 := &testio.Buffer{}
 	_, base2, _ := runEmbedded(t, Config{DataDir: dir, Out: out2})
 	if secretRE.MatchString(out2.String()) || !strings.Contains(out2.String(), "/v1/namespaces/default/tokens") {
 		t.Fatalf("second start should say how to make a token, not print one:\n%s", out2.String())
@@ -120,7 +102,7 @@ func TestEmbeddedManagedRedisKeepsData(t *testing.T) {
 
 func TestEmbeddedInProcessFallback(t *testing.T) {
 	t.Parallel()
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	srv, base, _ := runEmbedded(t, Config{
 		DataDir:         filepath.Join(t.TempDir(), "unused"),
 		RedisServerPath: filepath.Join(t.TempDir(), "no-such-redis-server"),

@@ -1,33 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testio"
 )
-
-// lockedBuffer collects logs written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestRefusesEvictingRedis(t *testing.T) {
 	t.Parallel()
@@ -41,7 +22,7 @@ func TestRefusesEvictingRedis(t *testing.T) {
 func TestWarnsWithoutPersistence(t *testing.T) {
 	t.Parallel()
 	rs := redistest.StartServer(t, "appendonly no")
-	logs := &lockedBuffer{}
+	logs := &testio.Buffer{}
 	srv, err := New(ctxT(t), Config{RedisURL: rs.URL(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testio"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -84,7 +84,7 @@ http {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	stderr := &lockedBuffer{}
+	stderr := &testio.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -158,22 +158,4 @@ func TestNginxAuthRequest(t *testing.T) {
 	if r := do(t, alice, "GET", site+"/products", nil); strings.Contains(r.body, "upstream page") {
 		t.Fatalf("alice got in after her release: %d %q", r.code, r.body)
 	}
-}
-
-// lockedBuffer collects a child's output while the test may read it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
