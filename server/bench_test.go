@@ -20,9 +20,23 @@ import (
 func benchServer(b *testing.B) (base, token string) {
 	b.Helper()
 	env := redistest.New(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := New(ctx, Config{RedisURL: env.URL, Prefix: env.Prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, base := startBenchServer(b, Config{RedisURL: env.URL, Prefix: env.Prefix})
+	secret, _, err := srv.tokens.Create(context.Background(), tenant.CreateTokenParams{Namespace: "bench"})
 	if err != nil {
+		b.Fatal(err)
+	}
+	return base, secret
+}
+
+// startBenchServer runs a server of cfg, logging nowhere, on loopback listeners until the
+// benchmark ends, and returns it with its public base URL.
+func startBenchServer(b *testing.B, cfg Config) (*Server, string) {
+	b.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(ctx, cfg)
+	if err != nil {
+		cancel()
 		b.Fatal(err)
 	}
 	pub, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -36,11 +50,7 @@ func benchServer(b *testing.B) (base, token string) {
 		}
 		_ = srv.Close()
 	})
-	secret, _, err := srv.tokens.Create(ctx, tenant.CreateTokenParams{Namespace: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return "http://" + pub.Addr().String(), secret
+	return srv, "http://" + pub.Addr().String()
 }
 
 // post sends a request and reports an unexpected answer with b.Error (safe in RunParallel).

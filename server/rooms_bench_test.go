@@ -2,9 +2,7 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,27 +24,12 @@ func roomBenchServer(b *testing.B) (base string) {
 	b.Cleanup(up.Close)
 	env := redistest.New(b)
 	maxActive := 1000
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := New(ctx, Config{
-		RedisURL: env.URL, Prefix: env.Prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	_, base = startBenchServer(b, Config{
+		RedisURL: env.URL, Prefix: env.Prefix,
 		ProxyRooms: "*=shop",
 		Rooms:      map[string]rooms.RoomJSON{"shop": {MaxActive: &maxActive, Upstream: &up.URL}},
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	pub, _ := net.Listen("tcp", "127.0.0.1:0")
-	adm, _ := net.Listen("tcp", "127.0.0.1:0")
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, pub, adm) }()
-	b.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-		_ = srv.Close()
-	})
-	return "http://" + pub.Addr().String()
+	return base
 }
 
 // BenchmarkRoomProxyAdmitted measures requests of admitted visitors (valid pass, no Redis call)
