@@ -119,47 +119,7 @@ func BenchmarkConsumeAck(b *testing.B) {
 // Count 100, AckMany) from 4 goroutines: each b.N is one job through its whole life.
 func BenchmarkPublishConsumeAckBatched(b *testing.B) {
 	c, _ := benchClient(b)
-	ctx := context.Background()
-	const batch = 100
-	ps := publishBatch(batch)
-	rounds := b.N/batch + 1
-	var next sync.Mutex
-	done := 0
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			acks := make([]queue.AckParams, 0, batch)
-			for {
-				next.Lock()
-				if done >= rounds {
-					next.Unlock()
-					return
-				}
-				done++
-				next.Unlock()
-				if _, err := c.PublishMany(ctx, ps); err != nil {
-					b.Error(err)
-					return
-				}
-				ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"q"}, Count: batch})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				acks = acks[:0]
-				for _, d := range ds {
-					acks = append(acks, queue.AckParams{Namespace: "bench", Queue: "q", ID: d.ID, Delivery: d.Delivery})
-				}
-				if _, err := c.AckMany(ctx, acks); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.ReportMetric(float64(rounds*batch)/b.Elapsed().Seconds(), "jobs/s")
+	benchCycleOverQueues(b, c, 1, 4)
 }
 
 // BenchmarkIdlePickup measures, for a consumer blocked on an empty queue, the time from the start
