@@ -1,17 +1,13 @@
 package server
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/sluicehq/sluice/internal/httpbench"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/server/rooms"
 )
@@ -38,7 +34,6 @@ func roomBenchServer(b *testing.B) (base string) {
 // bytes (net/http's client would cost more CPU than the server it measures).
 func BenchmarkRoomProxyAdmitted(b *testing.B) {
 	base := roomBenchServer(b)
-	u, _ := url.Parse(base)
 	cookies := make([]string, 200)
 	for i := range cookies {
 		resp, err := http.Get(base + "/") //nolint:noctx // benchmark setup
@@ -53,36 +48,5 @@ func BenchmarkRoomProxyAdmitted(b *testing.B) {
 		}
 		cookies[i] = strings.Join(parts, "; ")
 	}
-	var next atomic.Int64
-	b.SetParallelism(32)
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		conn, err := net.Dial("tcp", u.Host)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer conn.Close()
-		req := []byte("GET /page HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + cookies[int(next.Add(1))%len(cookies)] + "\r\n\r\n")
-		br := bufio.NewReader(conn)
-		for pb.Next() {
-			if _, err := conn.Write(req); err != nil {
-				b.Error(err)
-				return
-			}
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	httpbench.Gets(b, base+"/page", cookies, http.StatusOK)
 }

@@ -1,11 +1,9 @@
 package waitroom_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
+	"github.com/sluicehq/sluice/internal/httpbench"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
@@ -41,53 +39,6 @@ func benchVisitors(b *testing.B, url string, n int) []string {
 		}
 	}
 	return cookies
-}
-
-// runHTTP sends GET url with the visitors' cookies from 32 × GOMAXPROCS goroutines, each on its
-// own keep-alive connection, and reports requests per second. The requests are written from
-// prepared bytes and the answers read with http.ReadResponse: net/http's client costs more CPU
-// than the server it would measure, on the same cores.
-func runHTTP(b *testing.B, rawURL string, cookies []string, want int) {
-	b.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var next atomic.Int64
-	b.SetParallelism(32)
-	b.ResetTimer()
-	start, cpu0 := time.Now(), cpustat.Self()
-	b.RunParallel(func(pb *testing.PB) {
-		cookie := cookies[int(next.Add(1))%len(cookies)]
-		conn, err := net.Dial("tcp", u.Host)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer conn.Close()
-		req := []byte("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nCookie: " + cookie +
-			"\r\nAccept: application/json\r\n\r\n")
-		br := bufio.NewReader(conn)
-		for pb.Next() {
-			if _, err := conn.Write(req); err != nil {
-				b.Error(err)
-				return
-			}
-			resp, err := http.ReadResponse(br, nil)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != want {
-				b.Errorf("status %d, want %d", resp.StatusCode, want)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-	b.ReportMetric(float64((cpustat.Self()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // benchRoom makes the room "r"; redisCalls counts the commands the Redis server has run so far.
@@ -135,7 +86,7 @@ func BenchmarkAdmittedMiddleware(b *testing.B) {
 	defer site.Close()
 	visitors := benchVisitors(b, site.URL, 500)
 	calls0 := redisCalls()
-	runHTTP(b, site.URL, visitors, 200)
+	httpbench.Gets(b, site.URL, visitors, 200)
 	reportRedisCalls(b, redisCalls, calls0)
 }
 
@@ -149,7 +100,7 @@ func BenchmarkAdmittedProxy(b *testing.B) {
 	defer site.Close()
 	visitors := benchVisitors(b, site.URL, 500)
 	calls0 := redisCalls()
-	runHTTP(b, site.URL, visitors, 200)
+	httpbench.Gets(b, site.URL, visitors, 200)
 	reportRedisCalls(b, redisCalls, calls0)
 }
 
@@ -174,7 +125,7 @@ func BenchmarkBareProxy(b *testing.B) {
 	}}
 	site := httptest.NewServer(rp)
 	defer site.Close()
-	runHTTP(b, site.URL, make([]string, 500), 200)
+	httpbench.Gets(b, site.URL, make([]string, 500), 200)
 }
 
 // BenchmarkBareLeanProxy is the room proxy's own upstream client (the lean path) with no room in
@@ -188,7 +139,7 @@ func BenchmarkBareLeanProxy(b *testing.B) {
 	}
 	site := httptest.NewServer(waitroom.NewLeanProxy(u))
 	defer site.Close()
-	runHTTP(b, site.URL, make([]string, 500), 200)
+	httpbench.Gets(b, site.URL, make([]string, 500), 200)
 }
 
 func BenchmarkStatusPoll(b *testing.B) {
@@ -198,7 +149,7 @@ func BenchmarkStatusPoll(b *testing.B) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	url := srv.URL + "/v1/rooms/r/status"
-	runHTTP(b, url, benchVisitors(b, url, 1000)[1:], 200)
+	httpbench.Gets(b, url, benchVisitors(b, url, 1000)[1:], 200)
 }
 
 // BenchmarkArrive: new visitors arriving (Room.Arrive, one script call each), half admitted at
