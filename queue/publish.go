@@ -85,7 +85,7 @@ func (c *Client) runPublish(ctx context.Context, _ string, reqs []publishReq) ([
 	args := make([]any, 0, 1+len(reqs)*jobArgCount)
 	args = append(args, len(reqs))
 	for i := range reqs {
-		args = append(args, reqs[i].job.args()...)
+		args = reqs[i].job.appendArgs(args)
 	}
 	reply, err := c.run(ctx, scriptPublish, k, args...).Result()
 	if err != nil {
@@ -134,7 +134,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		g.args = append(g.args, job.args()...)
+		g.args = job.appendArgs(g.args)
 		g.callbacks = g.callbacks || p.Callback != nil
 	}
 	for _, g := range groups {
@@ -295,12 +295,12 @@ type jobFields struct {
 // jobArgCount is the number of publish.lua arguments per job.
 const jobArgCount = 14
 
-// args are the job's jobArgCount arguments of publish.lua.
-func (f *jobFields) args() []any {
-	return []any{
+// appendArgs appends the job's jobArgCount arguments of publish.lua to dst.
+func (f *jobFields) appendArgs(dst []any) []any {
+	return append(dst,
 		f.id, f.payload, f.priority, f.tries, f.ttlMs, f.ttrMs, f.delayMs, f.runAtMs,
 		f.backoffBaseMs, f.backoffMaxMs, f.uniqueKey, f.uniqueForMs, f.attributes, f.callback,
-	}
+	)
 }
 
 // dueNowPlain reports whether the job is due at once and has no ttl, unique key or callback:
