@@ -216,4 +216,18 @@ func TestFunctionLibraryReloaded(t *testing.T) {
 	if err != nil || s.Ready != 2 || s.Published != 2 {
 		t.Fatalf("stats after two publishes: %+v, %v", s, err)
 	}
+	// An ack that finds the library gone (ack_noresult.lua, a bare function) reloads it too.
+	d, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"a"}})
+	if err != nil || len(d) != 1 {
+		t.Fatalf("Consume: %v, %v", d, err)
+	}
+	if err := rdb.FunctionFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ack(ctx, queue.AckParams{Namespace: "ns", Queue: "a", ID: d[0].ID, Delivery: d[0].Delivery}); err != nil {
+		t.Fatalf("Ack after FUNCTION FLUSH: %v", err)
+	}
+	if s, err := c.Stats(ctx, "ns", "a"); err != nil || s.Acked != 1 || s.Ready != 1 {
+		t.Fatalf("stats after the ack: %+v, %v", s, err)
+	}
 }

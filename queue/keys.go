@@ -15,6 +15,8 @@ type queueKeys struct {
 	// the keys and the channel (the first ARGV), as the interface values a command is made of,
 	// so a call does not convert (and allocate) each of them again.
 	head []any
+	// ackHead starts an ack_noresult.lua call the same way: its five keys, boxed once.
+	ackHead []any
 }
 
 func newQueueKeys(prefix, ns, name string) queueKeys {
@@ -43,13 +45,17 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 		k.head = append(k.head, key)
 	}
 	k.head = append(k.head, k.channel)
+	k.ackHead = []any{5, k.jobs(), k.lease(), k.leased(), k.stats(), k.unique()}
 	return k
 }
 
-func (k queueKeys) jobs() string  { return k.all[0] }
-func (k queueKeys) prios() string { return k.all[2] }
-func (k queueKeys) stats() string { return k.all[8] }
-func (k queueKeys) meta() string  { return k.all[9] }
+func (k queueKeys) jobs() string   { return k.all[0] }
+func (k queueKeys) prios() string  { return k.all[2] }
+func (k queueKeys) leased() string { return k.all[4] }
+func (k queueKeys) stats() string  { return k.all[8] }
+func (k queueKeys) meta() string   { return k.all[9] }
+func (k queueKeys) unique() string { return k.all[10] }
+func (k queueKeys) lease() string  { return k.all[11] }
 
 // readyList is the ready list of priority pri (lib.lua names it KEYS[2]..pri). The name ends
 // with the priority: publish_ready.lua reads it from there.

@@ -54,12 +54,7 @@ const finishDelivery = 0
 
 // runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
 func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error, error) {
-	args := make([]any, 0, 1+4*len(ps))
-	args = append(args, len(ps))
-	for _, p := range ps {
-		args = append(args, ackArgs(p)...)
-	}
-	reply, err := c.run(ctx, scriptAck, c.keys.get(ps[0].Namespace, ps[0].Queue), args...).Slice()
+	reply, err := c.ackOneQueue(ctx, c.keys.get(ps[0].Namespace, ps[0].Queue), ps)
 	if err != nil {
 		return nil, err
 	}
@@ -70,13 +65,56 @@ func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error,
 	return out, nil
 }
 
-// ackArgs are one ack's four ack.lua arguments.
-func ackArgs(p AckParams) []any {
-	hasResult := "0"
-	if p.Result != nil {
-		hasResult = "1"
+// ackOneQueue acks deliveries of the queue of k in one script call and returns one code per ack
+// (ackOutcome). Acks that all name their delivery and keep no result take ack_noresult.lua, which
+// passes five keys and two arguments per ack where ack.lua passes twelve and four; any other batch
+// takes ack.lua.
+func (c *Client) ackOneQueue(ctx context.Context, k queueKeys, ps []AckParams) ([]any, error) {
+	if acksWithoutResult(ps) && c.scripts.UsesFunctions(ctx) {
+		return c.ackNoResult(ctx, k, ps)
 	}
-	return []any{p.ID, p.Delivery, hasResult, p.Result}
+	return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
+}
+
+// acksWithoutResult reports whether every ack of ps names its delivery (not Finish) and keeps no
+// result: what ack_noresult.lua handles.
+func acksWithoutResult(ps []AckParams) bool {
+	for _, p := range ps {
+		if p.Delivery == finishDelivery || p.Result != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// ackNoResult runs ack_noresult.lua for ps (acksWithoutResult).
+func (c *Client) ackNoResult(ctx context.Context, k queueKeys, ps []AckParams) ([]any, error) {
+	fn := c.scripts.Function(string(scriptAckNoResult))
+	return c.processFunction(ctx, func() *redis.Cmd {
+		argv := make([]any, 0, 2+len(k.ackHead)+2*len(ps))
+		argv = append(argv, "fcall", fn)
+		argv = append(argv, k.ackHead...)
+		for _, p := range ps {
+			argv = append(argv, p.ID, p.Delivery)
+		}
+		cmd := redis.NewCmd(ctx, argv...)
+		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
+		return cmd
+	}).Slice()
+}
+
+// ackScriptArgs are ack.lua's own arguments for ps: their count, then four per ack.
+func ackScriptArgs(ps []AckParams) []any {
+	args := make([]any, 0, 1+4*len(ps))
+	args = append(args, len(ps))
+	for _, p := range ps {
+		hasResult := "0"
+		if p.Result != nil {
+			hasResult = "1"
+		}
+		args = append(args, p.ID, p.Delivery, hasResult, p.Result)
+	}
+	return args
 }
 
 // ackOutcome maps ack.lua's code: 1 acked, 0 no such job, -1 lease lost.
@@ -96,9 +134,9 @@ func ackOutcome(code any) error {
 // itself (validation, Redis).
 func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 	type group struct {
-		k    queueKeys
-		idx  []int
-		args []any
+		k   queueKeys
+		idx []int
+		ps  []AckParams
 	}
 	var groups []*group
 	byQueue := map[string]*group{}
@@ -114,7 +152,7 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		g.args = append(g.args, ackArgs(p)...)
+		g.ps = append(g.ps, p)
 	}
 	errs := make([]error, len(ps))
 	collect := func(g *group, reply []any) {
@@ -124,7 +162,7 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 	}
 	if len(groups) == 1 {
 		g := groups[0]
-		reply, err := c.run(ctx, scriptAck, g.k, append([]any{len(g.idx)}, g.args...)...).Slice()
+		reply, err := c.ackOneQueue(ctx, g.k, g.ps)
 		if err != nil {
 			return nil, fmt.Errorf("queue: ack: %w", err)
 		}
@@ -133,7 +171,7 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 	}
 	calls := make([]scriptCall, len(groups))
 	for i, g := range groups {
-		calls[i] = scriptCall{script: scriptAck, keys: g.k, args: append([]any{len(g.idx)}, g.args...)}
+		calls[i] = scriptCall{script: scriptAck, keys: g.k, args: ackScriptArgs(g.ps)}
 	}
 	cmds, err := c.runMany(ctx, calls)
 	if err != nil {

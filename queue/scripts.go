@@ -25,19 +25,21 @@ const (
 	scriptPublishReady scriptName = "publish_ready"
 	scriptConsume      scriptName = "consume"
 	scriptAck          scriptName = "ack"
-	scriptNack         scriptName = "nack"
-	scriptTouch        scriptName = "touch"
-	scriptRelease      scriptName = "release"
-	scriptDelete       scriptName = "delete"
-	scriptGet          scriptName = "get"
-	scriptPeek         scriptName = "peek"
-	scriptStats        scriptName = "stats"
-	scriptPurge        scriptName = "purge"
-	scriptDeadList     scriptName = "dead_list"
-	scriptDeadRespawn  scriptName = "dead_respawn"
-	scriptDeadDelete   scriptName = "dead_delete"
-	scriptMaintain     scriptName = "maintain"
-	scriptPending      scriptName = "pending"
+	// scriptAckNoResult acks deliveries that keep no result, on their own keys (bare).
+	scriptAckNoResult scriptName = "ack_noresult"
+	scriptNack        scriptName = "nack"
+	scriptTouch       scriptName = "touch"
+	scriptRelease     scriptName = "release"
+	scriptDelete      scriptName = "delete"
+	scriptGet         scriptName = "get"
+	scriptPeek        scriptName = "peek"
+	scriptStats       scriptName = "stats"
+	scriptPurge       scriptName = "purge"
+	scriptDeadList    scriptName = "dead_list"
+	scriptDeadRespawn scriptName = "dead_respawn"
+	scriptDeadDelete  scriptName = "dead_delete"
+	scriptMaintain    scriptName = "maintain"
+	scriptPending     scriptName = "pending"
 	// scriptConsumeCallbacks leases jobs of a queue's callback lane for the callback deliverer.
 	scriptConsumeCallbacks scriptName = "consume_callbacks"
 )
@@ -46,11 +48,12 @@ var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
+	scriptAckNoResult,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
 // bind). They run only as library functions.
-var bareScripts = map[scriptName]bool{scriptPublishReady: true}
+var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptAckNoResult: true}
 
 // scriptFlags are the Redis function flags of each script (see redisx.LibraryScript.Flag): the
 // scripts that only read say no-writes (they run whatever the memory), and the ones that free
@@ -59,7 +62,8 @@ var bareScripts = map[scriptName]bool{scriptPublishReady: true}
 var scriptFlags = map[scriptName]string{
 	scriptGet: "no-writes", scriptPeek: "no-writes", scriptStats: "no-writes", scriptDeadList: "no-writes",
 	scriptPending: "no-writes",
-	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptNack: "allow-oom", scriptTouch: "allow-oom",
+	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptAckNoResult: "allow-oom", scriptNack: "allow-oom",
+	scriptTouch:   "allow-oom",
 	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
 	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
 	scriptConsumeCallbacks: "allow-oom",

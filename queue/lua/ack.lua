@@ -1,6 +1,7 @@
 -- ack.lua: finish deliveries. A job acked with a result is kept (state done, payload dropped) for
 -- the result retention; one acked without a result is removed at once. The record is only read for
--- those and for jobs with a unique key (to free it).
+-- those and for jobs with a unique key (to free it). A batch of acks that all name a delivery and
+-- carry no result takes ack_noresult.lua instead, which does the same on fewer keys.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: number of acks n; then 4 fields per ack: id, delivery, has_result (0|1), result.
 -- A delivery of 0 finishes the job whatever its state (lmstfy's ack, which names no delivery): a
@@ -12,17 +13,7 @@ local now = now_ms()
 local n = tonumber(ARGV[7])
 local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 4] end
--- Read the leases in chunks that stay within Lua's stack limit (AckMany has no count limit).
-local held, ends = {}, {}
-for i = 1, n, 4000 do
-  local j = math.min(i + 3999, n)
-  local h = redis.call('HMGET', K_LEASE, unpack(ids, i, j))
-  local e = redis.call('ZMSCORE', K_LEASED, unpack(ids, i, j))
-  for k = 1, j - i + 1 do
-    held[i + k - 1] = h[k]
-    ends[i + k - 1] = e[k]
-  end
-end
+local held, ends = leases_of(ids)
 local out = {}
 local acked, removed, kept = {}, {}, {}
 local seen = {}
@@ -90,7 +81,7 @@ if #kept > 0 then
   call_batched('HSET', K_JOBS, kept, 2)
   local scores = {}
   for i = 1, #kept, 2 do
-    scores[#scores + 1] = now
+    scores[#scores + 1] = ms_str(now)
     scores[#scores + 1] = kept[i]
   end
   call_batched('ZADD', K_DONE, scores, 2)

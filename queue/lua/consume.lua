@@ -14,10 +14,10 @@ local out = {now, 0, 0, 0}
 local got, skipped, more = 0, 0, 0
 if redis.call('HGET', K_META, 'paused') ~= '1' then
   while got < want do
-    local top = redis.call('ZREVRANGE', K_PRIOS, 0, 0)
+    local top = redis.call('ZREVRANGE', K_PRIOS, '0', '0')
     if #top == 0 then break end
     local list = K_READY .. top[1]
-    local ids = redis.call('LPOP', list, want - got)
+    local ids = redis.call('LPOP', list, istr(want - got))
     if ids then
       local leased, expired = lease_popped(out, ids, now, ttr)
       got, skipped = got + leased, skipped + expired

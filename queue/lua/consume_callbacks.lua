@@ -14,7 +14,7 @@ housekeeping(now)
 local out = {now, 0, 0, 0}
 local got, more = 0, 0
 if redis.call('HGET', K_META, 'paused') ~= '1' then
-  local ids = redis.call('LPOP', callbacks_key(), want)
+  local ids = redis.call('LPOP', callbacks_key(), istr(want))
   if ids then got = lease_popped(out, ids, now, 0) end
   if redis.call('LLEN', callbacks_key()) > 0 then more = 1 end
 end

@@ -35,7 +35,7 @@ elseif rec[R_STATE] == S_READY then
     for _, p in ipairs(higher) do pos = pos + redis.call('LLEN', K_READY .. p) end
     -- Jobs past their ttl are in 'expiry' until housekeeping removes them; the ready ones ahead of
     -- this job are not consumed, so they do not count.
-    local gone = redis.call('ZRANGEBYSCORE', K_EXPIRY, '-inf', now, 'LIMIT', 0, BATCH)
+    local gone = redis.call('ZRANGEBYSCORE', K_EXPIRY, '-inf', ms_str(now), 'LIMIT', '0', BATCH_S)
     for _, x in ipairs(gone) do
       if not redis.call('ZSCORE', K_DELAYED, x) then
         local r = load(x)

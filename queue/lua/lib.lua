@@ -3,9 +3,9 @@
 -- for stores without FUNCTION, EVAL scripts that start with it. Either way a script's first step is
 -- bind(KEYS, ARGV, codec), which points the helpers at the keys and arguments of the call.
 --
--- Every queue script but the bare ones (publish_ready.lua: bareScripts in scripts.go, which take
--- only the keys they touch and do not call bind) receives the same KEYS, all of one queue and all
--- sharing its hash tag:
+-- Every queue script but the bare ones (publish_ready.lua and ack_noresult.lua: bareScripts in
+-- scripts.go, which take only the keys they touch and do not call bind) receives the same KEYS, all
+-- of one queue and all sharing its hash tag:
 --   KEYS[1]  jobs      hash   id -> job record (cmsgpack array, see R_* below)
 --   KEYS[2]  ready     prefix of the per-priority ready lists: the list of priority p is KEYS[2]..p
 --   KEYS[3]  prios     zset   priorities whose ready list may be non-empty (score = priority)
@@ -34,6 +34,8 @@ local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
 -- The retention and bound arguments stay strings until trim needs them: turning a string into a
 -- number (strtod) costs Redis about a thousand instructions, and most calls never trim.
 local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
+-- BATCH_S is BATCH as the caller sent it, a string, for the LIMIT of a redis.call (see istr).
+local BATCH_S
 -- notify_ready: the call made jobs ready (flush_notify PUBLISHes once at its end).
 -- notify_callbacks: the call put jobs on the callback lane or scheduled a new earliest delayed
 -- job (flush_notify tells the deliverers once, on the prefix's callback channel).
@@ -49,11 +51,22 @@ local function bind(keys, args, codec)
   K_LEASED, K_EXPIRY, K_DEAD, K_DONE = keys[5], keys[6], keys[7], keys[8]
   K_STATS, K_META, K_UNIQUE, K_LEASE = keys[9], keys[10], keys[11], keys[12]
   CHANNEL = args[1]
-  BATCH = tonumber(args[2])
+  BATCH, BATCH_S = tonumber(args[2]), args[2]
   DEAD_RETENTION, DEAD_MAX = args[3], args[4]
   RESULT_RETENTION, RESULT_MAX = args[5], args[6]
   notify_ready, notify_callbacks = false, false
   msgpack = codec
+end
+
+-- bind_ack is bind for ack_noresult.lua, a bare script: it takes only the keys that removing acked
+-- jobs touches. The keys it does not pass are cleared, so a helper that needed one would fail
+-- loudly rather than write to another queue's key left from an earlier call.
+local function bind_ack(keys)
+  K_JOBS, K_LEASE, K_LEASED, K_STATS, K_UNIQUE = keys[1], keys[2], keys[3], keys[4], keys[5]
+  K_READY, K_PRIOS, K_DELAYED, K_EXPIRY, K_DEAD, K_DONE, K_META = nil, nil, nil, nil, nil, nil, nil
+  CHANNEL, BATCH, BATCH_S, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX = nil, nil, nil, nil, nil, nil, nil
+  notify_ready, notify_callbacks = false, false
+  msgpack = cmsgpack
 end
 
 -- Job record fields (positions in the cmsgpack array).
@@ -73,6 +86,36 @@ local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
 local function arg_num(s)
   if s == '0' then return 0 end
   return tonumber(s)
+end
+
+-- Numbers given to redis.call. Redis 7.0 turns each into a string with snprintf('%.17g') before
+-- running the command: about 2,200 instructions for a small integer and 6,600 for a time in ms,
+-- as much as the command itself often costs (ZADD of one member, HINCRBY). Lua's own tostring
+-- costs about as much. Strings pass as they are, so the scripts hand redis.call strings: literals
+-- ('0', '1'), arguments as the client sent them (BATCH_S), istr for small integers (deliveries,
+-- priorities, counts) and ms_str for times (lease ends, due times, ttl ends).
+
+-- INT_STR caches the strings of small integers. It lives as long as the function library (Redis
+-- 7+), so a delivery or priority number is formatted once per library load, not per call; as an
+-- EVAL script it lasts one call.
+local INT_STR = {}
+
+-- istr is integer n as a string (string.format('%d') costs a third of what Redis's conversion
+-- does).
+local function istr(n)
+  local s = INT_STR[n]
+  if s then return s end
+  s = string.format('%d', n)
+  if n >= -1000 and n <= 1000 then INT_STR[n] = s end
+  return s
+end
+
+-- ms_str is a time in ms (an integer) as a string. The jobs of one call mostly share their times
+-- (now, now + ttr for every lease, now + ttl for every expiry), so the last one is remembered.
+local last_ms, last_ms_str
+local function ms_str(t)
+  if t ~= last_ms then last_ms, last_ms_str = t, string.format('%d', t) end
+  return last_ms_str
 end
 
 -- now_ms is Redis's time in ms, rounded down: a job due at D is taken once now_ms() >= D, so never
@@ -187,7 +230,7 @@ local function call_batched(cmd, key, args, step)
 end
 
 local function count(field, n)
-  if n ~= 0 then redis.call('HINCRBY', K_STATS, field, n) end
+  if n ~= 0 then redis.call('HINCRBY', K_STATS, field, istr(n)) end
 end
 
 -- push_ready appends a job to the tail of its priority's ready list (head when front is true).
@@ -198,7 +241,7 @@ end
 -- queue paused: Resume wakes those), and the push that made the list non-empty since woke it.
 local function push_ready(id, rec, front)
   rec[R_STATE] = S_READY
-  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
+  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id) end
   if has_callback(rec) then
     if front then
       redis.call('LPUSH', callbacks_key(), id)
@@ -208,7 +251,7 @@ local function push_ready(id, rec, front)
     notify_callbacks = true
     return
   end
-  local pri = rec[R_PRI]
+  local pri = istr(rec[R_PRI])
   local len
   if front then
     len = redis.call('LPUSH', K_READY .. pri, id)
@@ -224,11 +267,11 @@ end
 -- push_delayed schedules a job; it wakes blocked consumers only when it is the new earliest job,
 -- since they already sleep until the old earliest one.
 local function push_delayed(id, rec, due)
-  local head = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
-  redis.call('ZADD', K_DELAYED, due, id)
+  local head = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')
+  redis.call('ZADD', K_DELAYED, ms_str(due), id)
   rec[R_STATE] = S_DELAYED
   rec[R_DUE] = due
-  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, rec[R_EXPIRE], id) end
+  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id) end
   if head[2] == nil or due < tonumber(head[2]) then
     if has_callback(rec) then
       notify_callbacks = true
@@ -254,9 +297,9 @@ local function unlink(id, rec)
     elseif has_callback(rec) then
       redis.call('LREM', callbacks_key(), 1, id)
     else
-      local list = K_READY .. rec[R_PRI]
+      local list = K_READY .. istr(rec[R_PRI])
       redis.call('LREM', list, 1, id)
-      if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, rec[R_PRI]) end
+      if redis.call('LLEN', list) == 0 then redis.call('ZREM', K_PRIOS, istr(rec[R_PRI])) end
     end
   elseif st == S_DELAYED then
     redis.call('ZREM', K_DELAYED, id)
@@ -282,7 +325,7 @@ end
 local function trim(zset, now, retention, max, dropped_field)
   retention, max = tonumber(retention), tonumber(max)
   local dropped = 0
-  local old = redis.call('ZRANGEBYSCORE', zset, '-inf', now - retention, 'LIMIT', 0, BATCH)
+  local old = redis.call('ZRANGEBYSCORE', zset, '-inf', ms_str(now - retention), 'LIMIT', '0', BATCH_S)
   for _, id in ipairs(old) do
     redis.call('HDEL', K_JOBS, id)
     redis.call('ZREM', zset, id)
@@ -291,7 +334,7 @@ local function trim(zset, now, retention, max, dropped_field)
   local over = redis.call('ZCARD', zset) - max
   if over > 0 then
     if over > BATCH then over = BATCH end
-    local popped = redis.call('ZPOPMIN', zset, over)
+    local popped = redis.call('ZPOPMIN', zset, istr(over))
     for i = 1, #popped, 2 do
       redis.call('HDEL', K_JOBS, popped[i])
       dropped = dropped + 1
@@ -308,7 +351,7 @@ local function to_dead(id, rec, now, reason)
   redis.call('ZREM', K_EXPIRY, id)
   release_unique(id, rec)
   save(id, rec)
-  redis.call('ZADD', K_DEAD, now, id)
+  redis.call('ZADD', K_DEAD, ms_str(now), id)
   count('dead_lettered', 1)
   trim(K_DEAD, now, DEAD_RETENTION, DEAD_MAX, 'dead_dropped')
 end
@@ -430,12 +473,12 @@ end
 -- housekeeping moves what time has changed, at most BATCH jobs of each kind: jobs past their ttl
 -- disappear, due delayed jobs become ready, expired leases are retried or dead-lettered.
 local function housekeeping(now)
-  local ids = redis.call('ZRANGEBYSCORE', K_EXPIRY, '-inf', now, 'LIMIT', 0, BATCH)
+  local ids = redis.call('ZRANGEBYSCORE', K_EXPIRY, '-inf', ms_str(now), 'LIMIT', '0', BATCH_S)
   for _, id in ipairs(ids) do
     local rec = load(id)
     if rec then expire(id, rec) else redis.call('ZREM', K_EXPIRY, id) end
   end
-  ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, BATCH)
+  ids = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', ms_str(now), 'LIMIT', '0', BATCH_S)
   for _, id in ipairs(ids) do
     redis.call('ZREM', K_DELAYED, id)
     local rec = load(id)
@@ -445,7 +488,7 @@ local function housekeeping(now)
     end
   end
   local promoted = #ids
-  ids = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', now, 'LIMIT', 0, BATCH)
+  ids = redis.call('ZRANGEBYSCORE', K_LEASED, '-inf', ms_str(now), 'LIMIT', '0', BATCH_S)
   for _, id in ipairs(ids) do reap_lease(id, now) end
   return promoted, #ids
 end
@@ -454,9 +497,9 @@ end
 -- or lease end (-1 when there is none).
 local function next_wake()
   local w = -1
-  local d = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  local d = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')
   if d[2] then w = tonumber(d[2]) end
-  local l = redis.call('ZRANGE', K_LEASED, 0, 0, 'WITHSCORES')
+  local l = redis.call('ZRANGE', K_LEASED, '0', '0', 'WITHSCORES')
   if l[2] and (w < 0 or tonumber(l[2]) < w) then w = tonumber(l[2]) end
   return w
 end
@@ -518,11 +561,11 @@ local function lease_popped(out, ids, now, ttr)
       local delivery = rec[R_DELIVERY] + 1
       holders[#holders + 1] = id
       if rec[R_UNIQUE] ~= '' then
-        holders[#holders + 1] = -delivery
+        holders[#holders + 1] = istr(-delivery)
       else
-        holders[#holders + 1] = delivery
+        holders[#holders + 1] = istr(delivery)
       end
-      leases[#leases + 1] = now + lease
+      leases[#leases + 1] = ms_str(now + lease)
       leases[#leases + 1] = id
       if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
       as_leased(rec, delivery, now + lease)
@@ -536,6 +579,24 @@ local function lease_popped(out, ids, now, ttr)
   end
   if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
   return got, skipped
+end
+
+-- leases_of reads the lease of each of ids: the delivery holding it (negative: the job has a unique
+-- key) and its end, false where there is none. It reads in chunks that stay within Lua's stack
+-- limit (AckMany has no count limit).
+local function leases_of(ids)
+  local held, ends = {}, {}
+  local n = #ids
+  for i = 1, n, 4000 do
+    local j = math.min(i + 3999, n)
+    local h = redis.call('HMGET', K_LEASE, unpack(ids, i, j))
+    local e = redis.call('ZMSCORE', K_LEASED, unpack(ids, i, j))
+    for k = 1, j - i + 1 do
+      held[i + k - 1] = h[k]
+      ends[i + k - 1] = e[k]
+    end
+  end
+  return held, ends
 end
 
 -- check_lease validates a delivery named by nack, touch or release. Returns the record and whether

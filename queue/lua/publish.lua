@@ -109,7 +109,7 @@ for i = 0, n - 1 do
       end
       list[#list + 1] = id
       if rec[R_EXPIRE] > 0 then
-        expiries[#expiries + 1] = rec[R_EXPIRE]
+        expiries[#expiries + 1] = ms_str(rec[R_EXPIRE])
         expiries[#expiries + 1] = id
       end
     end
@@ -127,9 +127,10 @@ end
 if #writes > 0 then call_batched('HSET', K_JOBS, writes, 2) end
 local started = {} -- priorities whose ready list was empty: score, member pairs for ZADD
 for pri, list in pairs(ready_by_pri) do
-  if call_batched('RPUSH', K_READY .. pri, list, 1) == #list then
-    started[#started + 1] = pri
-    started[#started + 1] = pri
+  local p = istr(pri)
+  if call_batched('RPUSH', K_READY .. p, list, 1) == #list then
+    started[#started + 1] = p
+    started[#started + 1] = p
   end
 end
 if #started > 0 then

@@ -27,6 +27,6 @@ if redis.call('HSETNX', KEYS[1], id, record) == 1 then
     redis.call('ZADD', KEYS[3], pri, pri)
     redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'notify', 'r')
   end
-  redis.call('HINCRBY', KEYS[4], 'published', 1)
+  redis.call('HINCRBY', KEYS[4], 'published', '1')
 end
 return 1

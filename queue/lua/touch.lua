@@ -8,5 +8,5 @@ local rec, why = check_lease(id, tonumber(ARGV[8]), now)
 if not rec then return redis.error_reply(string.upper(why)) end
 local ttr = tonumber(ARGV[9])
 if ttr <= 0 then ttr = rec[R_TTR] end
-redis.call('ZADD', K_LEASED, now + ttr, id)
+redis.call('ZADD', K_LEASED, ms_str(now + ttr), id)
 return now + ttr
