@@ -300,11 +300,14 @@ func (a *lmstfyAPI) consume(ctx context.Context, c *httpConn, q string, n int, l
 	default:
 		return leases, &StatusError{Method: http.MethodGet, Path: path, Status: status, Body: c.body.String()}
 	}
-	if out, ok := lmstfyLeasesOf(c.body.Bytes(), q, n == 1, leases); ok {
+	// An answer to a consume of several jobs is an array, except from lmstfy servers without
+	// batch consume (1.0), which send one job whatever count asked for.
+	one := n == 1 || bytes.HasPrefix(c.body.Bytes(), []byte("{"))
+	if out, ok := lmstfyLeasesOf(c.body.Bytes(), q, one, leases); ok {
 		return out, nil
 	}
 	var jobs []lmstfyJob
-	if n == 1 {
+	if one {
 		var j lmstfyJob
 		err = json.Unmarshal(c.body.Bytes(), &j)
 		jobs = append(jobs, j)

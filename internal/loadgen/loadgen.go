@@ -11,7 +11,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -164,6 +166,9 @@ func (r *run) scenario(ctx context.Context, s Scenario) (Result, error) {
 		res, _, err := r.measure(ctx, s, r.budget(), func(ctx context.Context, c *httpConn, n int, _ *[]lease) (int, int, error) {
 			return n, 1, r.api.bulkPublish(ctx, c, q, n)
 		}, r.cfg.Batch)
+		if err != nil && noBulkRoute(err) {
+			return Result{Scenario: s, Skipped: "the server has no bulk publish route (HTTP 404)"}, nil
+		}
 		r.filled[BulkPublish] = filled{q, res.Jobs}
 		r.maxFill = max(r.maxFill, res.Jobs)
 		return res, err
@@ -230,10 +235,24 @@ func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 	if n == 0 {
 		n = 100_000
 	}
+	err := r.fill(ctx, q, n, r.api.hasBulk())
+	if err != nil && noBulkRoute(err) {
+		// An lmstfy server older than its bulk route (1.0 has none): no job was published, so the
+		// queue is filled one job per request instead.
+		err = r.fill(ctx, q, n, false)
+	}
+	if err != nil {
+		return filled{}, fmt.Errorf("fill queue %s: %w", q, err)
+	}
+	return filled{q, n}, nil
+}
+
+// fill publishes n jobs to q, untimed, in bulk requests of Config.Batch jobs or one per request.
+func (r *run) fill(ctx context.Context, q string, n int64, bulk bool) error {
 	b := &budget{limited: true}
 	b.left.Store(n)
 	step := 1
-	if r.api.hasBulk() {
+	if bulk {
 		step = r.cfg.Batch
 	}
 	_, _, err := r.measure(ctx, prefilling, b, func(ctx context.Context, c *httpConn, k int, _ *[]lease) (int, int, error) {
@@ -242,10 +261,13 @@ func (r *run) prefill(ctx context.Context, q string) (filled, error) {
 		}
 		return k, 1, r.api.bulkPublish(ctx, c, q, k)
 	}, step)
-	if err != nil {
-		return filled{}, fmt.Errorf("fill queue %s: %w", q, err)
-	}
-	return filled{q, n}, nil
+	return err
+}
+
+// noBulkRoute reports whether err is a server's 404 for a bulk publish: a route it does not have.
+func noBulkRoute(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusNotFound && strings.Contains(se.Path, "/bulk")
 }
 
 // finish acks the leases a consume scenario took, untimed, so its jobs do not linger.

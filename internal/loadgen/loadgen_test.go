@@ -282,3 +282,50 @@ func TestRunProcessesCPU(t *testing.T) {
 		}
 	}
 }
+
+// TestLmstfyServerWithoutBulk runs every scenario against an lmstfy server of the 1.0 kind: no
+// bulk publish route (404) and one job per consume whatever count asks for. It stands in front of
+// Sluice's lmstfy routes as a proxy that answers so. The consume-ack queue is filled one job per
+// request, bulk-publish is skipped with a reason, and batch-consume reads one job per request.
+func TestLmstfyServerWithoutBulk(t *testing.T) {
+	t.Parallel()
+	tg := setup(t)
+	backend, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/bulk") {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"api not found"}`))
+			return
+		}
+		q := r.URL.Query()
+		q.Del("count")
+		r.URL.RawQuery = q.Encode()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	rep, err := Run(t.Context(), Config{URL: front.URL, API: Lmstfy, Token: tg.Token, Namespace: "bench", Clients: 2, Jobs: 30})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	requests := map[Scenario]int64{Publish: 30, Consume: 30, ConsumeAck: 60, BatchConsume: 30}
+	for _, r := range rep.Results {
+		if r.Scenario == BulkPublish {
+			if !strings.Contains(r.Skipped, "no bulk publish route") {
+				t.Errorf("bulk-publish: %+v, want it skipped", r)
+			}
+			continue
+		}
+		if r.Jobs != 30 || r.Requests != requests[r.Scenario] || r.Skipped != "" {
+			t.Errorf("%s: %+v, want 30 jobs in %d requests", r.Scenario, r, requests[r.Scenario])
+		}
+	}
+	for _, q := range tg.queues(t) {
+		if q.Ready != 0 || q.Leased != 0 || q.Published != q.Acked {
+			t.Errorf("queue left with jobs: %+v", q)
+		}
+	}
+}
