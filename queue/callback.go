@@ -194,7 +194,10 @@ func (c *Client) ConsumeCallbacks(ctx context.Context, ns, q string, count int) 
 		out.Wake = max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
 	}
 	for i := range n {
-		j := parseJob(ns, q, reply[4+i*fieldsPerJob:4+(i+1)*fieldsPerJob])
+		j, err := parseLeased(ns, q, reply[4+i*fieldsPerLeased:4+(i+1)*fieldsPerLeased])
+		if err != nil {
+			return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
+		}
 		d := j.delivery()
 		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
 		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(now), LastError: j.LastError}

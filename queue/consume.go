@@ -162,7 +162,11 @@ func (c *Client) runConsume(ctx context.Context, _ string, reqs []consumeReq) ([
 	now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
 	jobs := make([]Delivery, n)
 	for j := range n {
-		d := parseJob(reqs[0].ns, reqs[0].q, reply[4+j*fieldsPerJob:4+(j+1)*fieldsPerJob]).delivery()
+		job, err := parseLeased(reqs[0].ns, reqs[0].q, reply[4+j*fieldsPerLeased:4+(j+1)*fieldsPerLeased])
+		if err != nil {
+			return nil, err
+		}
+		d := job.delivery()
 		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
 		jobs[j] = d
 	}

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -83,37 +82,18 @@ const fieldsPerJob = 22
 
 // parseJob reads the fields reply_job writes.
 func parseJob(ns, q string, f []any) Job {
-	j := Job{
-		ID:             str(f[0]),
-		Namespace:      ns,
-		Queue:          q,
-		State:          stateByCode[num(f[1])],
-		Priority:       int(num(f[2])),
-		Tries:          int(num(f[3])),
-		RemainingTries: int(num(f[4])),
-		Deliveries:     int(num(f[5])),
-		TTL:            ms(num(f[6])),
-		ExpiresAt:      timeMs(num(f[7])),
-		TTR:            ms(num(f[8])),
-		PublishedAt:    timeMs(num(f[9])),
-		DueAt:          timeMs(num(f[10])),
-		LeaseUntil:     timeMs(num(f[11])),
-		UniqueKey:      str(f[12]),
-		Payload:        bytesOrNil(f[14]),
-		LastError:      str(f[15]),
-		Result:         bytesOrNil(f[16]),
-		FinishedAt:     timeMs(num(f[17])),
-		Position:       int(num(f[18])),
-		Backoff:        Backoff{Base: ms(num(f[19])), Max: ms(num(f[20]))},
+	var r jobRecord
+	for i, at := range replyNumbers {
+		r.num[at] = num(f[1+i])
 	}
-	if cb := str(f[21]); cb != "" {
-		j.Callback = decodeCallback(cb)
-	}
-	if a := str(f[13]); a != "" {
-		_ = json.Unmarshal([]byte(a), &j.Attributes) // written by Publish from a map: always valid
-	}
-	return j
+	r.str[rUnique], r.str[rAttributes], r.str[rPayload] = str(f[12]), str(f[13]), str(f[14])
+	r.str[rError], r.str[rResult], r.str[rCallback] = str(f[15]), str(f[16]), str(f[21])
+	r.num[rFinished], r.num[rBackoffBase], r.num[rBackoffMax] = num(f[17]), num(f[19]), num(f[20])
+	return r.job(ns, q, str(f[0]), num(f[18]))
 }
+
+// replyNumbers are the record fields reply_job sends first, in its order, after the id.
+var replyNumbers = [...]int{rState, rPriority, rTries, rLeft, rDelivery, rTTL, rExpire, rTTR, rPublished, rDue, rLease}
 
 func (j Job) delivery() Delivery {
 	return Delivery{

@@ -5,7 +5,7 @@
 -- ARGV[7]: count; ARGV[8]: ttr_ms (0: each job's own ttr).
 -- Returns: {now_ms, next_wake_ms (-1: none, or count jobs were leased), more (1: stopped early, call
 -- again), n, job fields...}
--- with 22 fields per job (reply_job). A paused queue leases nothing.
+-- with 4 fields per job (lease_popped). A paused queue leases nothing.
 local now = now_ms()
 local want = tonumber(ARGV[7])
 local ttr = tonumber(ARGV[8])

@@ -7,7 +7,7 @@
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: count.
 -- Returns: {now_ms, next_wake_ms (-1: none), more (1: jobs are left),
--- n, job fields...} with 22 fields per job (reply_job). A paused queue leases nothing.
+-- n, job fields...} with 4 fields per job (lease_popped). A paused queue leases nothing.
 local now = now_ms()
 local want = tonumber(ARGV[7])
 housekeeping(now)

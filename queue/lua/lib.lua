@@ -206,17 +206,6 @@ local function save(id, rec)
   redis.call('HSET', K_JOBS, id, encode(rec))
 end
 
--- load_many reads many records with one HMGET; missing jobs are false.
-local function load_many(ids)
-  local out = {}
-  if #ids == 0 then return out end
-  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
-  for i = 1, #ids do
-    if raws[i] then out[i] = decode(raws[i]) else out[i] = false end
-  end
-  return out
-end
-
 -- call_batched runs one variadic command (HSET key f v f v ..., ZADD key s m ..., HDEL key f ...)
 -- with the collected arguments, in chunks that stay within Lua's stack limit. Returns the reply of
 -- the last chunk.
@@ -544,14 +533,18 @@ local function reply_job(out, id, rec, position)
 end
 
 -- lease_popped leases the jobs just popped from a ready list or the callback lane: each gets a new
--- delivery, its lease (ttr ms, or its own TTR when ttr <= 0) and a reply in out; a job past its ttl
--- is expired instead. Returns how many were leased and how many were expired.
+-- delivery and its lease (ttr ms, or its own TTR when ttr <= 0); a job past its ttl is expired
+-- instead. Each leased job adds four fields to out (parseLeased in job.go reads them): id, the
+-- record as stored (as it was before this lease), the delivery and the lease end. The client
+-- decodes the record and applies the lease to it, which costs Redis far less than 22 fields made
+-- in Lua (reply_job) would. Returns how many were leased and how many were expired.
 local function lease_popped(out, ids, now, ttr)
-  local recs = load_many(ids)
+  local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local holders, leases, unexpire = {}, {}, {}
   local got, skipped = 0, 0
   for i, id in ipairs(ids) do
-    local rec = recs[i]
+    local raw = raws[i]
+    local rec = raw and decode(raw)
     if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
       expire(id, rec)
       skipped = skipped + 1
@@ -568,8 +561,11 @@ local function lease_popped(out, ids, now, ttr)
       leases[#leases + 1] = ms_str(now + lease)
       leases[#leases + 1] = id
       if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
-      as_leased(rec, delivery, now + lease)
-      reply_job(out, id, rec, -1)
+      local n = #out
+      out[n + 1] = id
+      out[n + 2] = raw
+      out[n + 3] = delivery
+      out[n + 4] = now + lease
       got = got + 1
     end
   end
