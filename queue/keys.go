@@ -15,8 +15,9 @@ type queueKeys struct {
 	// the keys and the channel (the first ARGV), as the interface values a command is made of,
 	// so a call does not convert (and allocate) each of them again.
 	head []any
-	// ackHead starts an ack_noresult.lua call the same way: its five keys, boxed once.
-	ackHead []any
+	// ackHead and batchHead start ack_noresult.lua and publish_batch.lua calls the same way: their
+	// five keys, boxed once.
+	ackHead, batchHead []any
 }
 
 func newQueueKeys(prefix, ns, name string) queueKeys {
@@ -46,6 +47,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 	}
 	k.head = append(k.head, k.channel)
 	k.ackHead = []any{5, k.jobs(), k.lease(), k.leased(), k.stats(), k.unique()}
+	k.batchHead = []any{5, k.jobs(), k.all[1], k.prios(), k.all[5], k.stats()}
 	return k
 }
 

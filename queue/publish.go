@@ -79,19 +79,40 @@ type publishReq struct {
 // runPublish publishes a batch of jobs of one queue in one script call.
 func (c *Client) runPublish(ctx context.Context, _ string, reqs []publishReq) ([]PublishResult, error) {
 	k := c.keys.get(reqs[0].ns, reqs[0].q)
-	if len(reqs) == 1 && reqs[0].job.dueNowPlain() && c.publishesReady(ctx) {
-		return c.publishReady(ctx, k, &reqs[0].job)
-	}
-	args := make([]any, 0, 1+len(reqs)*jobArgCount)
-	args = append(args, len(reqs))
+	jobs := make([]*jobFields, len(reqs))
 	for i := range reqs {
-		args = reqs[i].job.appendArgs(args)
+		jobs[i] = &reqs[i].job
 	}
-	reply, err := c.run(ctx, scriptPublish, k, args...).Result()
+	return c.publishOneQueue(ctx, k, jobs)
+}
+
+// publishOneQueue publishes jobs of the queue of k in one script call: a lone job due now without
+// a ttl, unique key or callback with publish_ready.lua, jobs due now without a unique key or
+// callback with publish_batch.lua, any others with publish.lua.
+func (c *Client) publishOneQueue(ctx context.Context, k queueKeys, jobs []*jobFields) ([]PublishResult, error) {
+	if c.publishesReady(ctx) {
+		if len(jobs) == 1 && jobs[0].dueNowPlain() {
+			return c.publishReady(ctx, k, jobs[0])
+		}
+		if allDueNowUnkeyed(jobs) {
+			return c.publishBatch(ctx, k, jobs)
+		}
+	}
+	reply, err := c.run(ctx, scriptPublish, k, publishArgs(jobs)...).Result()
 	if err != nil {
 		return nil, err
 	}
-	return parsePublishReply(reply, len(reqs))
+	return parsePublishReply(reply, len(jobs))
+}
+
+// publishArgs are publish.lua's own arguments for jobs: their count, then jobArgCount per job.
+func publishArgs(jobs []*jobFields) []any {
+	args := make([]any, 0, 1+len(jobs)*jobArgCount)
+	args = append(args, len(jobs))
+	for _, f := range jobs {
+		args = f.appendArgs(args)
+	}
+	return args
 }
 
 func parsePublishReply(reply any, n int) ([]PublishResult, error) {
@@ -116,7 +137,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	type group struct {
 		ns, q     string
 		idx       []int
-		args      []any
+		jobs      []*jobFields
 		callbacks bool
 	}
 	var groups []*group
@@ -134,7 +155,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		g.args = job.appendArgs(g.args)
+		g.jobs = append(g.jobs, &job)
 		g.callbacks = g.callbacks || p.Callback != nil
 	}
 	for _, g := range groups {
@@ -143,28 +164,23 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		}
 	}
 	out := make([]PublishResult, len(ps))
-	collect := func(g *group, reply any) error {
-		res, err := parsePublishReply(reply, len(g.idx))
-		if err != nil {
-			return err
-		}
+	collect := func(g *group, res []PublishResult) {
 		for j, i := range g.idx {
 			out[i] = res[j]
 		}
-		return nil
 	}
 	if len(groups) == 1 {
 		g := groups[0]
-		k := c.keys.get(g.ns, g.q)
-		reply, err := c.run(ctx, scriptPublish, k, append([]any{len(g.idx)}, g.args...)...).Result()
+		res, err := c.publishOneQueue(ctx, c.keys.get(g.ns, g.q), g.jobs)
 		if err != nil {
 			return nil, fmt.Errorf("queue: publish: %w", err)
 		}
-		return out, collect(g, reply)
+		collect(g, res)
+		return out, nil
 	}
 	calls := make([]scriptCall, len(groups))
 	for i, g := range groups {
-		calls[i] = scriptCall{script: scriptPublish, keys: c.keys.get(g.ns, g.q), args: append([]any{len(g.idx)}, g.args...)}
+		calls[i] = scriptCall{script: scriptPublish, keys: c.keys.get(g.ns, g.q), args: publishArgs(g.jobs)}
 	}
 	cmds, err := c.runMany(ctx, calls)
 	if err != nil {
@@ -175,9 +191,11 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 		if err != nil {
 			return nil, fmt.Errorf("queue: publish to %s/%s: %w", g.ns, g.q, err)
 		}
-		if err := collect(g, reply); err != nil {
+		res, err := parsePublishReply(reply, len(g.idx))
+		if err != nil {
 			return nil, err
 		}
+		collect(g, res)
 	}
 	return out, nil
 }
@@ -306,7 +324,13 @@ func (f *jobFields) appendArgs(dst []any) []any {
 // dueNowPlain reports whether the job is due at once and has no ttl, unique key or callback:
 // the jobs publish_ready.lua takes.
 func (f *jobFields) dueNowPlain() bool {
-	return f.delayMs == 0 && f.runAtMs == 0 && f.ttlMs == 0 && f.uniqueKey == "" && f.callback == ""
+	return f.ttlMs == 0 && f.dueNowUnkeyed()
+}
+
+// dueNowUnkeyed reports whether the job is due at once and has no unique key or callback: the
+// jobs publish_batch.lua takes.
+func (f *jobFields) dueNowUnkeyed() bool {
+	return f.delayMs == 0 && f.runAtMs == 0 && f.uniqueKey == "" && f.callback == ""
 }
 
 // ceilMillis is d in whole milliseconds, rounded up: the scripts count time in ms, and a delay cut

@@ -8,38 +8,48 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
-// A publish call sent twice (a client retry after a lost reply) stores and queues each job once.
+// A publish call sent twice (a client retry after a lost reply) stores and queues each job once:
+// a batch of jobs due now (publish_batch.lua) and a batch with a delayed job (publish.lua).
 func TestPublishSentAgainQueuesNothingTwice(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c, ctx := newInternalClient(t, env)
-		var reqs []publishReq
-		for range 3 {
-			job, err := c.validateJob(PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("p")})
+		for _, q := range []string{"due-now", "with-delayed"} {
+			var reqs []publishReq
+			for i := range 3 {
+				p := PublishParams{Namespace: "ns", Queue: q, Payload: []byte("p"), TTL: time.Hour}
+				if q == "with-delayed" && i == 2 {
+					p.Delay = time.Minute
+				}
+				job, err := c.validateJob(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reqs = append(reqs, publishReq{ns: "ns", q: q, job: job})
+			}
+			first, err := c.runPublish(ctx, "", reqs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reqs = append(reqs, publishReq{ns: "ns", q: "q", job: job})
-		}
-		first, err := c.runPublish(ctx, "", reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := c.runPublish(ctx, "", reqs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range reqs {
-			if again[i] != first[i] || again[i].Duplicate {
-				t.Fatalf("resent publish %d answered %+v, want %+v", i, again[i], first[i])
+			again, err := c.runPublish(ctx, "", reqs)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		st, err := c.Stats(ctx, "ns", "q")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Ready != 3 || st.Published != 3 {
-			t.Fatalf("after a resent publish: %d ready, %d published; want 3 and 3", st.Ready, st.Published)
+			for i := range reqs {
+				if again[i] != first[i] || again[i].Duplicate || first[i].ID != reqs[i].job.id {
+					t.Fatalf("%s: resent publish %d answered %+v, want %+v", q, i, again[i], first[i])
+				}
+			}
+			st, err := c.Stats(ctx, "ns", q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Ready+st.Delayed != 3 || st.Published != 3 {
+				t.Fatalf("%s after a resent publish: %d ready, %d delayed, %d published; want 3 in all and 3", q, st.Ready, st.Delayed, st.Published)
+			}
+			if n, err := env.Client.ZCard(ctx, c.keys.get("ns", q).all[5]).Result(); err != nil || n != 3 {
+				t.Fatalf("%s: %d jobs in the expiry index (%v), want 3", q, n, err)
+			}
 		}
 	})
 }

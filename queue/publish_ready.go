@@ -7,9 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// publishesReady reports whether a lone job due now may take publish_ready.lua: the scripts run as
-// library functions (Redis 7+, so cmsgpack encodes records), and no publish waits for replicas
-// (runReplicated sends the queue's whole key set).
+// publishesReady reports whether jobs due now may take publish_ready.lua or publish_batch.lua: the
+// scripts run as library functions (Redis 7+, so cmsgpack encodes records), and no publish waits
+// for replicas (runReplicated sends the queue's whole key set).
 func (c *Client) publishesReady(ctx context.Context) bool {
 	return !c.waitsForReplicas(scriptPublish) && c.scripts.UsesFunctions(ctx)
 }
@@ -33,4 +33,44 @@ func (c *Client) publishReady(ctx context.Context, k queueKeys, f *jobFields) ([
 		return nil, fmt.Errorf("unexpected reply %v from %s", reply, fn)
 	}
 	return []PublishResult{{ID: f.id}}, nil
+}
+
+// publishBatch publishes jobs of one queue that dueNowUnkeyed accepts with publish_batch.lua: six
+// arguments per job where publish.lua takes fourteen, and records the client encoded.
+func (c *Client) publishBatch(ctx context.Context, k queueKeys, jobs []*jobFields) ([]PublishResult, error) {
+	fn := c.scripts.Function(string(scriptPublishBatch))
+	cmd := c.processFunction(ctx, func() *redis.Cmd {
+		argv := make([]any, 0, 2+len(k.batchHead)+6*len(jobs))
+		argv = append(argv, "fcall", fn)
+		argv = append(argv, k.batchHead...)
+		for _, f := range jobs {
+			r := encodeReadyRecord(f)
+			argv = append(argv, f.id, f.priority, f.ttlMs, r.head(), r.mid(), r.tail())
+		}
+		cmd := redis.NewCmd(ctx, argv...)
+		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
+		return cmd
+	})
+	written, err := cmd.Int64()
+	if err != nil {
+		return nil, err
+	}
+	if written < 0 || written > int64(len(jobs)) {
+		return nil, fmt.Errorf("unexpected reply %d from %s", written, fn)
+	}
+	out := make([]PublishResult, len(jobs))
+	for i, f := range jobs {
+		out[i] = PublishResult{ID: f.id}
+	}
+	return out, nil
+}
+
+// allDueNowUnkeyed reports whether publish_batch.lua takes every one of jobs.
+func allDueNowUnkeyed(jobs []*jobFields) bool {
+	for _, f := range jobs {
+		if !f.dueNowUnkeyed() {
+			return false
+		}
+	}
+	return true
 }

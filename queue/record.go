@@ -16,10 +16,16 @@ const recordFields = 20
 // jobStateReady is S_READY in lib.lua.
 const jobStateReady = 2
 
-// readyRecordAround encodes the record of a job of fields f that is due now, without its
-// published and due times: head holds the array header and R_STATE to R_BMAX, tail R_LEASE to
-// R_CALLBACK. f has no ttl, unique key or callback (publishesReady).
-func readyRecordAround(f *jobFields) (head, tail string) {
+// readyRecord is the record of a job due now (no unique key or callback), encoded but for the
+// fields that take Redis's time: R_EXPIRE (now + ttl) and R_PUBLISHED and R_DUE (now). The scripts
+// pack those between its pieces (head, mid and tail).
+type readyRecord struct {
+	s           string
+	expire, due int // offsets in s of R_EXPIRE (one byte: 0, for a job without a ttl) and of R_LEASE
+}
+
+// encodeReadyRecord encodes the record of a job of fields f that is due now.
+func encodeReadyRecord(f *jobFields) readyRecord {
 	b := make([]byte, 0, 64+len(f.attributes)+len(f.payload))
 	b = append(b, 0xdc, 0, recordFields) // array 16
 	b = appendMsgpackInt(b, jobStateReady)
@@ -27,12 +33,13 @@ func readyRecordAround(f *jobFields) (head, tail string) {
 	b = appendMsgpackInt(b, f.tries) // R_TRIES
 	b = appendMsgpackInt(b, f.tries) // R_LEFT
 	b = appendMsgpackInt(b, 0)       // R_DELIVERY
-	b = appendMsgpackInt(b, 0)       // R_TTL
-	b = appendMsgpackInt(b, 0)       // R_EXPIRE
+	b = appendMsgpackInt(b, f.ttlMs)
+	expire := len(b)
+	b = appendMsgpackInt(b, 0) // R_EXPIRE, right for a job without a ttl
 	b = appendMsgpackInt(b, f.ttrMs)
 	b = appendMsgpackInt(b, f.backoffBaseMs)
 	b = appendMsgpackInt(b, f.backoffMaxMs)
-	split := len(b)
+	due := len(b)
 	b = appendMsgpackInt(b, 0)            // R_LEASE
 	b = appendMsgpackStr(b, "")           // R_UNIQUE
 	b = appendMsgpackStr(b, f.attributes) // R_ATTRS
@@ -41,8 +48,20 @@ func readyRecordAround(f *jobFields) (head, tail string) {
 	b = appendMsgpackStr(b, "")           // R_RESULT
 	b = appendMsgpackInt(b, 0)            // R_FINISHED
 	b = appendMsgpackStr(b, "")           // R_CALLBACK
-	s := string(b)
-	return s[:split], s[split:]
+	return readyRecord{s: string(b), expire: expire, due: due}
+}
+
+// head is the array header and R_STATE to R_TTL, mid R_TTR to R_BMAX, tail R_LEASE to
+// R_CALLBACK (publish_batch.lua).
+func (r readyRecord) head() string { return r.s[:r.expire] }
+func (r readyRecord) mid() string  { return r.s[r.expire+1 : r.due] }
+func (r readyRecord) tail() string { return r.s[r.due:] }
+
+// readyRecordAround is the record of a job due now without a ttl in the two pieces
+// publish_ready.lua joins: everything before R_PUBLISHED (R_EXPIRE is 0), and the tail.
+func readyRecordAround(f *jobFields) (head, tail string) {
+	r := encodeReadyRecord(f)
+	return r.s[:r.due], r.tail()
 }
 
 // appendMsgpackInt appends n, which is never negative (validateJob), as cmsgpack encodes an integral Lua number: the shortest of

@@ -43,66 +43,86 @@ func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 	}
 }
 
-// A lone job due now (publish_ready.lua, the record encoded by the client) and the same job in a
-// batch (publish.lua, the record built in Lua) are stored as the same record, but for the times.
-func TestPublishReadyStoresTheRecordPublishDoes(t *testing.T) {
+// A job due now is stored as the same record, but for the times, whichever script publishes it:
+// publish_ready.lua (a lone job without a ttl) and publish_batch.lua (a batch) with records the
+// client encoded, and publish.lua with the record built in Lua; with and without a ttl.
+func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c, ctx := newInternalClient(t, env)
-		p := PublishParams{
-			Namespace: "ns", Queue: "q", Payload: []byte("payload"), Priority: 7, Tries: 3,
-			TTR: 90 * time.Second, Backoff: Backoff{Base: time.Second, Max: time.Minute},
-			Attributes: map[string]string{"k": "v"},
+		if !c.publishesReady(ctx) {
+			t.Fatal("the client does not take publish_ready.lua and publish_batch.lua")
 		}
-		lone, err := c.validateJob(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !lone.dueNowPlain() || !c.publishesReady(ctx) {
-			t.Fatal("the lone job does not take publish_ready.lua")
-		}
-		batch := []publishReq{{ns: "ns", q: "q"}, {ns: "ns", q: "q"}}
-		for i := range batch {
-			if batch[i].job, err = c.validateJob(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if _, err := c.runPublish(ctx, "", []publishReq{{ns: "ns", q: "q", job: lone}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.runPublish(ctx, "", batch); err != nil {
-			t.Fatal(err)
-		}
-		// The record without R_PUBLISHED and R_DUE, encoded again by cmsgpack.
+		k := c.keys.get("ns", "q")
+		// The record with R_PUBLISHED, R_DUE and R_EXPIRE zeroed, encoded again by cmsgpack, once
+		// checked that the job is due when published and expires ttl after.
 		const timeless = `local r = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))
 			if r[11] ~= r[12] then return redis.error_reply('published and due differ') end
-			r[11], r[12] = 0, 0
+			local want = 0
+			if r[6] > 0 then want = r[11] + r[6] end
+			if r[7] ~= want then return redis.error_reply('expiry is not publish + ttl') end
+			r[7], r[11], r[12] = 0, 0, 0
 			return cmsgpack.pack(r)`
-		k := c.keys.get("ns", "q")
-		want, err := env.Client.Eval(ctx, timeless, []string{k.jobs()}, batch[0].job.id).Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := env.Client.Eval(ctx, timeless, []string{k.jobs()}, lone.id).Text()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("publish_ready.lua stored\n%x\npublish.lua stored\n%x", got, want)
-		}
-		j, err := c.Get(ctx, "ns", "q", lone.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if j.State != StateReady || string(j.Payload) != "payload" || j.Priority != 7 || j.Attributes["k"] != "v" {
-			t.Fatalf("Get of the lone job: %+v", j)
+		for _, ttl := range []time.Duration{0, time.Hour} {
+			p := PublishParams{
+				Namespace: "ns", Queue: "q", Payload: []byte("payload"), Priority: 7, Tries: 3, TTL: ttl,
+				TTR: 90 * time.Second, Backoff: Backoff{Base: time.Second, Max: time.Minute},
+				Attributes: map[string]string{"k": "v"},
+			}
+			jobs := make([]*jobFields, 3)
+			for i := range jobs {
+				f, err := c.validateJob(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jobs[i] = &f
+			}
+			records := map[string]string{}
+			publish := map[string]func() error{
+				"publish.lua": func() error {
+					_, err := c.run(ctx, scriptPublish, k, publishArgs(jobs[:1])...).Result()
+					return err
+				},
+				"publish_batch.lua": func() error { _, err := c.publishBatch(ctx, k, jobs[1:2]); return err },
+			}
+			if ttl == 0 {
+				publish["publish_ready.lua"] = func() error { _, err := c.publishReady(ctx, k, jobs[2]); return err }
+			}
+			for i, name := range []string{"publish.lua", "publish_batch.lua", "publish_ready.lua"} {
+				if publish[name] == nil {
+					continue
+				}
+				if err := publish[name](); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				rec, err := env.Client.Eval(ctx, timeless, []string{k.jobs()}, jobs[i].id).Text()
+				if err != nil {
+					t.Fatalf("%s, ttl %v: %v", name, ttl, err)
+				}
+				records[name] = rec
+				j, err := c.Get(ctx, "ns", "q", jobs[i].id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j.State != StateReady || string(j.Payload) != "payload" || j.Priority != 7 || j.TTL != ttl || j.Attributes["k"] != "v" {
+					t.Fatalf("%s, ttl %v: Get shows %+v", name, ttl, j)
+				}
+			}
+			for name, rec := range records {
+				if rec != records["publish.lua"] {
+					t.Errorf("ttl %v: %s stored\n%x\npublish.lua stored\n%x", ttl, name, rec, records["publish.lua"])
+				}
+			}
 		}
 		st, err := c.Stats(ctx, "ns", "q")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Ready != 3 || st.Published != 3 {
-			t.Fatalf("stats: %d ready, %d published; want 3 and 3", st.Ready, st.Published)
+		if st.Ready != 5 || st.Published != 5 {
+			t.Fatalf("stats: %d ready, %d published; want 5 and 5", st.Ready, st.Published)
+		}
+		if n, err := env.Client.ZCard(ctx, k.all[5]).Result(); err != nil || n != 2 {
+			t.Fatalf("%d jobs in the expiry index (%v), want the 2 with a ttl", n, err)
 		}
 	})
 }

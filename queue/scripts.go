@@ -23,6 +23,9 @@ const (
 	// scriptPublishReady publishes one job due now with no ttl, unique key or callback, on its own
 	// keys (a bare script: see bareScripts).
 	scriptPublishReady scriptName = "publish_ready"
+	// scriptPublishBatch publishes jobs due now with no unique key or callback, on their own keys
+	// (bare).
+	scriptPublishBatch scriptName = "publish_batch"
 	scriptConsume      scriptName = "consume"
 	scriptAck          scriptName = "ack"
 	// scriptAckNoResult acks deliveries that keep no result, on their own keys (bare).
@@ -48,12 +51,12 @@ var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
-	scriptAckNoResult,
+	scriptAckNoResult, scriptPublishBatch,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
 // bind). They run only as library functions.
-var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptAckNoResult: true}
+var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptPublishBatch: true, scriptAckNoResult: true}
 
 // scriptFlags are the Redis function flags of each script (see redisx.LibraryScript.Flag): the
 // scripts that only read say no-writes (they run whatever the memory), and the ones that free
