@@ -278,35 +278,46 @@ func TestRunAt(t *testing.T) {
 	})
 }
 
+// TestExpiredJobMidQueueNeverHidesLiveOnes: jobs past their ttl are not handed out, whether the
+// consume's housekeeping removes them (Batch 1000) or, past Batch, the consume finds them among
+// the jobs it pops (Batch 2).
 func TestExpiredJobMidQueueNeverHidesLiveOnes(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		f := setup(t, env, queue.Config{})
-		var expiring []string
-		for range 5 {
-			expiring = append(expiring, f.publish(t, queue.PublishParams{Queue: "q", TTL: 30 * time.Millisecond}))
-		}
-		live := f.publish(t, queue.PublishParams{Queue: "q"})
-		// Wait until Redis considers the ttl passed: Get no longer finds the last of them, though
-		// nothing has removed them yet.
-		testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
-			_, err := f.client.Get(ctxT(t), f.ns, "q", expiring[len(expiring)-1])
-			return errors.Is(err, queue.ErrNotFound)
-		})
-		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})
-		if len(ds) != 1 || ds[0].ID != live {
-			t.Fatalf("consume gave %v, want only the live job %s", deliveryIDs(ds), live)
-		}
-		s := f.stats(t, "q")
-		if s.Expired != 5 || s.Ready != 0 {
-			t.Fatalf("stats = %+v, want 5 expired", s)
-		}
-		for _, id := range expiring {
-			if _, err := f.client.Get(ctxT(t), f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
-				t.Fatalf("expired job %s still there: %v", id, err)
-			}
+		for _, batch := range []int{1000, 2} {
+			t.Run(fmt.Sprint("batch ", batch), func(t *testing.T) { expiredJobsAmongLiveOnes(t, env, batch) })
 		}
 	})
+}
+
+func expiredJobsAmongLiveOnes(t *testing.T, env *redistest.Env, batch int) {
+	t.Helper()
+	f := setup(t, env, queue.Config{Batch: batch})
+	f.ns = fmt.Sprint("batch", batch)
+	var expiring []string
+	for range 5 {
+		expiring = append(expiring, f.publish(t, queue.PublishParams{Queue: "q", TTL: 30 * time.Millisecond}))
+	}
+	live := f.publish(t, queue.PublishParams{Queue: "q"})
+	// Wait until Redis considers the ttl passed: Get no longer finds the last of them, though
+	// nothing has removed them yet.
+	testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
+		_, err := f.client.Get(ctxT(t), f.ns, "q", expiring[len(expiring)-1])
+		return errors.Is(err, queue.ErrNotFound)
+	})
+	ds := f.consume(t, queue.ConsumeParams{Queues: []string{"q"}, Count: 10})
+	if len(ds) != 1 || ds[0].ID != live {
+		t.Fatalf("consume gave %v, want only the live job %s", deliveryIDs(ds), live)
+	}
+	s := f.stats(t, "q")
+	if s.Expired != 5 || s.Ready != 0 {
+		t.Fatalf("stats = %+v, want 5 expired", s)
+	}
+	for _, id := range expiring {
+		if _, err := f.client.Get(ctxT(t), f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("expired job %s still there: %v", id, err)
+		}
+	}
 }
 
 func TestExpiredJobsLeaveEveryStructure(t *testing.T) {

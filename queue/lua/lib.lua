@@ -532,6 +532,19 @@ local function reply_job(out, id, rec, position)
   out[n + 22] = rec[R_CALLBACK]
 end
 
+-- lease_fields reads from a stored record only what leasing it needs: R_DELIVERY, R_EXPIRE, R_TTR
+-- and R_UNIQUE. cmsgpack.unpack_limit decodes the record's first fields one by one from just after
+-- the array header (0xdc and a two-byte count: records have 19 or 20 fields), without building
+-- the record's table or its payload string: a fifth of what cmsgpack.unpack costs.
+local function lease_fields(raw)
+  if msgpack then
+    local _, _, _, _, _, delivery, _, expire, ttr, _, _, _, _, _, unique = msgpack.unpack_limit(raw, R_UNIQUE, 3)
+    return delivery, expire, ttr, unique
+  end
+  local rec = decode(raw)
+  return rec[R_DELIVERY], rec[R_EXPIRE], rec[R_TTR], rec[R_UNIQUE]
+end
+
 -- lease_popped leases the jobs just popped from a ready list or the callback lane: each gets a new
 -- delivery and its lease (ttr ms, or its own TTR when ttr <= 0); a job past its ttl is expired
 -- instead. Each leased job adds four fields to out (parseLeased in job.go reads them): id, the
@@ -544,23 +557,24 @@ local function lease_popped(out, ids, now, ttr)
   local got, skipped = 0, 0
   for i, id in ipairs(ids) do
     local raw = raws[i]
-    local rec = raw and decode(raw)
-    if rec and rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now then
-      expire(id, rec)
+    local delivery, expire_at, own_ttr, unique
+    if raw then delivery, expire_at, own_ttr, unique = lease_fields(raw) end
+    if raw and expire_at > 0 and expire_at <= now then
+      expire(id, decode(raw))
       skipped = skipped + 1
-    elseif rec then
+    elseif raw then
       local lease = ttr
-      if lease <= 0 then lease = rec[R_TTR] end
-      local delivery = rec[R_DELIVERY] + 1
+      if lease <= 0 then lease = own_ttr end
+      delivery = delivery + 1
       holders[#holders + 1] = id
-      if rec[R_UNIQUE] ~= '' then
+      if unique ~= '' then
         holders[#holders + 1] = istr(-delivery)
       else
         holders[#holders + 1] = istr(delivery)
       end
       leases[#leases + 1] = ms_str(now + lease)
       leases[#leases + 1] = id
-      if rec[R_EXPIRE] > 0 then unexpire[#unexpire + 1] = id end
+      if expire_at > 0 then unexpire[#unexpire + 1] = id end
       local n = #out
       out[n + 1] = id
       out[n + 2] = raw
