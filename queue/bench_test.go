@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,6 +121,58 @@ func BenchmarkConsumeAck(b *testing.B) {
 func BenchmarkPublishConsumeAckBatched(b *testing.B) {
 	c, _ := benchClient(b)
 	benchCycleOverQueues(b, c, 1, 4)
+}
+
+// The server's shapes, one call at a time. Under concurrent HTTP load the server's combiner sends
+// Redis about 8 publishes (jobs with a ttl, as sluice bench sends them) or 4 consumes or 4 acks per
+// script call. These two benchmarks send exactly that from one goroutine, so what Redis spends per
+// job can be counted (callgrind on redis-server, SLUICE_TEST_REDIS_URL, two -benchtime Nx runs; see
+// docs/benchmarks.md). ConsumeAckInFours publishes its jobs the way PublishInEights does, so its
+// count less PublishInEights' is the consume + ack.
+
+// BenchmarkPublishInEights is PublishMany of 8 jobs with a ttl per call.
+func BenchmarkPublishInEights(b *testing.B) {
+	c, _ := benchClient(b)
+	publishInEights(b, c, b.N)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkConsumeAckInFours publishes b.N jobs as PublishInEights does, then consumes them 4 per
+// Consume and acks each 4 with one AckMany; it times the consumes and acks.
+func BenchmarkConsumeAckInFours(b *testing.B) {
+	c, _ := benchClient(b)
+	ctx := context.Background()
+	publishInEights(b, c, b.N)
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		ds, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "bench", Queues: []string{"q"}, Count: min(4, b.N-done)})
+		if err != nil || len(ds) == 0 {
+			b.Fatalf("consume: %d jobs, %v", len(ds), err)
+		}
+		acks := make([]queue.AckParams, len(ds))
+		for i, d := range ds {
+			acks[i] = queue.AckParams{Namespace: "bench", Queue: "q", ID: d.ID, Delivery: d.Delivery}
+		}
+		errs, err := c.AckMany(ctx, acks)
+		if err != nil || errors.Join(errs...) != nil {
+			b.Fatalf("ack: %v, %v", errs, err)
+		}
+		done += len(ds)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+func publishInEights(b *testing.B, c *queue.Client, n int) {
+	b.Helper()
+	ps := make([]queue.PublishParams, 8)
+	for i := range ps {
+		ps[i] = queue.PublishParams{Namespace: "bench", Queue: "q", Payload: payload100, TTL: 10 * time.Minute}
+	}
+	for done := 0; done < n; done += len(ps) {
+		if _, err := c.PublishMany(context.Background(), ps[:min(len(ps), n-done)]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkIdlePickup measures, for a consumer blocked on an empty queue, the time from the start
