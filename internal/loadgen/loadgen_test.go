@@ -97,6 +97,20 @@ func TestRunCounts(t *testing.T) {
 	}
 }
 
+// behind starts a server in front of the target whose handler gets each request and a reverse
+// proxy to the target, closed when the test ends.
+func (tg target) behind(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, proxy http.Handler)) *httptest.Server {
+	t.Helper()
+	backend, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, proxy) }))
+	t.Cleanup(front.Close)
+	return front
+}
+
 type queueStats struct {
 	Name                                           string
 	Ready, Delayed, Leased, Dead, Published, Acked int64
@@ -214,17 +228,11 @@ func TestRunLmstfy(t *testing.T) {
 func TestRunWindows(t *testing.T) {
 	t.Parallel()
 	tg := setup(t)
-	backend, err := url.Parse(tg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var served atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(backend)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := tg.behind(t, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		served.Add(1)
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+	})
 	var (
 		mu      sync.Mutex
 		windows []Scenario
@@ -290,12 +298,7 @@ func TestRunProcessesCPU(t *testing.T) {
 func TestLmstfyServerWithoutBulk(t *testing.T) {
 	t.Parallel()
 	tg := setup(t)
-	backend, err := url.Parse(tg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(backend)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	front := tg.behind(t, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if strings.HasSuffix(r.URL.Path, "/bulk") {
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":"api not found"}`))
@@ -305,8 +308,7 @@ func TestLmstfyServerWithoutBulk(t *testing.T) {
 		q.Del("count")
 		r.URL.RawQuery = q.Encode()
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+	})
 	rep, err := Run(t.Context(), Config{URL: front.URL, API: Lmstfy, Token: tg.Token, Namespace: "bench", Clients: 2, Jobs: 30})
 	if err != nil {
 		t.Fatalf("Run: %v", err)

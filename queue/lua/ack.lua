@@ -65,17 +65,11 @@ for i = 1, n do
     else
       out[i] = 0
     end
-  elseif redis.call('HEXISTS', K_JOBS, id) == 0 then
-    out[i] = 0
   else
-    out[i] = -1
+    out[i] = not_acked(id)
   end
 end
-if #acked > 0 then
-  call_batched('HDEL', K_LEASE, acked, 1)
-  call_batched('ZREM', K_LEASED, acked, 1)
-  count('acked', #acked)
-end
+end_acked_leases(acked)
 if #removed > 0 then call_batched('HDEL', K_JOBS, removed, 1) end
 if #kept > 0 then
   call_batched('HSET', K_JOBS, kept, 2)

@@ -5,7 +5,7 @@
 -- about 1,900 instructions for every argument of a call before the script starts. The client
 -- sends a batch here only when every ack in it is of that kind (runAck in lease.go).
 -- Runs only as a library function, without lib.lua's bind: bind_ack points the helpers it uses
--- (leases_of, load, release_unique, count, call_batched) at these keys.
+-- (leases_of, load, release_unique, not_acked, end_acked_leases) at these keys.
 -- KEYS[1] jobs, KEYS[2] lease, KEYS[3] leased, KEYS[4] stats, KEYS[5] unique (the queue keys of
 --   lib.lua).
 -- ARGV: two per ack: id, delivery (> 0).
@@ -33,16 +33,10 @@ for i = 1, n do
     -- Acked earlier in this call (a combined batch naming the job twice): gone, as it would be
     -- for a call that came after.
     out[i] = 0
-  elseif redis.call('HEXISTS', K_JOBS, id) == 0 then
-    out[i] = 0
   else
-    out[i] = -1
+    out[i] = not_acked(id)
   end
 end
-if #acked > 0 then
-  call_batched('HDEL', K_LEASE, acked, 1)
-  call_batched('ZREM', K_LEASED, acked, 1)
-  call_batched('HDEL', K_JOBS, acked, 1)
-  count('acked', #acked)
-end
+end_acked_leases(acked)
+if #acked > 0 then call_batched('HDEL', K_JOBS, acked, 1) end
 return out

@@ -253,6 +253,33 @@ local function push_ready(id, rec, front)
   end
 end
 
+-- append_to appends id to the list lists[key], making it if needed.
+local function append_to(lists, key, id)
+  local list = lists[key]
+  if not list then
+    list = {}
+    lists[key] = list
+  end
+  list[#list + 1] = id
+end
+
+-- push_ready_lists appends each list of ids in lists (priority as a string -> ids, in order) to the
+-- tail of that priority's ready list, named ready .. priority, and adds to the zset prios the
+-- priorities whose ready list was empty before. Returns whether any was: consumers must then be
+-- woken (see push_ready).
+local function push_ready_lists(ready, prios, lists)
+  local started = {}
+  for pri, list in pairs(lists) do
+    if call_batched('RPUSH', ready .. pri, list, 1) == #list then
+      started[#started + 1] = pri
+      started[#started + 1] = pri
+    end
+  end
+  if #started == 0 then return false end
+  call_batched('ZADD', prios, started, 2)
+  return true
+end
+
 -- push_delayed schedules a job; it wakes blocked consumers only when it is the new earliest job,
 -- since they already sleep until the old earliest one.
 local function push_delayed(id, rec, due)
@@ -607,6 +634,21 @@ local function leases_of(ids)
     end
   end
   return held, ends
+end
+
+-- not_acked is the code of an ack whose delivery holds no running lease (ack.lua): 0 when the job
+-- is gone, -1 when it is there (the lease expired, or another delivery holds it).
+local function not_acked(id)
+  if redis.call('HEXISTS', K_JOBS, id) == 0 then return 0 end
+  return -1
+end
+
+-- end_acked_leases removes the leases of the acked jobs and counts them.
+local function end_acked_leases(acked)
+  if #acked == 0 then return end
+  call_batched('HDEL', K_LEASE, acked, 1)
+  call_batched('ZREM', K_LEASED, acked, 1)
+  count('acked', #acked)
 end
 
 -- check_lease validates a delivery named by nack, touch or release. Returns the record and whether

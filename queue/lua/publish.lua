@@ -101,13 +101,7 @@ for i = 0, n - 1 do
     elseif has_callback(rec) then
       push_ready(id, rec, false)
     else
-      local pri = rec[R_PRI]
-      local list = ready_by_pri[pri]
-      if not list then
-        list = {}
-        ready_by_pri[pri] = list
-      end
-      list[#list + 1] = id
+      append_to(ready_by_pri, istr(rec[R_PRI]), id)
       if rec[R_EXPIRE] > 0 then
         expiries[#expiries + 1] = ms_str(rec[R_EXPIRE])
         expiries[#expiries + 1] = id
@@ -125,18 +119,7 @@ for i = 0, n - 1 do
   end
 end
 if #writes > 0 then call_batched('HSET', K_JOBS, writes, 2) end
-local started = {} -- priorities whose ready list was empty: score, member pairs for ZADD
-for pri, list in pairs(ready_by_pri) do
-  local p = istr(pri)
-  if call_batched('RPUSH', K_READY .. p, list, 1) == #list then
-    started[#started + 1] = p
-    started[#started + 1] = p
-  end
-end
-if #started > 0 then
-  call_batched('ZADD', K_PRIOS, started, 2)
-  notify_ready = true
-end
+if push_ready_lists(K_READY, K_PRIOS, ready_by_pri) then notify_ready = true end
 if #expiries > 0 then call_batched('ZADD', K_EXPIRY, expiries, 2) end
 count('published', published)
 flush_notify()

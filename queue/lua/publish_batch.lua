@@ -41,27 +41,14 @@ for i = 1, n do
     end
     writes[#writes + 1] = id
     writes[#writes + 1] = ARGV[a + 3] .. expiry .. ARGV[a + 4] .. times .. ARGV[a + 5]
-    local list = lists[pri]
-    if not list then
-      list = {}
-      lists[pri] = list
-    end
-    list[#list + 1] = id
+    append_to(lists, pri, id)
   end
 end
 if #writes == 0 then return 0 end
 call_batched('HSET', KEYS[1], writes, 2)
 -- As in publish.lua: only a push into an empty ready list adds its priority to prios and wakes
 -- consumers.
-local started = {}
-for pri, list in pairs(lists) do
-  if call_batched('RPUSH', KEYS[2] .. pri, list, 1) == #list then
-    started[#started + 1] = pri
-    started[#started + 1] = pri
-  end
-end
-if #started > 0 then
-  call_batched('ZADD', KEYS[3], started, 2)
+if push_ready_lists(KEYS[2], KEYS[3], lists) then
   redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'notify', 'r')
 end
 if #expiries > 0 then call_batched('ZADD', KEYS[4], expiries, 2) end
