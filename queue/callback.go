@@ -188,19 +188,18 @@ func (c *Client) ConsumeCallbacks(ctx context.Context, ns, q string, count int) 
 	if err != nil {
 		return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
 	}
-	now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
-	out := CallbackBatch{Jobs: make([]CallbackJob, 0, n), More: more == 1}
-	if next > 0 {
-		out.Wake = max(time.Duration(next-now)*time.Millisecond, time.Millisecond)
+	leased, err := c.parseLeasedReply(ns, q, reply)
+	if err != nil {
+		return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
 	}
-	for i := range n {
-		j, err := parseLeased(ns, q, reply[4+i*fieldsPerLeased:4+(i+1)*fieldsPerLeased])
-		if err != nil {
-			return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
-		}
+	out := CallbackBatch{Jobs: make([]CallbackJob, 0, len(leased.jobs)), More: leased.more}
+	if leased.next > 0 {
+		out.Wake = max(time.Duration(leased.next-leased.now)*time.Millisecond, time.Millisecond)
+	}
+	for _, j := range leased.jobs {
 		d := j.delivery()
-		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
-		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(now), LastError: j.LastError}
+		d.Elapsed = time.Duration(leased.now-d.PublishedAt.UnixMilli()) * time.Millisecond
+		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(leased.now), LastError: j.LastError}
 		if j.Callback != nil {
 			cj.Callback = *j.Callback
 		}

@@ -159,26 +159,58 @@ func (c *Client) runConsume(ctx context.Context, _ string, reqs []consumeReq) ([
 	if err != nil {
 		return nil, err
 	}
-	now, next, more, n := num(reply[0]), num(reply[1]), num(reply[2]), int(num(reply[3]))
-	jobs := make([]Delivery, n)
-	for j := range n {
-		job, err := parseLeased(reqs[0].ns, reqs[0].q, reply[4+j*fieldsPerLeased:4+(j+1)*fieldsPerLeased])
-		if err != nil {
-			return nil, err
-		}
-		d := job.delivery()
-		d.Elapsed = time.Duration(now-d.PublishedAt.UnixMilli()) * time.Millisecond
-		jobs[j] = d
+	leased, err := c.parseLeasedReply(reqs[0].ns, reqs[0].q, reply)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Delivery, len(leased.jobs))
+	for j, job := range leased.jobs {
+		jobs[j] = job.delivery()
+		jobs[j].Elapsed = time.Duration(leased.now-job.PublishedAt.UnixMilli()) * time.Millisecond
 	}
 	// The queue may hold more when the script stopped early or the batch was capped.
-	mayHaveMore := more == 1 || (n == want && total > want)
+	mayHaveMore := leased.more || (leased.count == want && total > want)
 	out := make([]consumeRes, len(reqs))
 	for i, r := range reqs {
 		take := min(r.count, len(jobs))
-		out[i] = consumeRes{jobs: jobs[:take:take], now: now, next: next, more: mayHaveMore && take < r.count}
+		out[i] = consumeRes{jobs: jobs[:take:take], now: leased.now, next: leased.next, more: mayHaveMore && take < r.count}
 		jobs = jobs[take:]
 	}
 	return out, nil
+}
+
+// leasedReply is what consume.lua and consume_callbacks.lua answer.
+type leasedReply struct {
+	now, next int64 // Redis time of the call; next due job or lease end (-1: none)
+	more      bool  // the script stopped early: call again
+	count     int   // jobs leased, any left out of jobs included
+	jobs      []Job // the leased jobs, as the lease shows them
+}
+
+// parseLeasedReply reads a consume script's answer. A job whose record this client cannot read
+// (one written by a later version, with a field of a kind it cannot skip) is logged and left out
+// rather than failing the call, whose other jobs are leased already: it stays leased, comes back
+// when its lease ends, and reaches the dead letter when its tries run out.
+func (c *Client) parseLeasedReply(ns, q string, reply []any) (leasedReply, error) {
+	if len(reply) < 4 {
+		return leasedReply{}, fmt.Errorf("unexpected reply of %d fields", len(reply))
+	}
+	r := leasedReply{now: num(reply[0]), next: num(reply[1]), more: num(reply[2]) == 1, count: int(num(reply[3]))}
+	if r.count < 0 || len(reply) != 4+r.count*fieldsPerLeased {
+		return leasedReply{}, fmt.Errorf("unexpected reply: %d fields for %d jobs", len(reply), r.count)
+	}
+	r.jobs = make([]Job, 0, r.count)
+	for j := range r.count {
+		f := reply[4+j*fieldsPerLeased : 4+(j+1)*fieldsPerLeased]
+		job, err := parseLeased(ns, q, f)
+		if err != nil {
+			c.cfg.Logger.Error("queue: a leased job's record cannot be read; it stays leased until its lease ends",
+				"namespace", ns, "queue", q, "id", str(f[0]), "err", err)
+			continue
+		}
+		r.jobs = append(r.jobs, job)
+	}
+	return r, nil
 }
 
 func (c *Client) validateConsume(p *ConsumeParams) error {

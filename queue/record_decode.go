@@ -115,11 +115,15 @@ func decodeMsgpackRecord(raw string, r *jobRecord) error {
 	if err != nil {
 		return err
 	}
-	if n > recordFields {
-		return fmt.Errorf("%w: %d fields", errBadRecord, n)
-	}
+	// Fields past the ones this version knows (a later version's) are read and dropped, as lib.lua
+	// drops them.
+	var later jobRecord
 	for i := range n {
-		if err := d.field(r, i); err != nil {
+		into, at := r, i
+		if i >= recordFields {
+			into, at = &later, 0
+		}
+		if err := d.field(into, at, i); err != nil {
 			return err
 		}
 	}
@@ -174,8 +178,8 @@ func (d *msgpackReader) arrayLen() (int, error) {
 	}
 }
 
-// field reads field i of a record into r.
-func (d *msgpackReader) field(r *jobRecord, i int) error {
+// field reads the record's field pos (from 0) into r at position i.
+func (d *msgpackReader) field(r *jobRecord, i, pos int) error {
 	t, err := d.take(1)
 	if err != nil {
 		return err
@@ -216,7 +220,7 @@ func (d *msgpackReader) field(r *jobRecord, i int) error {
 		r.num[i] = int64(math.Float64frombits(u))
 		return err
 	default:
-		return fmt.Errorf("%w: field %d has type 0x%02x", errBadRecord, i+1, c)
+		return fmt.Errorf("%w: field %d has type 0x%02x", errBadRecord, pos+1, c)
 	}
 }
 

@@ -3,11 +3,13 @@ package queue
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testio"
 )
 
 // recordStringFields are the record fields that hold strings; the others hold numbers.
@@ -119,4 +121,56 @@ func TestConsumeShowsWhatGetShows(t *testing.T) {
 			t.Errorf("the full job: %+v", ds[0])
 		}
 	})
+}
+
+// TestConsumeSkipsARecordItCannotRead: a record with a field after R_CALLBACK (a later version's)
+// is read without it; one whose extra field is of a kind records never hold cannot be read, and
+// its consume still delivers the call's other jobs, logs the one it left out and leaves it leased,
+// to come back when its lease ends.
+func TestConsumeSkipsARecordItCannotRead(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	var log testio.Buffer
+	c, err := NewClient(env.Client, Config{Prefix: env.Prefix, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids []string
+	for _, payload := range []string{"first", "later-field", "unreadable", "last"} {
+		res, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: "q", Payload: []byte(payload)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	const extend = `local r = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))
+		if ARGV[2] == 'string' then r[21] = 'x' else r[21] = true end
+		return redis.call('HSET', KEYS[1], ARGV[1], cmsgpack.pack(r))`
+	jobs := []string{c.keys.get("ns", "q").jobs()}
+	if err := env.Client.Eval(ctx, extend, jobs, ids[1], "string").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Eval(ctx, extend, jobs, ids[2], "bool").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Count: 4})
+	if err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, string(d.Payload))
+	}
+	if strings.Join(got, ",") != "first,later-field,last" {
+		t.Fatalf("Consume delivered %q, want first, later-field and last", got)
+	}
+	if !strings.Contains(log.String(), "cannot be read") || !strings.Contains(log.String(), ids[2]) {
+		t.Errorf("nothing logged about %s: %q", ids[2], log.String())
+	}
+	if held, err := env.Client.HGet(ctx, c.keys.get("ns", "q").lease(), ids[2]).Result(); err != nil || held != "1" {
+		t.Errorf("the unreadable job's lease: %q, %v; want delivery 1", held, err)
+	}
 }

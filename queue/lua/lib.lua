@@ -562,9 +562,10 @@ end
 -- lease_fields reads from a stored record only what leasing it needs: R_DELIVERY, R_EXPIRE, R_TTR
 -- and R_UNIQUE. cmsgpack.unpack_limit decodes the record's first fields one by one from just after
 -- the array header (0xdc and a two-byte count: records have 19 or 20 fields), without building
--- the record's table or its payload string: a fifth of what cmsgpack.unpack costs.
+-- the record's table or its payload string: a fifth of what cmsgpack.unpack costs. A store whose
+-- cmsgpack lacks unpack_limit, and any record not in that form, take the whole decode.
 local function lease_fields(raw)
-  if msgpack then
+  if msgpack and msgpack.unpack_limit and string.byte(raw, 1) == 0xdc then
     local _, _, _, _, _, delivery, _, expire, ttr, _, _, _, _, _, unique = msgpack.unpack_limit(raw, R_UNIQUE, 3)
     return delivery, expire, ttr, unique
   end
