@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -343,18 +344,14 @@ func TestPendingLeavesOutExpired(t *testing.T) {
 	ctx := ctxT(t)
 	f.publish(t, queue.PublishParams{Queue: "q", TTL: time.Millisecond})
 	live := f.publish(t, queue.PublishParams{Queue: "q"})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.UntilNil(t, 10*time.Second, func() error {
 		res, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q"})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(res.Jobs) == 1 && res.Jobs[0].ID == live && res.Jobs[0].Position == 0 {
-			break
+		if len(res.Jobs) != 1 || res.Jobs[0].ID != live || res.Jobs[0].Position != 0 {
+			return fmt.Errorf("Pending still shows the job past its ttl: %+v", res.Jobs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Pending still shows the job past its ttl: %+v", res.Jobs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // installHint is what a machine without Chromium needs (Debian's package, as .ci/run installs it).
@@ -132,17 +134,7 @@ func (b *Browser) Location() string {
 // after within. The page may navigate meanwhile; cond reads it afresh each time.
 func (b *Browser) WaitUntil(within time.Duration, cond func() error) {
 	b.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("browsertest: not reached within %s: %v", within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.UntilNilEvery(b.t, within, 50*time.Millisecond, cond)
 }
 
 // quote makes a JavaScript string literal of s.

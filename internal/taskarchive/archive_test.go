@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/taskarchive"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }
@@ -283,17 +284,15 @@ func TestRetentionLoopPrunesOldTasks(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); a.RunRetention(ctx, time.Hour) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for count(t, dsn, "sluice_tasks") != 1 {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("the retention loop did not delete the old task")
-		}
-		time.Sleep(10 * time.Millisecond)
+	stop := func() {
+		cancel()
+		<-done
 	}
-	cancel()
-	<-done
+	t.Cleanup(stop) // also when the wait below fails
+	testwait.Until(t, 10*time.Second, "the retention loop to delete the old task", func() bool {
+		return count(t, dsn, "sluice_tasks") == 1
+	})
+	stop()
 	if _, err := a.Get(t.Context(), "recent"); err != nil {
 		t.Fatalf("recent task: %v", err)
 	}

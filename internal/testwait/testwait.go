@@ -29,6 +29,13 @@ func Until(t testing.TB, within time.Duration, what string, cond func() bool) {
 // within the given time.
 func UntilNil(t testing.TB, within time.Duration, cond func() error) {
 	t.Helper()
+	UntilNilEvery(t, within, pollEvery, cond)
+}
+
+// UntilNilEvery is UntilNil with its own pause between two looks, for a condition that costs
+// more to check (a round trip to a browser, say).
+func UntilNilEvery(t testing.TB, within, every time.Duration, cond func() error) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		err := cond()
@@ -38,6 +45,6 @@ func UntilNil(t testing.TB, within time.Duration, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met within %s: %v", within, err)
 		}
-		time.Sleep(pollEvery)
+		time.Sleep(every)
 	}
 }
