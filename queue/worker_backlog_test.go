@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testio"
 	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -20,10 +21,10 @@ func TestBacklogMonitorCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &quietLog{}
+	log := &testio.Buffer{}
 	m, err := queue.NewBacklogMonitor(f.client, queue.BacklogConfig{
 		Queues: []queue.BacklogQueue{q.Backlog(3, 1), other.Backlog(100, 0)},
-		Logger: log.logger(),
+		Logger: logInto(log),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestBacklogMonitorStartStop(t *testing.T) {
 	m, err := queue.NewBacklogMonitor(f.client, queue.BacklogConfig{
 		Queues:   []queue.BacklogQueue{q.Backlog(1, 0)},
 		Interval: 10 * time.Millisecond,
-		Logger:   (&quietLog{}).logger(),
+		Logger:   logInto(&testio.Buffer{}),
 		OnAlert: func(_ context.Context, a queue.BacklogAlert) {
 			mu.Lock()
 			got = append(got, a)

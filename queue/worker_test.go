@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testio"
 	"github.com/sluicehq/sluice/internal/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -60,25 +60,8 @@ func runConsumer(t *testing.T, q *queue.Queue[task], handle func(context.Context
 	return stop
 }
 
-// quietLog is a logger that writes into a buffer the test may read.
-type quietLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *quietLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *quietLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *quietLog) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// logInto is a logger that writes into b, which the test may read.
+func logInto(b *testio.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 func produceN(t *testing.T, q *queue.Queue[task], n int, opts ...queue.ProduceOption) []string {
 	t.Helper()
@@ -166,8 +149,8 @@ func TestWorkerRetriesWithBackoffThenDeadLetters(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := setup(t, env, queue.Config{})
-		log := &quietLog{}
-		q := newTyped(t, f, queue.QueueConfig{Tries: 3, Logger: log.logger()})
+		log := &testio.Buffer{}
+		q := newTyped(t, f, queue.QueueConfig{Tries: 3, Logger: logInto(log)})
 		id, err := q.Produce(ctxT(t), &task{N: 1}, 0)
 		if err != nil {
 			t.Fatalf("Produce: %v", err)
@@ -230,7 +213,7 @@ func TestWorkerRetriesWithBackoffThenDeadLetters(t *testing.T) {
 func TestWorkerSkipRetryAndRetryAfter(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{Tries: 5, Logger: (&quietLog{}).logger()})
+	q := newTyped(t, f, queue.QueueConfig{Tries: 5, Logger: logInto(&testio.Buffer{})})
 	skipID, _ := q.Produce(ctxT(t), &task{N: 1}, 0)
 	laterID, _ := q.Produce(ctxT(t), &task{N: 2}, 0)
 	var handled atomic.Int64
@@ -262,7 +245,7 @@ func TestWorkerSkipRetryAndRetryAfter(t *testing.T) {
 func TestWorkerUndecodablePayloadGoesDead(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{Logger: (&quietLog{}).logger()})
+	q := newTyped(t, f, queue.QueueConfig{Logger: logInto(&testio.Buffer{})})
 	id := f.publish(t, queue.PublishParams{Queue: "q", Payload: []byte("{not json")})
 	var called atomic.Bool
 	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
@@ -286,8 +269,8 @@ func TestWorkerUndecodablePayloadGoesDead(t *testing.T) {
 func TestWorkerPanicIsAFailureLoggedWithStack(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	log := &quietLog{}
-	q := newTyped(t, f, queue.QueueConfig{Logger: log.logger()})
+	log := &testio.Buffer{}
+	q := newTyped(t, f, queue.QueueConfig{Logger: logInto(log)})
 	if _, err := q.Produce(ctxT(t), &task{N: 7}, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +296,7 @@ func TestWorkerPanicIsAFailureLoggedWithStack(t *testing.T) {
 func TestWorkerTimeoutFailsTheRun(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{Tries: 1, Logger: (&quietLog{}).logger()})
+	q := newTyped(t, f, queue.QueueConfig{Tries: 1, Logger: logInto(&testio.Buffer{})})
 	id, _ := q.Produce(ctxT(t), &task{}, 0)
 	stop := runConsumer(t, q, func(ctx context.Context, v *task) error {
 		<-ctx.Done()
@@ -440,7 +423,7 @@ func TestWorkerGracefulShutdownLosesNothing(t *testing.T) {
 func TestWorkerDrainTimeoutHandsBackRunningJobs(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	q := newTyped(t, f, queue.QueueConfig{Logger: (&quietLog{}).logger()})
+	q := newTyped(t, f, queue.QueueConfig{Logger: logInto(&testio.Buffer{})})
 	id, _ := q.Produce(ctxT(t), &task{}, 0)
 	started := make(chan struct{})
 	var cause atomic.Value
@@ -523,8 +506,8 @@ func TestWorkerProducersAndConsumersHandleEveryJobOnce(t *testing.T) {
 func TestWorkerMiddlewareOrderAndLogMiddleware(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
-	log := &quietLog{}
-	q := newTyped(t, f, queue.QueueConfig{Logger: (&quietLog{}).logger()})
+	log := &testio.Buffer{}
+	q := newTyped(t, f, queue.QueueConfig{Logger: logInto(&testio.Buffer{})})
 	if _, err := q.Produce(ctxT(t), &task{N: 1}, 0, queue.WithAttributes(map[string]string{"trace": "abc"})); err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +533,7 @@ func TestWorkerMiddlewareOrderAndLogMiddleware(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}, queue.ConsumeConfig{Middleware: []queue.Middleware{
-		mark("outer"), mark("inner"), queue.LogMiddleware(log.logger(), slog.LevelInfo),
+		mark("outer"), mark("inner"), queue.LogMiddleware(logInto(log), slog.LevelInfo),
 	}})
 	testwait.Until(t, 10*time.Second, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
 	stop()
@@ -669,7 +652,7 @@ func TestWorkerCancelsAHandlerWhoseLeaseIsLost(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := setup(t, env, queue.Config{})
-		q := newTyped(t, f, queue.QueueConfig{TTR: 100 * time.Millisecond, Logger: (&quietLog{}).logger()})
+		q := newTyped(t, f, queue.QueueConfig{TTR: 100 * time.Millisecond, Logger: logInto(&testio.Buffer{})})
 		id, _ := q.Produce(ctxT(t), &task{}, 0)
 		started := make(chan struct{})
 		cause := make(chan error, 1)
