@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/internal/loadgen"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testwait"
 )
 
 // childEnv selects the server a re-executed test binary runs instead of the tests: "sluice"
@@ -200,18 +201,13 @@ func startChild(tb testing.TB, kind string, env *redistest.Env) *child {
 func waitAnswers(tb testing.TB, c *child) {
 	tb.Helper()
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.UntilNilEvery(tb, 30*time.Second, 20*time.Millisecond, func() error {
 		resp, err := client.Get(c.public + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-			return
+		if err != nil {
+			return fmt.Errorf("%s server at %s does not answer: %w", c.kind, c.public, err)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s server at %s does not answer: %v", c.kind, c.public, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return resp.Body.Close()
+	})
 }
 
 // commandCalls reads the calls of each command from Redis's INFO commandstats.
