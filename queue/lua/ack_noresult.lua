@@ -20,11 +20,13 @@ local held, ends = leases_of(ids)
 local out, acked, seen = {}, {}, {}
 for i = 1, n do
   local id = ids[i]
-  local d = held[i] and tonumber(held[i])
-  local unique = d and d < 0
-  if unique then d = -d end
-  local live = d and ends[i] and tonumber(ends[i]) > now
-  if live and not seen[id] and d == tonumber(ARGV[i * 2]) then
+  -- The lease hash holds the delivery as lease_popped wrote it (istr, negated for a job with a
+  -- unique key) and the client sends it in the same decimal form (> 0), so the two compare as
+  -- strings: converting both to numbers cost Redis more than the rest of the check.
+  local held_by, want = held[i], ARGV[i * 2]
+  local unique = held_by and held_by ~= want and held_by == '-' .. want
+  local live = (held_by == want or unique) and ends[i] and tonumber(ends[i]) > now
+  if live and not seen[id] then
     seen[id] = true
     acked[#acked + 1] = id
     out[i] = 1
