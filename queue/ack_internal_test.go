@@ -9,9 +9,10 @@ import (
 	"github.com/sluicehq/sluice/internal/testwait"
 )
 
-// TestAckNoResultAnswersAsAckDoes sends one batch of result-less acks through each ack script, on
-// two queues brought to the same state, and checks that both scripts answer each ack alike and
-// leave the queue alike: the acked jobs gone with their leases and unique key, the refused ones
+// TestAckNoResultAnswersAsAckDoes sends one batch of result-less acks through ack.lua and through
+// the route that takes ack_noresult.lua (ackOneQueue, which leaves some finishes to ack.lua), on
+// two queues brought to the same state, and checks that both answer each ack alike and leave the
+// queue alike: the acked and finished jobs gone with their leases and unique key, the refused ones
 // untouched.
 func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 	t.Parallel()
@@ -21,18 +22,20 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 			"ack": func(k queueKeys, ps []AckParams) ([]any, error) {
 				return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
 			},
-			"ack_noresult": func(k queueKeys, ps []AckParams) ([]any, error) { return c.ackNoResult(ctx, k, ps) },
+			"ack_noresult": func(k queueKeys, ps []AckParams) ([]any, error) { return c.ackOneQueue(ctx, k, ps) },
 		}
 		// The jobs, in the order they are published and consumed.
-		labels := []string{"acked", "other-delivery", "lease-ended", "unique", "twice"}
+		labels := []string{"acked", "other-delivery", "lease-ended", "unique", "twice", "finish-leased", "finish-waiting"}
 		// What each ack of the batch must get: acked; lease lost (another delivery, a lease that
 		// ended); acked, freeing its unique key; acked, then not found as the same call acked it;
-		// not found.
-		want := []int64{1, -1, -1, 1, 1, 0, 0}
+		// not found; a finish (lmstfy's ack) of a leased job acked; one of a job waiting in its
+		// ready list deleted (left to ack.lua), then an ack of it not found; a finish of no job not
+		// found.
+		want := []int64{1, -1, -1, 1, 1, 0, 0, 1, 1, 0, 0}
 		left := map[string][]string{}
 		for q, ack := range scripts {
 			ids := map[string]string{}
-			for _, label := range labels {
+			for _, label := range labels[:len(labels)-1] {
 				p := PublishParams{Namespace: "ns", Queue: q, Payload: []byte(label)}
 				switch label {
 				case "lease-ended":
@@ -47,9 +50,14 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 				ids[label] = res.ID
 			}
 			ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{q}, Count: len(labels)})
-			if err != nil || len(ds) != len(labels) {
+			if err != nil || len(ds) != len(labels)-1 {
 				t.Fatalf("Consume: %d deliveries, %v", len(ds), err)
 			}
+			waiting, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: q, Payload: []byte("finish-waiting")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids["finish-waiting"] = waiting.ID
 			ended := ds[2].LeaseUntil.Add(10 * time.Millisecond)
 			testwait.Until(t, 5*time.Second, "the short lease to end", func() bool { return time.Now().After(ended) })
 			ps := []AckParams{
@@ -60,6 +68,10 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 				{ID: ids["twice"], Delivery: 1},
 				{ID: ids["twice"], Delivery: 1},
 				{ID: "no-such-job", Delivery: 1},
+				{ID: ids["finish-leased"], Delivery: finishDelivery},
+				{ID: ids["finish-waiting"], Delivery: finishDelivery},
+				{ID: ids["finish-waiting"], Delivery: 1},
+				{ID: "no-such-job", Delivery: finishDelivery},
 			}
 			for i := range ps {
 				ps[i].Namespace, ps[i].Queue = "ns", q
@@ -85,8 +97,8 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 				left[q] = append(left[q], label, bools(stored, leased, inLeased > 0))
 			}
 			st, err := c.Stats(ctx, "ns", q)
-			if err != nil || st.Acked != 3 {
-				t.Errorf("%s.lua: %d acked in stats, %v; want 3", q, st.Acked, err)
+			if err != nil || st.Acked != 4 || st.Deleted != 1 || st.Ready != 0 {
+				t.Errorf("%s.lua: stats %d acked, %d deleted, %d ready, %v; want 4, 1, 0", q, st.Acked, st.Deleted, st.Ready, err)
 			}
 			if n, err := env.Client.Exists(ctx, k.unique()+"u").Result(); err != nil || n != 0 {
 				t.Errorf("%s.lua: the acked job's unique key is still held (%d, %v)", q, n, err)
@@ -98,6 +110,8 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 			"lease-ended", "stored yes, lease yes, leased yes",
 			"unique", "stored no, lease no, leased no",
 			"twice", "stored no, lease no, leased no",
+			"finish-leased", "stored no, lease no, leased no",
+			"finish-waiting", "stored no, lease no, leased no",
 		}
 		for q, got := range left {
 			if !slices.Equal(got, wantLeft) {
@@ -115,4 +129,46 @@ func bools(stored, lease, leased bool) string {
 		return "no"
 	}
 	return "stored " + yes(stored) + ", lease " + yes(lease) + ", leased " + yes(leased)
+}
+
+// TestFinishOfALeasedJobTakesOneCall checks that ack_noresult.lua finishes (lmstfy's ack, which
+// names no delivery) a job under a running lease itself, and leaves a finish of a waiting job to
+// ack.lua without touching it: lmstfy's clients ack leased jobs, and each of those finishes would
+// otherwise cost a second script call.
+func TestFinishOfALeasedJobTakesOneCall(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c, ctx := newInternalClient(t, env)
+		leased, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("leased"), UniqueKey: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{"q"}}); err != nil || len(ds) != 1 {
+			t.Fatalf("Consume: %d deliveries, %v", len(ds), err)
+		}
+		waiting, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("waiting")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := c.keys.get("ns", "q")
+		reply, err := c.ackNoResult(ctx, k, []AckParams{
+			{ID: leased.ID, Delivery: finishDelivery},
+			{ID: waiting.ID, Delivery: finishDelivery},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(reply, []any{int64(1), leftToAck}) {
+			t.Fatalf("ack_noresult.lua answered %v, want [1 %d]", reply, leftToAck)
+		}
+		if stored, _ := env.Client.HExists(ctx, k.jobs(), leased.ID).Result(); stored {
+			t.Error("the finished leased job is still stored")
+		}
+		if n, err := env.Client.Exists(ctx, k.unique()+"u").Result(); err != nil || n != 0 {
+			t.Errorf("the finished job's unique key is still held (%d, %v)", n, err)
+		}
+		if st, err := c.Stats(ctx, "ns", "q"); err != nil || st.Acked != 1 || st.Ready != 1 {
+			t.Errorf("stats: %d acked, %d ready, %v; want 1 acked and the waiting job still ready", st.Acked, st.Ready, err)
+		}
+	})
 }

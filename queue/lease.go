@@ -36,7 +36,7 @@ func (c *Client) Ack(ctx context.Context, p AckParams) error {
 // Finish ends a job whatever its state, as lmstfy's ack does (it names no delivery): a job under
 // a running lease is acked as that delivery (it counts as done), any other job is deleted. It
 // returns ErrNotFound when there is no such job. Concurrent Finish and Ack calls on one queue
-// share one script call.
+// share one script call; a finish of a job under no running lease takes a second one (ackOneQueue).
 func (c *Client) Finish(ctx context.Context, ns, q, id string) error {
 	if err := validateLease(ns, q, id, 1); err != nil {
 		return err
@@ -48,8 +48,8 @@ func (c *Client) Finish(ctx context.Context, ns, q, id string) error {
 	return outcome
 }
 
-// finishDelivery in an ack asks ack.lua to finish the job whatever its delivery (Finish); Ack
-// refuses it from callers.
+// finishDelivery in an ack asks the ack scripts to finish the job whatever its delivery (Finish);
+// Ack refuses it from callers.
 const finishDelivery = 0
 
 // runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
@@ -66,21 +66,54 @@ func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error,
 }
 
 // ackOneQueue acks deliveries of the queue of k in one script call and returns one code per ack
-// (ackOutcome). Acks that all name their delivery and keep no result take ack_noresult.lua, which
-// passes five keys and two arguments per ack where ack.lua passes twelve and four; any other batch
-// takes ack.lua.
+// (ackOutcome). Acks that keep no result take ack_noresult.lua, which passes five keys and two
+// arguments per ack where ack.lua passes twelve and four; any other batch takes ack.lua. A finish
+// (lmstfy's ack) of a job under no running lease deletes it wherever it waits, which needs the
+// queue's other keys: ack_noresult.lua leaves such acks to ack.lua, a second call.
 func (c *Client) ackOneQueue(ctx context.Context, k queueKeys, ps []AckParams) ([]any, error) {
-	if acksWithoutResult(ps) && c.scripts.UsesFunctions(ctx) {
-		return c.ackNoResult(ctx, k, ps)
+	if !acksWithoutResult(ps) || !c.scripts.UsesFunctions(ctx) {
+		return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
 	}
-	return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
+	reply, err := c.ackNoResult(ctx, k, ps)
+	if err != nil {
+		return nil, err
+	}
+	if len(reply) != len(ps) {
+		return nil, fmt.Errorf("%d answers from %s for %d acks", len(reply), scriptAckNoResult, len(ps))
+	}
+	var left []int
+	for i, code := range reply {
+		if code == leftToAck {
+			left = append(left, i)
+		}
+	}
+	if len(left) == 0 {
+		return reply, nil
+	}
+	rest := make([]AckParams, len(left))
+	for j, i := range left {
+		rest[j] = ps[i]
+	}
+	restReply, err := c.run(ctx, scriptAck, k, ackScriptArgs(rest)...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(restReply) != len(rest) {
+		return nil, fmt.Errorf("%d answers from %s for %d acks", len(restReply), scriptAck, len(rest))
+	}
+	for j, i := range left {
+		reply[i] = restReply[j]
+	}
+	return reply, nil
 }
 
-// acksWithoutResult reports whether every ack of ps names its delivery (not Finish) and keeps no
-// result: what ack_noresult.lua handles.
+// leftToAck is ack_noresult.lua's answer for an ack it leaves to ack.lua.
+const leftToAck = int64(2)
+
+// acksWithoutResult reports whether no ack of ps keeps a result: what ack_noresult.lua handles.
 func acksWithoutResult(ps []AckParams) bool {
 	for _, p := range ps {
-		if p.Delivery == finishDelivery || p.Result != nil {
+		if p.Result != nil {
 			return false
 		}
 	}

@@ -333,8 +333,8 @@ func (a *API) deleteJob(w http.ResponseWriter, r *http.Request, c call) error {
 }
 
 // finish ends a job for lmstfy's ack, which names no delivery: a job under a running lease
-// is acked (its current delivery, so it counts as done), any other job is deleted, in one script
-// call. An unknown job is no error: lmstfy's ack means "never again".
+// is acked (its current delivery, so it counts as done), any other job is deleted (queue.Finish).
+// An unknown job is no error: lmstfy's ack means "never again".
 func (a *API) finish(ctx context.Context, ns, q, id string) error {
 	if id == "" || len(id) > 255 {
 		return nil // no such job
