@@ -70,6 +70,14 @@ func GetBuffer() *bytes.Buffer {
 	return b
 }
 
+// FreeSpace grows buf to hold at least n more bytes and returns its free space, empty, for a
+// reflection-free writer to append a whole answer to. Growing the pooled buffer itself, rather than
+// only the slice appended to, keeps the capacity in the pool: answers then cost no allocation.
+func FreeSpace(buf *bytes.Buffer, n int) []byte {
+	buf.Grow(n)
+	return buf.AvailableBuffer()
+}
+
 // PutBuffer returns a buffer to the pool.
 func PutBuffer(b *bytes.Buffer) {
 	if b.Cap() <= maxPooledBuffer {

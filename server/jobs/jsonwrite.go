@@ -18,7 +18,7 @@ import (
 func writePublished(w http.ResponseWriter, res PublishResult) {
 	buf := httpapi.GetBuffer()
 	defer httpapi.PutBuffer(buf)
-	b := append(buf.AvailableBuffer(), `{"job_id":`...)
+	b := append(httpapi.FreeSpace(buf, 128), `{"job_id":`...)
 	b = httpapi.AppendJSONString(b, res.JobID)
 	b = append(b, `,"duplicate":`...)
 	b = strconv.AppendBool(b, res.Duplicate)
@@ -30,7 +30,7 @@ func writePublished(w http.ResponseWriter, res PublishResult) {
 func writeDeliveries(w http.ResponseWriter, ds []DeliveryJSON) {
 	buf := httpapi.GetBuffer()
 	defer httpapi.PutBuffer(buf)
-	b := append(buf.AvailableBuffer(), `{"jobs":[`...)
+	b := append(httpapi.FreeSpace(buf, 1024), `{"jobs":[`...)
 	for i := range ds {
 		if i > 0 {
 			b = append(b, ',')
