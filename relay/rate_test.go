@@ -51,3 +51,29 @@ func TestHeldSpansStartNoCall(t *testing.T) {
 		}
 	})
 }
+
+// Rate-limited tasks whose queue timeout is shorter than their call's lease all start and end. A
+// dispatcher takes rate-limit tokens due within its lookahead, so a task can start after a
+// fractional delay, and a task that starts close to its queue deadline has its hash kept for the
+// lease: that expiry once went to Redis as a fraction, which PEXPIRE refuses, and the failed take
+// lost the tasks it had popped.
+func TestRateLimitedTasksWithAShortQueueTimeoutAllEnd(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := newClient(t, env, relay.Config{})
+		tg := newTarget(t, nil)
+		// QPS 20 spaces calls 50.25 ms apart (the dispatcher keeps a margin below the QPS), and
+		// the 5 s queue timeout is below the default 30 s call timeout.
+		setEndpoint(t, c, relay.Endpoint{Name: "short", TargetURL: tg.URL, QPS: 20, Concurrency: 100, QueueTimeout: 5 * time.Second})
+		var ids []string
+		for range 30 {
+			ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "short"}).ID)
+		}
+		startDispatcher(t, c, relay.DispatcherConfig{})
+		for _, id := range ids {
+			if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
+				t.Fatalf("task %s = %s (%s)", id, task.Status, task.Error)
+			}
+		}
+	})
+}

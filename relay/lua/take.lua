@@ -74,10 +74,12 @@ for i = 1, #popped, 2 do
       started = started + 1
       local att = tonumber(v[4]) + 1
       -- The task hash lives until its queue deadline plus the finished retention; a task that
-      -- starts close to (or, retried, after) its deadline gets the time its call may take.
+      -- starts close to (or, retried, after) its deadline gets the time its call may take. The
+      -- delay is fractional (rate-limit tokens are), and PEXPIRE takes whole ms only: a fraction
+      -- made it fail, which ended this script after the tasks were popped and lost them.
       local hold = (v[2] == 'online') and permit_ttl or lease
       if tonumber(v[3]) - now < delay + hold then
-        redis.call('PEXPIRE', tk, delay + hold + FINISHED_TTL)
+        redis.call('PEXPIRE', tk, math.ceil(delay + hold) + FINISHED_TTL)
       end
       if v[2] == 'online' then
         local pe = now + delay + permit_ttl
