@@ -37,9 +37,9 @@ for i = 0, n - 1 do
     elseif outcome == 'retry' and att < tonumber(v[3]) then
       redis.call('HSET', tk, 'st', 'pending', unpack(fields))
       local delay = tonumber(ARGV[a + 8])
-      redis.call('ZADD', K_DELAYED, now + delay, id)
+      redis.call('ZADD', K_DELAYED, int_str(now + delay), id)
       if redis.call('PTTL', tk) < delay + FINISHED_TTL then
-        redis.call('PEXPIRE', tk, delay + FINISHED_TTL)
+        redis.call('PEXPIRE', tk, int_str(delay + FINISHED_TTL))
       end
     else
       finish(id, 'failed', now, fields)

@@ -46,7 +46,7 @@
 -- status read) ns (namespace of the submitter).
 -- The keys and common arguments of the current call, set by bind.
 local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS
-local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, READ_TTL, ARCH_MAX, ARCHIVE
+local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, FINISHED_TTL_S, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
 
@@ -56,7 +56,7 @@ local function bind(keys, args)
   K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
   K_SLOTS = keys[13]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
-  FINISHED_TTL, READ_TTL = tonumber(args[4]), tonumber(args[5])
+  FINISHED_TTL, FINISHED_TTL_S, READ_TTL = tonumber(args[4]), args[4], tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
   calls_n, calls_ms, ended, ended_any = 0, 0, {}, false
 end
@@ -68,6 +68,13 @@ end
 
 local function task_key(id) return K_TASK .. id end
 
+-- int_str is a whole number as a string, written as Redis would write it. Redis 7.0 turns every
+-- number a script passes to redis.call into a string with snprintf('%.17g'), which costs it 2,000
+-- to 6,600 instructions, about three times string.format('%d'); so whole numbers go as strings.
+-- Never for a fraction ('%d' would cut it): rate-limit times and the spans derived from them stay
+-- numbers.
+local function int_str(n) return string.format('%d', n) end
+
 local function wake() redis.call('PUBLISH', WAKE, ENDPOINT) end
 
 local function notify_task(id, status) redis.call('PUBLISH', TASK_CHANNEL .. id, status) end
@@ -76,7 +83,7 @@ local function notify_task(id, status) redis.call('PUBLISH', TASK_CHANNEL .. id,
 local function unsubject(tk, sq, subj)
   if sq == '1' and subj and subj ~= '' then
     redis.call('HSET', tk, 'sq', '0')
-    if redis.call('HINCRBY', K_SUBJ, subj, -1) <= 0 then redis.call('HDEL', K_SUBJ, subj) end
+    if redis.call('HINCRBY', K_SUBJ, subj, '-1') <= 0 then redis.call('HDEL', K_SUBJ, subj) end
   end
 end
 
@@ -89,13 +96,14 @@ end
 -- archive, counted, and its waiters told. extra: more field/value pairs to set with the status.
 local function finish(id, st, now, extra)
   local tk = task_key(id)
+  local at = int_str(now)
   if extra then
-    redis.call('HSET', tk, 'st', st, 'ea', now, unpack(extra))
+    redis.call('HSET', tk, 'st', st, 'ea', at, unpack(extra))
   else
-    redis.call('HSET', tk, 'st', st, 'ea', now)
+    redis.call('HSET', tk, 'st', st, 'ea', at)
   end
-  redis.call('PEXPIRE', tk, FINISHED_TTL)
-  if ARCHIVE then redis.call('ZADD', K_ARCH, now, id) end
+  redis.call('PEXPIRE', tk, FINISHED_TTL_S)
+  if ARCHIVE then redis.call('ZADD', K_ARCH, at, id) end
   ended[st] = (ended[st] or 0) + 1
   ended_any = true
   notify_task(id, st)
@@ -106,9 +114,9 @@ end
 -- "second:count:total ms").
 local function flush(now)
   if ended_any then
-    for st, n in pairs(ended) do redis.call('HINCRBY', K_COUNTS, st, n) end
+    for st, n in pairs(ended) do redis.call('HINCRBY', K_COUNTS, st, int_str(n)) end
     if ARCHIVE and redis.call('ZCARD', K_ARCH) > ARCH_MAX then
-      redis.call('ZREMRANGEBYRANK', K_ARCH, 0, -ARCH_MAX - 1)
+      redis.call('ZREMRANGEBYRANK', K_ARCH, '0', int_str(-ARCH_MAX - 1))
     end
   end
   if calls_n > 0 then
@@ -170,18 +178,18 @@ end
 -- token per call then lost the interval's fraction at every call (5.04 ms became 5.0: QPS + 1
 -- calls in some one-second windows).
 local function rate_store(next_token, now, burst, interval)
-  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', math.ceil(next_token - now + burst * interval) + 1000)
+  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', int_str(math.ceil(next_token - now + burst * interval) + 1000))
 end
 
 -- reap_slots frees up to limit slots (KEYS[13]) whose expiry has passed: their holders died or
 -- hung without releasing them. Returns how many; the caller wakes the dispatchers.
 local function reap_slots(now, limit)
-  local gone = redis.call('ZRANGEBYSCORE', K_SLOTS, '-inf', now, 'LIMIT', 0, limit)
+  local gone = redis.call('ZRANGEBYSCORE', K_SLOTS, '-inf', int_str(now), 'LIMIT', '0', int_str(limit))
   if #gone == 0 then return 0 end
   for _, m in ipairs(gone) do -- one by one: unpack of a large batch overflows Lua's stack
     redis.call('ZREM', K_SLOTS, m)
     redis.call('ZREM', K_RUN, m)
   end
-  redis.call('HINCRBY', K_COUNTS, 'slots_expired', #gone)
+  redis.call('HINCRBY', K_COUNTS, 'slots_expired', int_str(#gone))
   return #gone
 end

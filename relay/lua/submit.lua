@@ -9,6 +9,7 @@
 local now = now_ms()
 local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local qd = now + tonumber(ARGV[11])
+local now_s, qd_s, ttl_s = int_str(now), int_str(qd), int_str(qd - now + FINISHED_TTL)
 local n = tonumber(ARGV[12])
 local out = {}
 local waiting = redis.call('ZCARD', K_WAIT)
@@ -23,14 +24,14 @@ for i = 0, n - 1 do
   else
     local tk = task_key(id)
     local seq = redis.call('INCR', K_SEQ)
-    local score = (255 - tonumber(ARGV[a + 1])) * 17592186044416 + seq
+    local score = int_str((255 - tonumber(ARGV[a + 1])) * 17592186044416 + seq) -- below 2^53: exact
     redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
-      'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now, 'att', 0,
-      'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd,
+      'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now_s, 'att', '0',
+      'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd_s,
       'ns', ARGV[a + 8])
-    redis.call('PEXPIRE', tk, qd - now + FINISHED_TTL)
-    if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, 1) end
-    redis.call('ZADD', K_WAIT, qd, id)
+    redis.call('PEXPIRE', tk, ttl_s)
+    if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, '1') end
+    redis.call('ZADD', K_WAIT, qd_s, id)
     redis.call('ZADD', K_QUEUE, score, id)
     waiting = waiting + 1
     local rank = redis.call('ZRANK', K_QUEUE, id)

@@ -21,13 +21,14 @@ local tm = redis.call('TIME')
 local now_us = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 local now = math.floor(now_us / 1000) -- as now_ms()
 -- Retries whose backoff ended go back to their place in the queue.
-local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 100)
+local now_s = int_str(now)
+local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now_s, 'LIMIT', '0', '100')
 for _, id in ipairs(due) do
   redis.call('ZREM', K_DELAYED, id)
   if redis.call('HGET', task_key(id), 'st') == 'pending' then requeue(id) end
 end
 local function idle_hint()
-  local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', K_DELAYED, '0', '0', 'WITHSCORES')
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return -1
 end
@@ -48,7 +49,7 @@ if qps > 0 then
 end
 local lease, permit_ttl = tonumber(ARGV[12]), tonumber(ARGV[13])
 local max_offline = tonumber(ARGV[15])
-local popped = redis.call('ZPOPMIN', K_QUEUE, n)
+local popped = redis.call('ZPOPMIN', K_QUEUE, int_str(n))
 local out = {0, 0, now_us}
 local started, offline = 0, 0
 local blocked = false
@@ -79,15 +80,15 @@ for i = 1, #popped, 2 do
       -- made it fail, which ended this script after the tasks were popped and lost them.
       local hold = (v[2] == 'online') and permit_ttl or lease
       if tonumber(v[3]) - now < delay + hold then
-        redis.call('PEXPIRE', tk, math.ceil(delay + hold) + FINISHED_TTL)
+        redis.call('PEXPIRE', tk, int_str(math.ceil(delay + hold) + FINISHED_TTL))
       end
       if v[2] == 'online' then
         local pe = now + delay + permit_ttl
-        redis.call('HSET', tk, 'st', 'permitted', 'sa', now, 'att', att, 'pe', pe, 'pu', '0')
+        redis.call('HSET', tk, 'st', 'permitted', 'sa', now_s, 'att', int_str(att), 'pe', pe, 'pu', '0')
         redis.call('ZADD', K_RUN, pe, id)
         notify_task(id, 'permitted')
       else
-        redis.call('HSET', tk, 'st', 'processing', 'sa', math.floor(now + delay), 'att', att)
+        redis.call('HSET', tk, 'st', 'processing', 'sa', int_str(math.floor(now + delay)), 'att', int_str(att))
         redis.call('ZADD', K_RUN, now + delay + lease, id)
         offline = offline + 1
         local o = #out
