@@ -63,7 +63,10 @@ type Endpoint struct {
 
 // Bounds of endpoint settings.
 const (
-	maxQPS         = 1e6
+	maxQPS = 1e6
+	// minQPS is the lowest rate limit: a call every 11.6 days. The limit counts time in ms, and
+	// far slower rates overflow the millisecond figures Redis stores for it.
+	minQPS         = 1e-6
 	maxConcurrency = 1_000_000
 	maxTries       = 100
 )
@@ -90,8 +93,8 @@ func (e Endpoint) validate(pendingCap time.Duration) error {
 		return err
 	}
 	switch {
-	case math.IsNaN(e.QPS) || e.QPS < 0 || e.QPS > maxQPS:
-		return fieldErr("qps", "must be between 0 (no limit) and %g", float64(maxQPS))
+	case math.IsNaN(e.QPS) || e.QPS < 0 || e.QPS > maxQPS || e.QPS > 0 && e.QPS < minQPS:
+		return fieldErr("qps", "must be 0 (no limit) or between %g and %g", float64(minQPS), float64(maxQPS))
 	case e.Concurrency < 0 || e.Concurrency > maxConcurrency:
 		return fieldErr("concurrency", "must be between 1 and %d", maxConcurrency)
 	case e.Timeout < 0 || e.Timeout > 24*time.Hour:

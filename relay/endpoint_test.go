@@ -93,6 +93,8 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"target_url", relay.Endpoint{Name: "x", TargetURL: "https://x/?q=1"}},
 		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: -1}},
 		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: math.NaN()}},
+		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: 1e-14}},
+		{"qps", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QPS: 2e6}},
 		{"concurrency", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Concurrency: -1}},
 		{"timeout", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Timeout: -time.Second}},
 		{"queue_timeout", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, QueueTimeout: 4 * time.Hour}},

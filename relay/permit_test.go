@@ -182,3 +182,32 @@ func TestOnlineTasksDoNotWaitForWorkers(t *testing.T) {
 		}
 	}
 }
+
+// Online tasks of a rate-limited endpoint get permits that are valid for their whole lifetime.
+// With a backlog, take.lua hands out rate-limit tokens due within its lookahead, so a permit can
+// start after a fractional delay; its end was stored as a fraction, which the client could not
+// read, and such permits were born expired.
+func TestRateLimitedPermitsAreValid(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := newClient(t, env, relay.Config{})
+		setEndpoint(t, c, relay.Endpoint{Name: "rl", TargetURL: "https://llm.example.com/", QPS: 20, Concurrency: 100, PermitTTL: time.Minute})
+		var ids []string
+		for range 20 {
+			ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "rl", Type: relay.Online}).ID)
+		}
+		startDispatcher(t, c, relay.DispatcherConfig{})
+		for _, id := range ids {
+			task, err := c.Wait(ctxT(t), id, 10*time.Second)
+			if err != nil || task.Status != relay.StatusPermitted {
+				t.Fatalf("task %s = %s, %v; want permitted", id, task.Status, err)
+			}
+			if left := time.Until(task.PermitExpires); left < 50*time.Second || left > time.Minute+time.Second {
+				t.Fatalf("task %s: permit expires in %s, want about a minute", id, left)
+			}
+			if _, err := c.CheckPermit(ctxT(t), task.Permit); err != nil {
+				t.Fatalf("task %s: CheckPermit = %v", id, err)
+			}
+		}
+	})
+}

@@ -83,7 +83,9 @@ for i = 1, #popped, 2 do
         redis.call('PEXPIRE', tk, int_str(math.ceil(delay + hold) + FINISHED_TTL))
       end
       if v[2] == 'online' then
-        local pe = now + delay + permit_ttl
+        -- The permit's end in whole ms (the client reads it as an integer; a fraction made every
+        -- permit taken within the lookahead look expired), rounded up so it keeps all its time.
+        local pe = int_str(math.ceil(now + delay + permit_ttl))
         redis.call('HSET', tk, 'st', 'permitted', 'sa', now_s, 'att', int_str(att), 'pe', pe, 'pu', '0')
         redis.call('ZADD', K_RUN, pe, id)
         notify_task(id, 'permitted')
