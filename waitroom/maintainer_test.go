@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,4 +121,47 @@ func TestRoomListOnCluster(t *testing.T) {
 			t.Fatalf("Rooms after a delete = %v, %v", got, err)
 		}
 	})
+}
+
+// One maintenance pass with a batch over what Lua's unpack takes (about 8,000 values) frees every
+// idle slot and removes every silent visitor it finds. It once failed with "too many results to
+// unpack", on every pass, after freeing the slots: the silent visitors stayed at the head of the
+// line and nobody behind them was admitted again.
+func TestMaintainBatchesBeyondLuaUnpack(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := context.Background()
+	const n = 8500
+	c := newClient(t, env, waitroom.Config{Batch: 2 * n})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: n, SessionTimeout: time.Second, QueueTimeout: time.Second})
+	// n visitors are admitted and n wait in line; then all of them go quiet.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < 2*n; i += 8 {
+				if _, err := room.Arrive(ctx, fmt.Sprintf("v%d", i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	quiet := time.Now()
+	testwait.Until(t, 10*time.Second, "the session and queue timeouts to pass", func() bool {
+		return time.Since(quiet) > 1100*time.Millisecond
+	})
+	res, err := c.MaintainOnce(ctx)
+	if err != nil || res.Freed != n || res.Abandoned != n {
+		t.Fatalf("MaintainOnce = %+v, %v; want %d freed and %d abandoned", res, err, n, n)
+	}
+	st, err := room.Stats(ctx)
+	if err != nil || st.Active != 0 || st.Waiting != 0 {
+		t.Fatalf("after the pass: %d active, %d waiting, %v; want none", st.Active, st.Waiting, err)
+	}
 }

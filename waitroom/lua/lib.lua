@@ -33,6 +33,15 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- call_each runs cmd on key with every member of list, in chunks: unpack() of 8,000 or more
+-- values overflows Lua's stack, and a script that fails after its first writes leaves them done
+-- (Config.Batch, which bounds the lists, may be set that high).
+local function call_each(cmd, key, list)
+  for i = 1, #list, 1000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+  end
+end
+
 -- read_config returns the settings the scripts decide with, or nil when the room does not exist.
 local function read_config()
   local c = redis.call('HMGET', K_CONFIG, 'max_active', 'new_users_per_minute', 'session_timeout',
@@ -53,7 +62,7 @@ end
 local function free_idle(cfg, now, batch)
   local idle = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', now - cfg.session_timeout, 'LIMIT', 0, batch)
   if #idle > 0 then
-    redis.call('ZREM', K_ACTIVE, unpack(idle))
+    call_each('ZREM', K_ACTIVE, idle)
     redis.call('HINCRBY', K_STATS, 'expired', #idle)
   end
   return #idle

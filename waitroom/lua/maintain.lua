@@ -11,9 +11,9 @@ local batch = tonumber(ARGV[1])
 local freed = free_idle(cfg, now, batch)
 local gone = redis.call('ZRANGEBYSCORE', K_SEEN, '-inf', now - cfg.queue_timeout, 'LIMIT', 0, batch)
 if #gone > 0 then
-  redis.call('ZREM', K_LINE, unpack(gone))
-  redis.call('ZREM', K_SEEN, unpack(gone))
-  redis.call('HDEL', K_SINCE, unpack(gone))
+  call_each('ZREM', K_LINE, gone)
+  call_each('ZREM', K_SEEN, gone)
+  call_each('HDEL', K_SINCE, gone)
   redis.call('HINCRBY', K_STATS, 'abandoned', #gone)
   redis.call('HINCRBY', K_MINUTES, 'x' .. math.floor(now / 60000), #gone)
 end
