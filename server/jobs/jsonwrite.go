@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -75,7 +74,7 @@ func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
 	b = append(b, `,"priority":`...)
 	b = strconv.AppendInt(b, int64(d.Priority), 10)
 	b = append(b, `,"attributes":`...)
-	b = appendStringMap(b, d.Attributes)
+	b = httpapi.AppendJSONStringMap(b, d.Attributes)
 	b = append(b, `,"published_at":`...)
 	b = appendJSONTime(b, d.PublishedAt)
 	b = append(b, `,"elapsed_ms":`...)
@@ -87,28 +86,6 @@ func appendDelivery(b []byte, d *DeliveryJSON) ([]byte, bool) {
 		b = appendJSONTime(b, *d.ExpiresAt)
 	}
 	return append(b, '}'), true
-}
-
-// appendStringMap appends m with its keys sorted, as encoding/json does (nil is null).
-func appendStringMap(b []byte, m map[string]string) []byte {
-	if m == nil {
-		return append(b, "null"...)
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = httpapi.AppendJSONString(b, k)
-		b = append(b, ':')
-		b = httpapi.AppendJSONString(b, m[k])
-	}
-	return append(b, '}')
 }
 
 // jsonTime reports whether time.Time's MarshalJSON can encode t (RFC 3339 has four-digit years).

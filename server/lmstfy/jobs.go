@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -528,21 +527,7 @@ func appendJob(b []byte, j jobJSON) []byte {
 	b = append(b, `,"remain_tries":`...)
 	b = strconv.AppendInt(b, j.RemainTries, 10)
 	b = append(b, `,"attributes":`...)
-	if j.Attributes == nil {
-		b = append(b, "null"...)
-	} else {
-		keys := slices.Sorted(maps.Keys(j.Attributes))
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = httpapi.AppendJSONString(b, k)
-			b = append(b, ':')
-			b = httpapi.AppendJSONString(b, j.Attributes[k])
-		}
-		b = append(b, '}')
-	}
+	b = httpapi.AppendJSONStringMap(b, j.Attributes)
 	return append(b, "}\n"...)
 }
 
