@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testwait"
@@ -133,29 +134,26 @@ func TestMaintainBatchesBeyondLuaUnpack(t *testing.T) {
 	ctx := context.Background()
 	const n = 8500
 	c := newClient(t, env, waitroom.Config{Batch: 2 * n})
-	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: n, SessionTimeout: time.Second, QueueTimeout: time.Second})
-	// n visitors are admitted and n wait in line; then all of them go quiet.
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := g; i < 2*n; i += 8 {
-				if _, err := room.Arrive(ctx, fmt.Sprintf("v%d", i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: n, SessionTimeout: time.Minute, QueueTimeout: time.Minute})
+	// n admitted visitors and n waiting ones, all last heard of an hour ago, as lib.lua keeps them
+	// (arriving them one by one would take longer than the shortest timeouts under the race
+	// detector, and later arrivals would free the first ones' slots).
+	base := env.Prefix + ":waitroom:{r}:"
+	then := float64(time.Now().Add(-time.Hour).UnixMilli())
+	pipe := env.Client.Pipeline()
+	for i := range n {
+		admitted, waiting := fmt.Sprintf("a%d", i), fmt.Sprintf("w%d", i)
+		pipe.ZAdd(ctx, base+"active", redis.Z{Score: then, Member: admitted})
+		pipe.ZAdd(ctx, base+"line", redis.Z{Score: float64(1<<52 + i), Member: waiting})
+		pipe.ZAdd(ctx, base+"seen", redis.Z{Score: then, Member: waiting})
+		pipe.HSet(ctx, base+"since", waiting, int64(then))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	quiet := time.Now()
-	testwait.Until(t, 10*time.Second, "the session and queue timeouts to pass", func() bool {
-		return time.Since(quiet) > 1100*time.Millisecond
-	})
+	if st, err := room.Stats(ctx); err != nil || st.Active != n || st.Waiting != n {
+		t.Fatalf("before the pass: %d active, %d waiting, %v; want %d of each", st.Active, st.Waiting, err, n)
+	}
 	res, err := c.MaintainOnce(ctx)
 	if err != nil || res.Freed != n || res.Abandoned != n {
 		t.Fatalf("MaintainOnce = %+v, %v; want %d freed and %d abandoned", res, err, n, n)
@@ -163,5 +161,9 @@ func TestMaintainBatchesBeyondLuaUnpack(t *testing.T) {
 	st, err := room.Stats(ctx)
 	if err != nil || st.Active != 0 || st.Waiting != 0 {
 		t.Fatalf("after the pass: %d active, %d waiting, %v; want none", st.Active, st.Waiting, err)
+	}
+	// The line moves again: a new visitor is admitted at once.
+	if st := arrive(t, room, "new"); st.State != waitroom.Admitted {
+		t.Fatalf("a new visitor after the pass: %+v, want admitted", st)
 	}
 }
