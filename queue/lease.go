@@ -81,6 +81,13 @@ func (c *Client) ackOneQueue(ctx context.Context, k queueKeys, ps []AckParams) (
 	if len(reply) != len(ps) {
 		return nil, fmt.Errorf("%d answers from %s for %d acks", len(reply), scriptAckNoResult, len(ps))
 	}
+	return c.ackLeftOnes(ctx, k, ps, reply)
+}
+
+// ackLeftOnes sends the acks ack_noresult.lua left (leftToAck in reply) to ack.lua and puts its
+// answers in their places. When that call fails the whole batch fails, as when a reply is lost:
+// the acks the first call made stay made, and acking them again answers ErrNotFound.
+func (c *Client) ackLeftOnes(ctx context.Context, k queueKeys, ps []AckParams, reply []any) ([]any, error) {
 	var left []int
 	for i, code := range reply {
 		if code == leftToAck {
