@@ -5,7 +5,10 @@
 -- ARGV[12] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
 -- none), type (offline|online), method, url, headers (json), body, namespace ('' for none).
 -- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
--- {2} the subject's share is full.
+-- {2} the subject's share is full. Ids are made per Submit, so a task hash already stored means this
+-- call is being sent again (go-redis retries a call whose reply was lost): such a task is answered
+-- {0, its created_at_ms, its place or -1} and nothing is written twice (no second queue entry, no
+-- second subject count, no reset of a task that started meanwhile).
 local now = now_ms()
 local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local qd = now + tonumber(ARGV[11])
@@ -17,7 +20,10 @@ local woke = false
 for i = 0, n - 1 do
   local a = 13 + i * 9
   local id, subj = ARGV[a], ARGV[a + 2]
-  if max_queued > 0 and waiting >= max_queued then
+  local created = redis.call('HGET', task_key(id), 'ca')
+  if created then
+    out[i + 1] = {0, tonumber(created), redis.call('ZRANK', K_QUEUE, id) or -1}
+  elseif max_queued > 0 and waiting >= max_queued then
     out[i + 1] = {1}
   elseif subj ~= '' and max_subject > 0 and tonumber(redis.call('HGET', K_SUBJ, subj) or '0') >= max_subject then
     out[i + 1] = {2}
