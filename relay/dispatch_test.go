@@ -403,3 +403,25 @@ func TestConcurrencyChangeReachesDispatchers(t *testing.T) {
 	}
 	once.Do(func() { close(release) })
 }
+
+// Two Stops at once both return once the dispatcher stopped (the second one closed a closed
+// channel and panicked), and the dispatcher starts again afterwards.
+func TestDispatcherStopsTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	d, err := relay.NewDispatcher(c, relay.DispatcherConfig{AllowPrivate: true, MaintainInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := d.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(d.Stop)
+		}
+		wg.Wait()
+	}
+}

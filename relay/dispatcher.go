@@ -280,8 +280,15 @@ func (d *Dispatcher) Stop() {
 		d.mu.Unlock()
 		return
 	}
-	close(d.stopping)
 	done := d.done
+	select {
+	case <-d.stopping: // another Stop is under way: it finishes up, this one waits for the end
+		d.mu.Unlock()
+		<-done
+		return
+	default:
+		close(d.stopping)
+	}
 	d.mu.Unlock()
 	<-done
 	d.mu.Lock()
