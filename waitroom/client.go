@@ -174,14 +174,19 @@ func (c *Client) DeleteRoom(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.rdb.SRem(ctx, roomsKey(c.cfg.Prefix), name).Err(); err != nil {
-		return fmt.Errorf("waitroom: unlist room %s: %w", name, err)
-	}
+	// The room's keys go first, then its name from the list, both on a context the caller cannot
+	// cancel half way: unlisted first and deleted never, a room kept admitting visitors that no
+	// maintainer visited, and its silent visitors blocked the line for good. A name left listed
+	// without settings is taken off the list by the next maintenance pass.
+	ctx = context.WithoutCancel(ctx)
 	existed, err := c.scripts.reset.Run(ctx, c.rdb, r.keys, 1).Int()
 	if err != nil {
 		return fmt.Errorf("waitroom: delete room %s: %w", name, err)
 	}
 	r.forget()
+	if err := c.rdb.SRem(ctx, roomsKey(c.cfg.Prefix), name).Err(); err != nil {
+		return fmt.Errorf("waitroom: unlist room %s: %w", name, err)
+	}
 	if existed == 0 {
 		return ErrRoomNotFound
 	}
