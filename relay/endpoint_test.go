@@ -238,3 +238,41 @@ func TestETAFromSettingsBeforeData(t *testing.T) {
 		t.Errorf("Stats.ETA(3) = %s %v, want 1s", eta, ok)
 	}
 }
+
+// A Client whose cached settings are older than a change (its RefreshInterval has not come round,
+// or a refresh failed) neither cancels the tasks of an endpoint created since, nor leaves waiting
+// forever a task it submits to an endpoint deleted since: its maintenance asks Redis before it
+// treats an endpoint as deleted, and a deleted endpoint stays maintained for a grace period.
+func TestMaintenanceWithStaleSettings(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	fresh := newClient(t, env, relay.Config{RefreshInterval: time.Second}) // a 20 s grace
+	stale := newClient(t, env, relay.Config{RefreshInterval: time.Hour})
+	setEndpoint(t, fresh, relay.Endpoint{Name: "gone", TargetURL: "https://api.example.com/"})
+	if _, err := stale.MaintainOnce(ctxT(t)); err != nil { // reads the settings: "gone" only
+		t.Fatal(err)
+	}
+
+	setEndpoint(t, fresh, relay.Endpoint{Name: "new", TargetURL: "https://new.example.com/"})
+	created := submit(t, fresh, relay.SubmitParams{Endpoint: "new"}).ID
+	if _, err := stale.MaintainOnce(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if task := get(t, fresh, created); task.Status != relay.StatusPending {
+		t.Fatalf("a task of an endpoint the stale Client does not know yet: %s (%s), want pending", task.Status, task.Error)
+	}
+
+	if err := fresh.DeleteEndpoint(ctxT(t), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.MaintainOnce(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	late := submit(t, stale, relay.SubmitParams{Endpoint: "gone"}).ID // its settings still list it
+	if _, err := fresh.MaintainOnce(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if task := get(t, fresh, late); task.Status != relay.StatusCancelled || task.Error != "endpoint deleted" {
+		t.Fatalf("a task submitted to a deleted endpoint through stale settings: %s (%s), want cancelled", task.Status, task.Error)
+	}
+}

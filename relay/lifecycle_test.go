@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -42,6 +43,18 @@ func TestNothingOutlivesItsOwner(t *testing.T) {
 		if task := get(t, c, waiting); task.Status != relay.StatusCancelled {
 			t.Fatalf("waiting task of the deleted endpoint = %s", task.Status)
 		}
+		// The deleted endpoint is maintained for a grace period (20 refresh intervals: 1 s here),
+		// then forgotten.
+		known := env.Prefix + ":relay:{relay}:known"
+		testwait.UntilNil(t, 10*time.Second, func() error {
+			if _, err := c.MaintainOnce(ctxT(t)); err != nil {
+				return err
+			}
+			if n, err := env.Client.Exists(ctxT(t), known).Result(); err != nil || n != 0 {
+				return fmt.Errorf("the deleted endpoint is still maintained (%d, %v)", n, err)
+			}
+			return nil
+		})
 		var keys []string
 		for _, k := range scanKeys(t, env) {
 			// The settings version counter is one small key per prefix, kept for good.

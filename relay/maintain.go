@@ -15,6 +15,26 @@ type MaintainResult struct {
 	Archived  int // finished tasks written to the archive
 }
 
+// forgetGrace is how long after its deletion an endpoint is still maintained, in refresh
+// intervals: a Client whose cached settings are older than the deletion (up to a RefreshInterval,
+// more when refreshes fail) may still submit to it, and such tasks must be cancelled by
+// maintenance rather than left waiting forever.
+const forgetGrace = 20
+
+// endpointLive reports whether the endpoint name exists: in snap, or else in Redis. A snapshot may
+// lag a creation by Config.RefreshInterval (or longer when a refresh failed), and treating a new
+// endpoint as deleted would cancel its first tasks.
+func (c *Client) endpointLive(ctx context.Context, snap *endpointSnapshot, name string) (bool, error) {
+	if _, ok := snap.byName[name]; ok {
+		return true, nil
+	}
+	live, err := c.rdb.HExists(ctx, c.reg.settings, name).Result()
+	if err != nil {
+		return false, fmt.Errorf("relay: check endpoint %s: %w", name, err)
+	}
+	return live, nil
+}
+
 // MaintainOnce runs one bounded housekeeping step on every endpoint, deleted ones included until
 // they hold no task. Every Dispatcher runs it; any number of processes may, as each step is one
 // atomic script.
@@ -32,7 +52,11 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 	// queue timeouts must be handled even while the archive database is down.
 	var errs []error
 	for _, name := range names {
-		_, live := snap.byName[name]
+		live, err := c.endpointLive(ctx, snap, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		deleted := 0
 		if !live {
 			deleted = 1
@@ -53,7 +77,8 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 			continue
 		}
 		if !live && r[3] == 1 {
-			if err := scriptEndpointForget.Run(ctx, c.rdb, []string{c.reg.settings, c.reg.known}, name).Err(); err != nil {
+			grace := (forgetGrace * c.cfg.RefreshInterval).Milliseconds()
+			if err := scriptEndpointForget.Run(ctx, c.rdb, []string{c.reg.settings, c.reg.known}, name, grace).Err(); err != nil {
 				errs = append(errs, fmt.Errorf("relay: forget %s: %w", name, err))
 			}
 		}
