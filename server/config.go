@@ -50,6 +50,10 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (and so a job's payload). Default 1 MiB.
 	MaxBodyBytes int64
 
+	// BodyReadTimeout bounds how long a request body may take to arrive once the handler starts
+	// reading it; a slower body ends the request with 400 invalid_argument. Default 30s.
+	BodyReadTimeout time.Duration
+
 	// MaxConsumeTimeout bounds the "timeout" of a blocking consume. Default 60s.
 	MaxConsumeTimeout time.Duration
 
@@ -170,6 +174,7 @@ func (c Config) withDefaults() Config {
 	c.DataDir = cmp.Or(c.DataDir, "./sluice-data")
 	c.RedisServerPath = cmp.Or(c.RedisServerPath, "redis-server")
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, 30*time.Second)
 	c.MaxConsumeTimeout = cmp.Or(c.MaxConsumeTimeout, 60*time.Second)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
@@ -205,6 +210,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, errors.New("config: max_body_bytes must be at least 1024"))
+	}
+	if c.BodyReadTimeout < time.Millisecond {
+		errs = append(errs, errors.New("config: body_read_timeout must be at least 1ms"))
 	}
 	if c.MaxConsumeTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: max_consume_timeout must be at least 1ms"))

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -172,8 +173,8 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable}
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		sw := &statusWriter{ResponseWriter: w}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
 		}
 		inflight.Inc()
 		defer inflight.Dec()
@@ -267,4 +268,32 @@ func bearer(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	return ""
+}
+
+// deadlineBody bounds how long a request body takes to arrive. The listeners set only a
+// ReadHeaderTimeout: a client that sent its headers and then stalled held its request open for
+// as long as it liked. A ReadTimeout on the server would also cut long-polling consumes, whose
+// connections net/http keeps reading in the background while the handler waits; so the deadline
+// is set on the connection when the handler starts reading the body, and cleared at the body's
+// end (a body not read to its end, such as one over MaxBodyBytes, ends the connection anyway).
+type deadlineBody struct {
+	io.ReadCloser
+	rc            *http.ResponseController
+	timeout       time.Duration
+	started, done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout)) // tests' recorders have none: no bound
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done { //nolint:errorlint // Read returns io.EOF itself, never wrapped
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	// After a timeout the deadline stays: net/http reads what is left of an unread body before it
+	// answers, and would wait for the stalled client again.
+	return n, err
 }

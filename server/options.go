@@ -107,6 +107,8 @@ func Options() []Option {
 			str(func(s *Settings) *string { return &s.RedisServerPath })},
 		{"max_body_bytes", "SLUICE_MAX_BODY_BYTES", "1048576", "largest request body (and so job payload) in `bytes`",
 			integer(func(s *Settings, n int64) { s.MaxBodyBytes = n })},
+		{"body_read_timeout", "SLUICE_BODY_READ_TIMEOUT", "30s", "longest a request body may take (`duration`) to arrive once it is read; slower: 400",
+			dur(func(s *Settings) *time.Duration { return &s.BodyReadTimeout })},
 		{"max_consume_timeout", "SLUICE_MAX_CONSUME_TIMEOUT", "60s", "longest wait (`duration`) a consume may ask for",
 			dur(func(s *Settings) *time.Duration { return &s.MaxConsumeTimeout })},
 		{"shutdown_timeout", "SLUICE_SHUTDOWN_TIMEOUT", "30s", "how long (`duration`) a graceful shutdown waits for in-flight requests",

@@ -1,10 +1,15 @@
 package server
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPanicIsRecovered(t *testing.T) {
@@ -49,5 +54,43 @@ func TestOddInputsNeverFail(t *testing.T) {
 		if r := ts.public(t, http.MethodGet, p, tok, nil); r.Status >= 500 {
 			t.Errorf("GET %s: %d %s", p, r.Status, r.Body)
 		}
+	}
+}
+
+// A client that sends its headers and then stalls in the body gets 400 once BodyReadTimeout has
+// passed (it held its request open for good before), while a long-polling consume on the same
+// server still waits its whole timeout: the deadline covers the body only.
+func TestStalledBodyTimesOut(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.BodyReadTimeout = 300 * time.Millisecond })
+	tok := ts.token(t, "shop")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.PublicURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(conn, "POST /v1/ns/shop/queues/q/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"payload\"", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+	if st, err := ts.Queue.Stats(ctxT(t), "shop", "q"); err != nil || st.Published != 0 {
+		t.Fatalf("the stalled publish published %d jobs (%v)", st.Published, err)
+	}
+
+	start := time.Now()
+	r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, `{"queues":["empty"],"timeout":1}`)
+	if r.Status != http.StatusOK || time.Since(start) < time.Second {
+		t.Fatalf("a consume waiting 1 s answered %d %s after %s", r.Status, r.Body, time.Since(start))
 	}
 }
