@@ -18,10 +18,15 @@ var ErrClosed = errClosed
 // MaxConsumeCount bounds ConsumeParams.Count.
 const MaxConsumeCount = 1000
 
+// MaxConsumeQueues bounds ConsumeParams.Queues: a consume reads its queues one script call each,
+// in order, and one naming 60,000 queues kept a server busy for seconds.
+const MaxConsumeQueues = 100
+
 // ConsumeParams describe one consume call.
 type ConsumeParams struct {
 	Namespace string
 	// Queues are read in order: a job of an earlier queue is taken before any job of a later one.
+	// 1..MaxConsumeQueues of them.
 	Queues []string
 	// Count is the most jobs to lease (1..1000). 0: 1.
 	Count int
@@ -219,6 +224,9 @@ func (c *Client) validateConsume(p *ConsumeParams) error {
 	}
 	if len(p.Queues) == 0 {
 		return invalid("queues", "name at least one queue")
+	}
+	if len(p.Queues) > MaxConsumeQueues {
+		return invalid("queues", "%d queues is over the limit of %d", len(p.Queues), MaxConsumeQueues)
 	}
 	seen := make(map[string]bool, len(p.Queues))
 	for _, q := range p.Queues {

@@ -459,6 +459,7 @@ func TestConsumeValidation(t *testing.T) {
 		{queue.ConsumeParams{Namespace: "ns"}, "queues"},
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q", "q"}}, "queues"},
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"bad name"}}, "queues"},
+		{queue.ConsumeParams{Namespace: "ns", Queues: manyQueues(queue.MaxConsumeQueues + 1)}, "queues"},
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Count: 1001}, "count"},
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Count: -1}, "count"},
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, TTR: -1}, "ttr"},
@@ -502,4 +503,13 @@ func TestConsumeFailureOnLaterQueueKeepsEarlierLeases(t *testing.T) {
 			t.Fatal("Consume of the broken queue alone succeeded")
 		}
 	})
+}
+
+// manyQueues is n distinct queue names.
+func manyQueues(n int) []string {
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("q%d", i)
+	}
+	return qs
 }
