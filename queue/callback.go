@@ -83,8 +83,8 @@ func (cb *Callback) validate() error {
 	if cb.Method == "" {
 		cb.Method = http.MethodPost
 	}
-	if !validToken(cb.Method) || len(cb.Method) > 32 {
-		return invalid("callback.method", "%q is not an HTTP method", cb.Method)
+	if !callbackMethods[cb.Method] {
+		return invalid("callback.method", "%q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", cb.Method)
 	}
 	if len(cb.Header) > MaxCallbackHeaders {
 		return invalid("callback.headers", "%d entries is over the limit of %d", len(cb.Header), MaxCallbackHeaders)
@@ -126,7 +126,7 @@ func decodeCallback(s string) *Callback {
 	return &r.Callback
 }
 
-// validToken reports whether s is an HTTP token (RFC 9110): a method or a header name.
+// validToken reports whether s is an HTTP token (RFC 9110): a header name.
 func validToken(s string) bool {
 	if s == "" {
 		return false
@@ -243,4 +243,11 @@ func ParseCallbackNotification(msg string) (QueueRef, bool) {
 		return QueueRef{}, false
 	}
 	return QueueRef{Namespace: ns, Queue: q}, true
+}
+
+// callbackMethods are the methods a callback may use: those of a request-queue task (relay). A
+// CONNECT would open a tunnel, and methods match case-sensitively ("post" is not POST).
+var callbackMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
 }

@@ -197,6 +197,8 @@ func TestCallbackValidation(t *testing.T) {
 		{"ftp", queue.PublishParams{Callback: &queue.Callback{URL: "ftp://a.com/x"}}, "callback.url"},
 		{"userinfo", queue.PublishParams{Callback: &queue.Callback{URL: "https://u:p@a.com/x"}}, "callback.url"},
 		{"method", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Method: "PO ST"}}, "callback.method"},
+		{"method connect", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Method: "CONNECT"}}, "callback.method"},
+		{"method lower case", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Method: "post"}}, "callback.method"},
 		{"reserved header", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Header: map[string]string{"Webhook-Signature": "x"}}}, "callback.headers"},
 		{"header newline", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Header: map[string]string{"X": "a\r\nB: c"}}}, "callback.headers"},
 		{"timeout", queue.PublishParams{Callback: &queue.Callback{URL: "https://a.com", Timeout: time.Hour}}, "callback.timeout"},

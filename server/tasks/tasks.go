@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -311,7 +312,7 @@ func (a *API) owned(r *http.Request, tok tenant.Token, id string) (relay.Task, e
 // parseWait takes a Go duration ("30s") or a number of seconds ("30").
 func parseWait(v string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 || f > httpapi.MaxSeconds {
+		if math.IsNaN(f) || f < 0 || f > httpapi.MaxSeconds {
 			return 0, fmt.Errorf("%q is out of range", v)
 		}
 		return time.Duration(f * float64(time.Second)), nil

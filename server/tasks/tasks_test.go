@@ -63,7 +63,7 @@ func TestParseWait(t *testing.T) {
 			t.Errorf("parseWait(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"soon", "-1s", "-2"} {
+	for _, in := range []string{"soon", "-1s", "-2", "NaN", "nan", "Inf", "1e300"} {
 		if _, err := parseWait(in); err == nil {
 			t.Errorf("parseWait(%q) took it", in)
 		}
