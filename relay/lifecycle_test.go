@@ -51,7 +51,7 @@ func TestNothingOutlivesItsOwner(t *testing.T) {
 				return err
 			}
 			if n, err := env.Client.Exists(ctxT(t), known).Result(); err != nil || n != 0 {
-				return fmt.Errorf("the deleted endpoint is still maintained (%d, %v)", n, err)
+				return fmt.Errorf("the deleted endpoint is still maintained (%d, %w)", n, err)
 			}
 			return nil
 		})

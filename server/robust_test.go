@@ -82,6 +82,7 @@ func TestStalledBodyTimesOut(t *testing.T) {
 		t.Fatalf("no answer to a stalled body: %v", err)
 	}
 	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
 	r := response{Status: resp.StatusCode, Header: resp.Header, Body: body}
 	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
 	if st, err := ts.Queue.Stats(ctxT(t), "shop", "q"); err != nil || st.Published != 0 {
