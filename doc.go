@@ -38,7 +38,7 @@
 //   - internal/httpapi: the error registry, JSON helpers and the Route description that route
 //     packages declare and the server mounts;
 //   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
-//     type); internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`;
+//     type); cmd/sluice/internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`;
 //   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks);
 //     internal/taskarchive: the MySQL archive of finished tasks.
 //

@@ -7,5 +7,5 @@ import (
 	_ "github.com/go-redis/redis_rate/v10"
 	_ "github.com/hibiken/asynq"
 	_ "github.com/redis/go-redis/v9"
-	_ "github.com/sluicehq/sluice/internal/redistest"
+	_ "github.com/sluicehq/sluice/internal/testkit/redistest"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // benchClients is the number of concurrent callers in the hit-path benchmarks.

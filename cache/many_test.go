@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 func TestGetMany(t *testing.T) {

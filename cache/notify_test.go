@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 func TestNotifierWakesOnlyItsChannel(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // TestAckNoResultAnswersAsAckDoes sends one batch of result-less acks through ack.lua and through

@@ -4,7 +4,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 

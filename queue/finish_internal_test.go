@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // TestFinishTwiceInOneBatch: when one combined ack call names a job twice (Finish and Finish, or

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // The record the client encodes for publish_ready.lua is, byte for byte, what Redis's cmsgpack

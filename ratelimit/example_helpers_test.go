@@ -3,7 +3,7 @@ package ratelimit_test
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // exampleRedis returns a client of the test Redis, a key prefix of the example's own and a

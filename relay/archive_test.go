@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/taskarchive"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // A Client reads its own endpoint changes at once, even when a refresh that began before the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // late.lua holds [sa + 1s, sa + 1s + lateness + 1ms) for each reported call (the 1 ms because

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
 

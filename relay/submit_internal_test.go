@@ -3,7 +3,7 @@ package relay
 import (
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // A submit sent again (go-redis resends a script call whose reply was lost, after the script may

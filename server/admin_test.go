@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 func TestAdminNamespacesAndTokens(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/jobs"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // benchServer is a server on loopback for benchmarks, with a token of namespace "bench".

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/callbacks"
 	"github.com/sluicehq/sluice/server/jobs"

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testio"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testio"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 var secretRE = regexp.MustCompile(`export SLUICE_TOKEN=(sk_[0-9a-f]+)`)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/server/jobs"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // lmstfyClient sends exactly the requests of lmstfy's Go client (github.com/bitleak/lmstfy/client,

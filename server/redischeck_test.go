@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/testio"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testio"
 )
 
 func TestRefusesEvictingRedis(t *testing.T) {

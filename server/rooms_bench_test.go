@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/httpbench"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/httpbench"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/server/rooms"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/server/tasks"
 )
 

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/tasks"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicehq/sluice/internal/browsertest"
+	"github.com/sluicehq/sluice/internal/testkit/browsertest"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/waitroom"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/waitroom"

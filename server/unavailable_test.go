@@ -9,8 +9,8 @@ import (
 
 	"github.com/sluicehq/sluice/server/jobs"
 
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // Redis stopped under a running server: requests answer 503 unavailable (never 500), /readyz

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

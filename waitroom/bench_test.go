@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpbench"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/httpbench"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

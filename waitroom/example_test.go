@@ -8,7 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/browsertest"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/browsertest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // rawUpstream is an HTTP/1.1 server on real TCP that records the bytes of every request it reads

@@ -5,8 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/loadgen"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/loadgen"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 // TestBaselineServesTheLoadGenerator runs every scenario the side-by-side benchmark uses (and

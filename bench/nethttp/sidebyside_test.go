@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -20,12 +21,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/cli"
-	"github.com/sluicehq/sluice/internal/cpustat"
-	"github.com/sluicehq/sluice/internal/loadgen"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/loadgen"
 	"github.com/sluicehq/sluice/internal/redisx"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
+	"github.com/sluicehq/sluice/server"
 )
 
 // childEnv selects the server a re-executed test binary runs instead of the tests: "sluice"
@@ -69,7 +70,44 @@ func runSluice() int {
 		return 1
 	}
 	defer stop()
-	return cli.Main(ctx, strings.Split(os.Getenv(childArgs), "\n"), os.Stdin, io.Discard, os.Stderr)
+	if err := serveSluice(ctx, strings.Split(os.Getenv(childArgs), "\n")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// serveSluice runs the server as `sluice server` does (args are "server" and then --flag value
+// pairs), with the GC target the command sets, until ctx ends.
+func serveSluice(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "server" || len(args)%2 != 1 {
+		return fmt.Errorf("%s: want server and --flag value pairs, got %q", childArgs, args)
+	}
+	flags := map[string]string{}
+	for i := 1; i < len(args); i += 2 {
+		flags[strings.ReplaceAll(strings.TrimPrefix(args[i], "--"), "-", "_")] = args[i+1]
+	}
+	settings, err := server.LoadSettings(server.SettingsSources{Getenv: os.Getenv, Flags: flags})
+	if err != nil {
+		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400) // as `sluice server` sets it
+	}
+	cfg := settings.Config
+	if cfg.Logger, err = settings.NewLogger(os.Stderr); err != nil {
+		return err
+	}
+	cfg.Out = os.Stderr
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	runErr := srv.Run(ctx)
+	if err := srv.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
 }
 
 // runBaseline serves Baseline on the address in childArgs until standard input closes.

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicehq/sluice/internal/cli"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/cli"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // blockingRun records batches; the first batch waits until release is closed, so the calls made

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/taskarchive"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 )
 
 // BenchmarkPut measures archived tasks per second, written 100 per call with a 512-byte result.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sluicehq/sluice/internal/mysqltest"
 	"github.com/sluicehq/sluice/internal/taskarchive"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }

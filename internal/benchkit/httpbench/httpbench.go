@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 )
 
 // Gets sends GET url with the visitors' cookies from 32 × GOMAXPROCS goroutines, each on its own

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sluicehq/sluice/internal/browsertest"
+	"github.com/sluicehq/sluice/internal/testkit/browsertest"
 )
 
 // TestMain checks that a browser leaves no goroutine behind once its test ends.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 )
 
 // SelfProcess is the name under which Result.CPU reports the load generator's own process.

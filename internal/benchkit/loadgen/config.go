@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 )
 
 // API is the HTTP dialect the load generator speaks.

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // installHint is what a machine without Chromium needs (Debian's package, as .ci/run installs it).

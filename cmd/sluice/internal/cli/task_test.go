@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/servertest"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // The task and endpoint commands against a real server and a real HTTP target.

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/lmstfyimport"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/lmstfyimport"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/tenant"
 )

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sluicehq/sluice/internal/loadgen"
+	"github.com/sluicehq/sluice/internal/benchkit/loadgen"
 )
 
 func runBench(ctx context.Context, env *Env, args []string) error {

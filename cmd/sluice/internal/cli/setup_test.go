@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/servertest"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

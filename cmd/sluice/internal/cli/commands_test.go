@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/loadgen"
-	"github.com/sluicehq/sluice/internal/testwait"
+	"github.com/sluicehq/sluice/internal/benchkit/loadgen"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 func TestErrors(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
-	"github.com/sluicehq/sluice/internal/servertest"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // BenchmarkHTTP measures each scenario against a real server on loopback over a real Redis,

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/cpustat"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
