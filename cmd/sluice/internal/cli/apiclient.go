@@ -177,5 +177,14 @@ func printJSON(w io.Writer, data []byte) error {
 	return err
 }
 
+// printValue writes v as indented JSON, for --json.
+func printValue(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return printJSON(w, data)
+}
+
 // pathEscape escapes one path segment (a namespace, queue or job id).
 func pathEscape(s string) string { return url.PathEscape(s) }

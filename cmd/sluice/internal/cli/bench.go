@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,11 +47,7 @@ Examples:
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	procs := fs.Int("procs", 1, "`processors` the load generator runs on (0: all of them)")
 	cpu := fs.String("cpu", "", "report the CPU per job of these processes on this machine, as `name=pid,...` (e.g. server=PID,redis=PID; Linux), and of the load generator")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 0, "no arguments"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
 	list, err := loadgen.ParseScenarios(*scenarios)
@@ -92,11 +87,9 @@ Examples:
 	}
 	rep, runErr := loadgen.Run(ctx, cfg)
 	if *asJSON && rep != nil {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
+		if err := printValue(env.Stdout, rep); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s\n", b)
 	}
 	if errors.Is(runErr, syscall.ECONNREFUSED) {
 		return (&apiClient{base: *url}).transportError(runErr)

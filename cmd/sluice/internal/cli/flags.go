@@ -2,10 +2,12 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,9 +34,10 @@ func newFlags(env *Env, name, synopsis, description string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args with flags and positional arguments in any order ("publish q --tries 3
-// payload"); everything after "--" is positional. It returns the positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+// parseArgs parses args with flags and positional arguments in any order ("publish q --tries 3
+// payload"); everything after "--" is positional. It returns the positional arguments, of which
+// there must be lo to hi (hi < 0: no upper bound); what names them in the usage error.
+func parseArgs(fs *flag.FlagSet, args []string, lo, hi int, what string) ([]string, error) {
 	var tail []string
 	for i, a := range args {
 		if a == "--" {
@@ -52,18 +55,15 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return append(pos, tail...), nil
+			break
 		}
 		pos, args = append(pos, args[0]), args[1:]
 	}
-}
-
-// wantArgs checks the number of positional arguments.
-func wantArgs(pos []string, lo, hi int, what string) error {
+	pos = append(pos, tail...)
 	if len(pos) < lo || (hi >= 0 && len(pos) > hi) {
-		return usagef("want %s, got %d argument(s)", what, len(pos))
+		return nil, usagef("want %s, got %d argument(s)", what, len(pos))
 	}
-	return nil
+	return pos, nil
 }
 
 // seconds is a duration flag that also takes a bare number of seconds ("1.5" = "1.5s"). The
@@ -143,24 +143,70 @@ func (m keyValues) Set(v string) error {
 	return nil
 }
 
-// connFlags holds the flags every client command shares: where the server is and how to present
-// the answer.
+// apiFlags are the flags a command that calls one of the server's APIs shares: where the API is,
+// the token, and how to present the answer.
+type apiFlags struct {
+	url, token string
+	json       bool
+	timeout    time.Duration
+	// admin says the API is the admin API (for the advice when it cannot be reached).
+	admin  bool
+	stdout io.Writer
+}
+
+// register adds --json and --http-timeout to fs; the caller registers the URL and token flags,
+// which differ between the public and the admin API.
+func (a *apiFlags) register(fs *flag.FlagSet, env *Env, admin bool) {
+	a.admin, a.stdout = admin, env.Stdout
+	fs.BoolVar(&a.json, "json", false, "print the server's JSON answer")
+	fs.DurationVar(&a.timeout, "http-timeout", 30*time.Second, "give up on a request after this `duration`")
+}
+
+func (a *apiFlags) client() *apiClient { return newAPIClient(a.url, a.token, a.timeout, a.admin) }
+
+func (a *apiFlags) out() io.Writer { return a.stdout }
+
+// show sends a request and decodes its answer into out (when not nil). Under --json it prints the
+// answer as the server sent it, and the command prints nothing more:
+//
+//	if err := cf.show(ctx, method, path, nil, body, &ans); err != nil || cf.json {
+//		return err
+//	}
+func (a *apiFlags) show(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	data, err := a.client().callJSON(ctx, method, path, query, body, out)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(a.stdout, data)
+	}
+	return nil
+}
+
+// connFlags are the flags of the commands that call the public API as a namespace's client.
 type connFlags struct {
-	url, token, ns string
-	json           bool
-	timeout        time.Duration
-	env            *Env
+	apiFlags
+	ns string
 }
 
 // addConnFlags registers --url, --token, --ns, --json and --http-timeout.
 func addConnFlags(fs *flag.FlagSet, env *Env) *connFlags {
-	c := &connFlags{env: env}
+	c := &connFlags{}
+	c.register(fs, env, false)
 	fs.StringVar(&c.url, "url", cmp.Or(env.Getenv("SLUICE_URL"), defaultURL), "server's public API `URL` (env SLUICE_URL)")
 	fs.StringVar(&c.token, "token", env.Getenv("SLUICE_TOKEN"), "namespace `token` (env SLUICE_TOKEN)")
 	fs.StringVar(&c.ns, "ns", cmp.Or(env.Getenv("SLUICE_NAMESPACE"), defaultNamespace), "`namespace` (env SLUICE_NAMESPACE)")
-	fs.BoolVar(&c.json, "json", false, "print the server's JSON answer")
-	fs.DurationVar(&c.timeout, "http-timeout", 30*time.Second, "give up on a request after this `duration`")
 	return c
+}
+
+// addAdminFlags registers the flags of the admin commands: --admin-url, --admin-token, --json and
+// --http-timeout.
+func addAdminFlags(fs *flag.FlagSet, env *Env) *apiFlags {
+	a := &apiFlags{}
+	a.register(fs, env, true)
+	fs.StringVar(&a.url, "admin-url", cmp.Or(env.Getenv("SLUICE_ADMIN_URL"), defaultAdminURL), "server's admin API `URL` (env SLUICE_ADMIN_URL)")
+	fs.StringVar(&a.token, "admin-token", env.Getenv("SLUICE_ADMIN_TOKEN"), "admin `token`, when the server has one (env SLUICE_ADMIN_TOKEN)")
+	return a
 }
 
 // Defaults of the connection flags.
@@ -169,9 +215,3 @@ const (
 	defaultAdminURL  = "http://127.0.0.1:7778"
 	defaultNamespace = "default"
 )
-
-func (c *connFlags) client() *apiClient {
-	return newAPIClient(c.url, c.token, c.timeout, false)
-}
-
-func (c *connFlags) out() io.Writer { return c.env.Stdout }

@@ -23,11 +23,8 @@ Examples:
   sluice stats
   sluice stats emails --json`)
 	cf := addConnFlags(fs, env)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 0, 1, "at most one queue")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 1, "at most one queue"); err != nil {
 		return err
 	}
 	path := "/v1/ns/" + pathEscape(cf.ns) + "/queues"
@@ -35,12 +32,8 @@ Examples:
 		path = queuePath(cf.ns, pos[0])
 	}
 	var ans map[string]any
-	data, err := cf.client().callJSON(ctx, http.MethodGet, path, nil, nil, &ans)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodGet, path, nil, nil, &ans); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	if len(pos) == 1 {
 		return printQueue(cf, pos[0], ans)
@@ -125,11 +118,8 @@ Example:
 	cf := addConnFlags(fs, env)
 	limit := fs.Int("limit", 0, "most jobs to list (default: the server's page size)")
 	cursor := fs.String("cursor", "", "continue from this `cursor` (printed by the previous page)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<queue>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<queue>"); err != nil {
 		return err
 	}
 	query := url.Values{}
@@ -145,12 +135,8 @@ Example:
 		Cursor     string           `json:"cursor"`
 		Total      *int64           `json:"total"`
 	}
-	data, err := cf.client().callJSON(ctx, http.MethodGet, queuePath(cf.ns, pos[0])+"/dead", query, nil, &ans)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodGet, queuePath(cf.ns, pos[0])+"/dead", query, nil, &ans); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	if len(ans.Jobs) == 0 {
 		fmt.Fprintf(cf.out(), "the dead letter of %s/%s is empty\n", cf.ns, pos[0])
@@ -198,11 +184,8 @@ Examples:
 	limit := fs.Int("limit", 0, "respawn the `n` oldest dead jobs")
 	var ttl seconds
 	fs.Var(&ttl, "ttl", "give the respawned jobs this lifetime (`duration`)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, -1, "<queue> [job-id...]")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, -1, "<queue> [job-id...]"); err != nil {
 		return err
 	}
 	ids := pos[1:]
@@ -222,12 +205,8 @@ Examples:
 		body["ttl"] = secs(ttl.d)
 	}
 	var ans map[string]any
-	data, err := cf.client().callJSON(ctx, http.MethodPost, queuePath(cf.ns, pos[0])+"/dead/respawn", nil, body, &ans)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodPost, queuePath(cf.ns, pos[0])+"/dead/respawn", nil, body, &ans); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	n := 0
 	switch v := first(ans, "ids", "job_ids", "jobs").(type) {

@@ -60,11 +60,8 @@ Examples:
 	fs.Var(callbackHeaders, "callback-header", "header `name=value` sent with the callback (repeatable)")
 	var callbackTimeout seconds
 	fs.Var(&callbackTimeout, "callback-timeout", "how long one callback call may take (`duration`, default 30s)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 2, "<queue> [payload]")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 2, "<queue> [payload]"); err != nil {
 		return err
 	}
 	if *raw && *asString {
@@ -154,12 +151,8 @@ Examples:
 	}
 	q := pos[0]
 	var ans publishAnswer
-	data, err := cf.client().callJSON(ctx, http.MethodPost, queuePath(cf.ns, q)+"/jobs", nil, job, &ans)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodPost, queuePath(cf.ns, q)+"/jobs", nil, job, &ans); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	if ans.Duplicate {
 		fmt.Fprintf(cf.out(), "duplicate: job %s already holds unique key %q in %s/%s\n", ans.JobID, *uniqueKey, cf.ns, q)
@@ -198,11 +191,8 @@ Examples:
 	fs.Var(&ttr, "ttr", "lease `duration` (default: each job's own)")
 	fs.Var(&timeout, "timeout", "wait up to this `duration` for a job when none is ready (default: answer at once)")
 	ack := fs.Bool("ack", false, "ack every job once it is printed")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, -1, "<queue>...")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, -1, "<queue>..."); err != nil {
 		return err
 	}
 	req := map[string]any{"queues": pos, "count": *count}
@@ -279,9 +269,10 @@ func isText(b []byte) bool {
 	return strings.ToValidUTF8(s, "\uFFFD") == s && !strings.ContainsRune(s, 0)
 }
 
-// leaseArgs reads the <queue> <job-id> <delivery> arguments of ack and nack.
-func leaseArgs(pos []string) (q, id string, delivery int, err error) {
-	if err := wantArgs(pos, 3, 3, "<queue> <job-id> <delivery>"); err != nil {
+// leaseArgs parses args and reads the <queue> <job-id> <delivery> arguments of ack and nack.
+func leaseArgs(fs *flag.FlagSet, args []string) (q, id string, delivery int, err error) {
+	pos, err := parseArgs(fs, args, 3, 3, "<queue> <job-id> <delivery>")
+	if err != nil {
 		return "", "", 0, err
 	}
 	delivery, err = strconv.Atoi(pos[2])
@@ -300,11 +291,7 @@ Example:
   sluice ack emails 01JD3M5R6W8X9Y0Z1A2B3C4D5E 1 --result '{"sent":true}'`)
 	cf := addConnFlags(fs, env)
 	result := fs.String("result", "", "`JSON` result kept with the job for a while (a non-JSON text is sent as a string)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	q, id, delivery, err := leaseArgs(pos)
+	q, id, delivery, err := leaseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -316,12 +303,8 @@ Example:
 			body["result"] = *result
 		}
 	}
-	data, err := cf.client().call(ctx, http.MethodPost, jobPath(cf.ns, q, id)+"/ack", nil, body)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodPost, jobPath(cf.ns, q, id)+"/ack", nil, body, nil); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	fmt.Fprintf(cf.out(), "acked job %s (delivery %d)\n", id, delivery)
 	return nil
@@ -339,11 +322,7 @@ Example:
 	var retryAfter seconds
 	fs.Var(&retryAfter, "retry-after", "deliver again after this `duration` (default: the job's backoff)")
 	noRetry := fs.Bool("no-retry", false, "send the job to the dead letter even when it has tries left")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	q, id, delivery, err := leaseArgs(pos)
+	q, id, delivery, err := leaseArgs(fs, args)
 	if err != nil {
 		return err
 	}
@@ -358,12 +337,8 @@ Example:
 		body["no_retry"] = true
 	}
 	var ans map[string]any
-	data, err := cf.client().callJSON(ctx, http.MethodPost, jobPath(cf.ns, q, id)+"/nack", nil, body, &ans)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodPost, jobPath(cf.ns, q, id)+"/nack", nil, body, &ans); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	fmt.Fprintf(cf.out(), "nacked job %s (delivery %d)", id, delivery)
 	for _, k := range []string{"outcome", "state"} {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -51,11 +50,7 @@ Examples:
 	from := fs.String("from", "", "`URL` of lmstfy's admin Redis: redis://[:password@]host:port/db (also rediss://, redis+sentinel://)")
 	prefix := fs.String("from-prefix", "", "key `prefix` of lmstfy's keys in that Redis (lmstfy writes none)")
 	apply := fs.Bool("apply", false, "write to Sluice (default: a dry run that changes nothing)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 0, "no arguments (use --from)"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments (use --from)"); err != nil {
 		return err
 	}
 	if *from == "" {
@@ -76,11 +71,7 @@ Examples:
 	}
 	rep := importReport{Applied: *apply, Steps: im.steps}
 	if af.json {
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		return printJSON(env.Stdout, b)
+		return printValue(env.Stdout, rep)
 	}
 	printImport(env, rep)
 	if n := im.failed(); n > 0 {

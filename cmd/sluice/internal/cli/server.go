@@ -46,11 +46,7 @@ Examples:
 	for _, o := range opts {
 		values[o.Key] = fs.String(o.Flag(), "", fmt.Sprintf("%s (env %s, default %s)", o.Usage, o.Env, o.Default))
 	}
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 0, "no arguments"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
 	given := map[string]string{}

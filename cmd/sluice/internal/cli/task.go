@@ -52,11 +52,8 @@ Examples:
 	grant := fs.String("grant", "", "a priority `grant` signed by your backend for --subject")
 	var wait seconds
 	fs.Var(&wait, "wait", "then wait up to this `duration` for the task to end (or be permitted)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 2, "<endpoint | target-url> [body]")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 2, "<endpoint | target-url> [body]"); err != nil {
 		return err
 	}
 	body := map[string]any{"priority": *priority}
@@ -120,11 +117,8 @@ Examples:
 	cf := addConnFlags(fs, env)
 	var wait seconds
 	fs.Var(&wait, "wait", "wait up to this `duration` for the task to end (or be permitted)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<task-id>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<task-id>"); err != nil {
 		return err
 	}
 	return getTask(ctx, cf, pos[0], wait)
@@ -138,12 +132,8 @@ func getTask(ctx context.Context, cf *connFlags, id string, wait seconds) error 
 		cf.timeout += wait.d
 	}
 	var t taskAnswer
-	data, err := cf.client().callJSON(ctx, http.MethodGet, taskPath(id), q, nil, &t)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodGet, taskPath(id), q, nil, &t); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(cf.out(), data)
 	}
 	w := cf.out()
 	fmt.Fprintf(w, "task %s at %s: %s\n", t.TaskID, t.Endpoint, t.TaskStatus)
@@ -177,20 +167,13 @@ permitted online task's permit stops working. A task that had ended keeps its st
 Example:
   sluice task cancel imagegen.01J9Z...`)
 	cf := addConnFlags(fs, env)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<task-id>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<task-id>"); err != nil {
 		return err
 	}
 	var t taskAnswer
-	data, err := cf.client().callJSON(ctx, http.MethodDelete, taskPath(pos[0]), nil, nil, &t)
-	if err != nil {
+	if err := cf.show(ctx, http.MethodDelete, taskPath(pos[0]), nil, nil, &t); err != nil || cf.json {
 		return err
-	}
-	if cf.json {
-		return printJSON(env.Stdout, data)
 	}
 	if t.Cancelled {
 		fmt.Fprintf(env.Stdout, "cancelled task %s\n", t.TaskID)
@@ -222,11 +205,8 @@ Example:
 	fs.Var(&queueTimeout, "queue-timeout", "longest `duration` a task waits for its turn")
 	fs.Var(&avg, "avg-duration", "expected `duration` of a call, for ETAs before calls were measured")
 	fs.Var(&permitTTL, "permit-ttl", "`duration` an online task's permit is valid (default 1m)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<name>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<name>"); err != nil {
 		return err
 	}
 	if *target == "" {
@@ -248,12 +228,8 @@ Example:
 			body[k] = d.d.Seconds()
 		}
 	}
-	data, err := af.client().call(ctx, http.MethodPut, endpointPath(pos[0]), nil, body)
-	if err != nil {
+	if err := af.show(ctx, http.MethodPut, endpointPath(pos[0]), nil, body, nil); err != nil || af.json {
 		return err
-	}
-	if af.json {
-		return printJSON(env.Stdout, data)
 	}
 	fmt.Fprintf(env.Stdout, "endpoint %s set\n", pos[0])
 	return nil
@@ -298,20 +274,12 @@ func runEndpointList(ctx context.Context, env *Env, args []string) error {
 List the request queue's endpoints with live stats: tasks queued and running, calls finished per
 second, and the estimated wait of a task submitted now.`)
 	af := addAdminFlags(fs, env)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 0, "no arguments"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
 	var ans struct{ Endpoints []endpointAnswer }
-	data, err := af.client().callJSON(ctx, http.MethodGet, "/v1/endpoints", nil, nil, &ans)
-	if err != nil {
+	if err := af.show(ctx, http.MethodGet, "/v1/endpoints", nil, nil, &ans); err != nil || af.json {
 		return err
-	}
-	if af.json {
-		return printJSON(env.Stdout, data)
 	}
 	t := endpointHeader(env)
 	for _, e := range ans.Endpoints {
@@ -324,20 +292,13 @@ func runEndpointGet(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "endpoint get", "[flags] <name>", `
 Show one endpoint's settings and live stats (--json for every field).`)
 	af := addAdminFlags(fs, env)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<name>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<name>"); err != nil {
 		return err
 	}
 	var e endpointAnswer
-	data, err := af.client().callJSON(ctx, http.MethodGet, endpointPath(pos[0]), nil, nil, &e)
-	if err != nil {
+	if err := af.show(ctx, http.MethodGet, endpointPath(pos[0]), nil, nil, &e); err != nil || af.json {
 		return err
-	}
-	if af.json {
-		return printJSON(env.Stdout, data)
 	}
 	t := endpointHeader(env)
 	e.row(t)
@@ -348,11 +309,8 @@ func runEndpointDelete(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "endpoint delete", "[flags] <name>", `
 Delete an endpoint. Its waiting tasks end as cancelled; calls under way finish.`)
 	af := addAdminFlags(fs, env)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<name>")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 1, 1, "<name>"); err != nil {
 		return err
 	}
 	if _, err := af.client().call(ctx, http.MethodDelete, endpointPath(pos[0]), nil, nil); err != nil {

@@ -3,29 +3,9 @@ package cli
 import (
 	"cmp"
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
-	"time"
 )
-
-// adminFlags are the connection flags of the admin commands.
-type adminFlags struct {
-	url, token string
-	json       bool
-	timeout    time.Duration
-}
-
-func addAdminFlags(fs *flag.FlagSet, env *Env) *adminFlags {
-	a := &adminFlags{}
-	fs.StringVar(&a.url, "admin-url", cmp.Or(env.Getenv("SLUICE_ADMIN_URL"), defaultAdminURL), "server's admin API `URL` (env SLUICE_ADMIN_URL)")
-	fs.StringVar(&a.token, "admin-token", env.Getenv("SLUICE_ADMIN_TOKEN"), "admin `token`, when the server has one (env SLUICE_ADMIN_TOKEN)")
-	fs.BoolVar(&a.json, "json", false, "print the server's JSON answer")
-	fs.DurationVar(&a.timeout, "http-timeout", 30*time.Second, "give up on a request after this `duration`")
-	return a
-}
-
-func (a *adminFlags) client() *apiClient { return newAPIClient(a.url, a.token, a.timeout, true) }
 
 func tokensPath(ns string) string { return "/v1/namespaces/" + pathEscape(ns) + "/tokens" }
 
@@ -43,11 +23,7 @@ Examples:
 	var perms strList
 	fs.Var(&perms, "perm", "`permission`: publish, consume, manage or tasks (repeatable or comma-separated; default all)")
 	maxPriority := fs.Int("max-priority", -1, "cap the priority of jobs published with the token (0..255; default no cap)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := wantArgs(pos, 0, 0, "no arguments (use --ns)"); err != nil {
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments (use --ns)"); err != nil {
 		return err
 	}
 	body := map[string]any{}
@@ -61,12 +37,8 @@ Examples:
 		body["max_priority"] = *maxPriority
 	}
 	var ans map[string]any
-	data, err := af.client().callJSON(ctx, http.MethodPost, tokensPath(*ns), nil, body, &ans)
-	if err != nil {
+	if err := af.show(ctx, http.MethodPost, tokensPath(*ns), nil, body, &ans); err != nil || af.json {
 		return err
-	}
-	if af.json {
-		return printJSON(env.Stdout, data)
 	}
 	f := flatten(ans)
 	secret, _ := first(f, "secret", "token").(string)
@@ -84,19 +56,12 @@ Example:
   sluice token revoke --ns shop 3f2a9c0d1e4b5a6f`)
 	af := addAdminFlags(fs, env)
 	ns := fs.String("ns", cmp.Or(env.Getenv("SLUICE_NAMESPACE"), defaultNamespace), "`namespace` of the token (env SLUICE_NAMESPACE)")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseArgs(fs, args, 1, 1, "<token-id>")
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(pos, 1, 1, "<token-id>"); err != nil {
+	if err := af.show(ctx, http.MethodDelete, tokensPath(*ns)+"/"+pathEscape(pos[0]), nil, nil, nil); err != nil || af.json {
 		return err
-	}
-	data, err := af.client().call(ctx, http.MethodDelete, tokensPath(*ns)+"/"+pathEscape(pos[0]), nil, nil)
-	if err != nil {
-		return err
-	}
-	if af.json {
-		return printJSON(env.Stdout, data)
 	}
 	fmt.Fprintf(env.Stdout, "revoked token %s of namespace %s\n", pos[0], *ns)
 	return nil
