@@ -5,40 +5,38 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluicehq/sluice/internal/testkit/testproc"
 )
 
 // process is one mariadbd started for the tests, with its data in dir.
 type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{}
-	dir    string
-	port   int
+	*testproc.Process
+	dir string
 }
 
 // DSN is a go-sql-driver DSN for root on the server, with no database selected.
-func (p *process) DSN() string {
+func (p *process) DSN() string { return rootConfig(p.Addr()).FormatDSN() }
+
+// rootConfig is the connection of root to the server at addr, with no database selected.
+func rootConfig(addr string) *mysql.Config {
 	cfg := mysql.NewConfig()
 	cfg.User = "root"
 	cfg.Net = "tcp"
-	cfg.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
-	return cfg.FormatDSN()
+	cfg.Addr = addr
+	return cfg
 }
 
 // stop kills the server and removes its data: nothing it holds outlives the test binary.
 func (p *process) stop() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	p.Kill()
 	_ = os.RemoveAll(p.dir)
 }
 
@@ -55,8 +53,7 @@ var innodb = []string{
 	"--collation-server=utf8mb4_unicode_ci",
 }
 
-// startServer initialises a data directory and starts mariadbd on a free loopback port. It retries
-// a few times: a free port can be taken between the probe and the bind.
+// startServer initialises a data directory and starts mariadbd on a free loopback port.
 func startServer() (*process, error) {
 	server, install, err := binaries()
 	if err != nil {
@@ -74,16 +71,27 @@ func startServer() (*process, error) {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("%s: %w\n%s", install, err, out)
 	}
-	var lastErr error
-	for range 5 {
-		p, err := tryStart(server, dir)
-		if err == nil {
-			return p, nil
-		}
-		lastErr = err
+	logPath := filepath.Join(dir, "error.log")
+	p, err := testproc.Server{
+		Command: func(port int) *exec.Cmd {
+			return exec.Command(server, append([]string{"--no-defaults",
+				"--datadir=" + data,
+				"--socket=" + filepath.Join(dir, "mysqld.sock"),
+				"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
+				"--log-error=" + logPath,
+				"--bind-address=127.0.0.1",
+				"--port=" + strconv.Itoa(port),
+			}, append(userFlag(), innodb...)...)...)
+		},
+		Log:          logPath,
+		Ready:        ping,
+		ReadyTimeout: 30 * time.Second,
+	}.Start()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
-	_ = os.RemoveAll(dir)
-	return nil, lastErr
+	return &process{Process: p, dir: dir}, nil
 }
 
 // binaries finds the server and the installer, under their MariaDB names or the MySQL-compatible
@@ -124,78 +132,15 @@ func userFlag() []string {
 	return nil
 }
 
-func tryStart(bin, dir string) (*process, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, "error.log")
-	args := append([]string{"--no-defaults",
-		"--datadir=" + filepath.Join(dir, "data"),
-		"--socket=" + filepath.Join(dir, "mysqld.sock"),
-		"--pid-file=" + filepath.Join(dir, "mysqld.pid"),
-		"--log-error=" + logPath,
-		"--bind-address=127.0.0.1",
-		"--port=" + strconv.Itoa(port),
-	}, append(userFlag(), innodb...)...)
-	cmd := exec.Command(bin, args...)
-	// The server dies with the test binary even when TestMain never gets to stop it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{}), dir: dir, port: port}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	if err := p.waitReady(30 * time.Second); err != nil {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		log, _ := os.ReadFile(logPath)
-		_ = os.Remove(logPath)
-		return nil, fmt.Errorf("mariadbd on port %d did not start: %w\n%s", port, err, log)
-	}
-	return p, nil
-}
-
-// waitReady pings the server until it answers, it exits, or the timeout passes.
-func (p *process) waitReady(timeout time.Duration) error {
-	connector, err := mysql.NewConnector(mustParse(p.DSN()))
+// ping asks the server at addr for an answer.
+func ping(addr string) error {
+	connector, err := mysql.NewConnector(rootConfig(addr))
 	if err != nil {
 		return err
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return errors.New("the server exited")
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-	}
-}
-
-func mustParse(dsn string) *mysql.Config {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		panic(err) // our own DSN
-	}
-	return cfg
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
 }

@@ -46,7 +46,7 @@ func startClusterOf(n int) (string, func(), error) {
 		}
 	}
 	for range n {
-		p, err := startServer("cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000")
+		p, err := startServer(false, "cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 5000")
 		if err != nil {
 			stop()
 			return "", nil, err
@@ -80,7 +80,7 @@ func formCluster(nodes []*process) error {
 		}
 	}
 	for _, n := range nodes[1:] {
-		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", fmt.Sprint(n.port)).Err(); err != nil {
+		if err := clients[0].ClusterMeet(ctx, "127.0.0.1", fmt.Sprint(n.Port)).Err(); err != nil {
 			return fmt.Errorf("meet %s: %w", n.Addr(), err)
 		}
 	}

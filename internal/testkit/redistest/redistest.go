@@ -30,23 +30,34 @@ type Env struct {
 }
 
 var (
-	standalone = lazyServer{start: startStandalone}
-	cluster    = lazyServer{start: startCluster}
+	standalone = lazyServer{urlEnv: "SLUICE_TEST_REDIS_URL", start: startStandalone}
+	cluster    = lazyServer{urlEnv: "SLUICE_TEST_REDIS_CLUSTER_URL", start: startCluster}
 	prefixSeq  atomic.Uint64
 )
 
-// lazyServer starts its server the first time a test asks for it, once per test binary.
+// lazyServer is a server the tests of a binary share: the one urlEnv names, or else one started
+// the first time a test asks for it.
 type lazyServer struct {
-	once  sync.Once
-	start func() (url string, stop func(), err error)
-	url   string
-	stop  func()
-	err   error
+	urlEnv string
+	start  func() (url string, stop func(), err error)
+
+	once sync.Once
+	url  string
+	stop func()
+	err  error
 }
 
-func (l *lazyServer) get() (string, error) {
+// get returns the server's URL. It fails the test (never skips) when no server can be had.
+func (l *lazyServer) get(t testing.TB) string {
+	t.Helper()
+	if url := os.Getenv(l.urlEnv); url != "" {
+		return url
+	}
 	l.once.Do(func() { l.url, l.stop, l.err = l.start() })
-	return l.url, l.err
+	if l.err != nil {
+		t.Fatalf("redistest: %v", l.err)
+	}
+	return l.url
 }
 
 func (l *lazyServer) shutdown() {
@@ -60,14 +71,10 @@ func (l *lazyServer) shutdown() {
 // leak check; other harnesses pass theirs (mysqltest.Stop) so their shared pools and server
 // processes are gone by then.
 func Main(m *testing.M, stops ...func()) {
+	stops = append(stops, standalone.shutdown, cluster.shutdown)
 	goleak.VerifyTestMain(runThenStop{m: m, stops: stops},
 		// go-redis pools close their reaper goroutines asynchronously.
 		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-		goleak.Cleanup(func(code int) {
-			standalone.shutdown()
-			cluster.shutdown()
-			os.Exit(code)
-		}),
 	)
 }
 
@@ -89,27 +96,13 @@ func (r runThenStop) Run() int {
 // had.
 func New(t testing.TB) *Env {
 	t.Helper()
-	url := os.Getenv("SLUICE_TEST_REDIS_URL")
-	if url == "" {
-		var err error
-		if url, err = standalone.get(); err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-	}
-	return newEnv(t, url, false)
+	return newEnv(t, standalone.get(t), false)
 }
 
 // NewCluster returns a 3-master Redis Cluster on loopback for the test.
 func NewCluster(t testing.TB) *Env {
 	t.Helper()
-	url := os.Getenv("SLUICE_TEST_REDIS_CLUSTER_URL")
-	if url == "" {
-		var err error
-		if url, err = cluster.get(); err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-	}
-	return newEnv(t, url, true)
+	return newEnv(t, cluster.get(t), true)
 }
 
 // Each runs fn as a parallel subtest on a standalone server and on a cluster, so a suite proves it
@@ -175,7 +168,7 @@ func DeletePrefix(ctx context.Context, client redis.UniversalClient, prefix stri
 }
 
 func startStandalone() (string, func(), error) {
-	p, err := startServer()
+	p, err := startServer(false)
 	if err != nil {
 		return "", nil, err
 	}

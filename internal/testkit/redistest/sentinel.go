@@ -1,12 +1,10 @@
 package redistest
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,32 +38,23 @@ type Sentinel struct {
 // when redis-server is missing.
 func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal(InstallHint)
-	}
 	s := &Sentinel{t: t}
 	t.Cleanup(s.stop)
 	start := func(sentinel bool, extra ...string) *process {
 		t.Helper()
-		var lastErr error
-		for range 5 {
-			p, err := tryStart(bin, sentinel, extra)
-			if err == nil {
-				return p
-			}
-			lastErr = err
+		p, err := startServer(sentinel, extra...)
+		if err != nil {
+			t.Fatalf("redistest: sentinel setup: %v", err)
 		}
-		t.Fatalf("redistest: sentinel setup: %v", lastErr)
-		return nil
+		return p
 	}
 	primary := start(false)
 	s.servers = append(s.servers, primary)
-	replica := start(false, "replicaof 127.0.0.1 "+strconv.Itoa(primary.port))
+	replica := start(false, "replicaof 127.0.0.1 "+strconv.Itoa(primary.Port))
 	s.servers = append(s.servers, replica)
 	for range 3 {
 		s.sentinels = append(s.sentinels, start(true,
-			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", SentinelMaster, primary.port),
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", SentinelMaster, primary.Port),
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, SentinelDownAfter.Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s 10000", SentinelMaster),
 			fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
@@ -92,15 +81,27 @@ func (s *Sentinel) URL() string {
 func (s *Sentinel) Primary(ctx context.Context) (string, error) {
 	var lastErr error
 	for _, p := range s.sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr()})
-		addr, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
-		_ = c.Close()
-		if err == nil && len(addr) == 2 {
-			return net.JoinHostPort(addr[0], addr[1]), nil
+		addr, err := primaryOf(ctx, p)
+		if err == nil {
+			return addr, nil
 		}
-		lastErr = cmp.Or(err, fmt.Errorf("sentinel %s: unexpected reply %q", p.Addr(), addr))
+		lastErr = err
 	}
 	return "", fmt.Errorf("no sentinel named the primary: %w", lastErr)
+}
+
+// primaryOf asks the sentinel p for the primary's address.
+func primaryOf(ctx context.Context, p *process) (string, error) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr()})
+	defer c.Close()
+	addr, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err == nil && len(addr) != 2 {
+		err = fmt.Errorf("unexpected reply %q", addr)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sentinel %s: %w", p.Addr(), err)
+	}
+	return net.JoinHostPort(addr[0], addr[1]), nil
 }
 
 // KillPrimary SIGKILLs the current primary (no shutdown, no last write to disk) and returns its
@@ -114,7 +115,7 @@ func (s *Sentinel) KillPrimary(ctx context.Context) (string, error) {
 	defer s.mu.Unlock()
 	for _, p := range s.servers {
 		if p.Addr() == addr {
-			p.kill()
+			p.Kill()
 			return addr, nil
 		}
 	}
@@ -140,16 +141,10 @@ func (s *Sentinel) WaitFailover(ctx context.Context, old string) (string, error)
 func (s *Sentinel) agreedPrimary(ctx context.Context) (string, error) {
 	var seen string
 	for _, p := range s.sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: p.Addr()})
-		addr, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
-		_ = c.Close()
-		if err == nil && len(addr) != 2 {
-			err = fmt.Errorf("unexpected reply %q", addr)
-		}
+		a, err := primaryOf(ctx, p)
 		if err != nil {
-			return "", fmt.Errorf("sentinel %s: %w", p.Addr(), err)
+			return "", err
 		}
-		a := net.JoinHostPort(addr[0], addr[1])
 		if seen != "" && a != seen {
 			return "", errors.New("sentinels disagree")
 		}

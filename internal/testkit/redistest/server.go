@@ -24,129 +24,88 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/testkit/testproc"
 )
 
 // InstallHint is printed when redis-server is missing: tests need a real server.
 const InstallHint = "redis-server is not installed; install it with: sudo apt-get install -y redis-server " +
 	"(or set SLUICE_TEST_REDIS_URL to a Redis you run)"
 
-// process is one redis-server child started for the tests.
+// process is one redis-server child started for the tests, with its files in dir.
 type process struct {
-	cmd  *exec.Cmd
-	dir  string
-	port int
-}
-
-// Addr is the loopback address the server listens on.
-func (p *process) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
-
-// kill sends SIGKILL and waits for the process to exit; its data directory stays.
-func (p *process) kill() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		_, _ = p.cmd.Process.Wait()
-	}
+	*testproc.Process
+	dir string
 }
 
 // stop kills the server and removes its data directory.
 func (p *process) stop() {
-	p.kill()
+	p.Kill()
 	_ = os.RemoveAll(p.dir)
 }
 
 // startServer starts one redis-server on a free loopback port with the extra config lines given
-// ("cluster-enabled yes", ...). It retries a few times: a free port can be taken between the probe
-// and the bind.
-func startServer(extra ...string) (*process, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errors.New(InstallHint)
-	}
-	var lastErr error
-	for range 5 {
-		p, err := tryStart(bin, false, extra)
-		if err == nil {
-			return p, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-// tryStart starts one server; a sentinel gets only the lines a sentinel understands and runs with
-// --sentinel.
-func tryStart(bin string, sentinel bool, extra []string) (*process, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+// ("cluster-enabled yes", ...). A sentinel gets only the lines a sentinel understands and runs
+// with --sentinel.
+func startServer(sentinel bool, extra ...string) (*process, error) {
 	dir, err := os.MkdirTemp("", "sluice-redistest-")
 	if err != nil {
 		return nil, err
 	}
-	conf := []string{
-		"port " + strconv.Itoa(port),
-		"bind 127.0.0.1",
-		"dir " + dir,
-		"loglevel warning",
-		"logfile " + filepath.Join(dir, "redis.log"),
-	}
+	var conf []string
 	if !sentinel {
 		conf = append(conf, "save \"\"", "appendonly no")
 	}
-	conf = append(conf, extra...)
-	confPath := filepath.Join(dir, "redis.conf")
-	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+	srv, err := newServer(dir, sentinel, append(conf, extra...))
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
+	}
+	p, err := srv.Start()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &process{Process: p, dir: dir}, nil
+}
+
+// newServer writes dir/redis.conf, with the config lines given, for a redis-server that listens
+// on loopback and keeps its files and its log in dir, and returns how to start it.
+func newServer(dir string, sentinel bool, lines []string) (testproc.Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return testproc.Server{}, errors.New(InstallHint)
+	}
+	logPath := filepath.Join(dir, "redis.log")
+	conf := append([]string{
+		"bind 127.0.0.1",
+		"dir " + dir,
+		"loglevel warning",
+		"logfile " + logPath,
+	}, lines...)
+	confPath := filepath.Join(dir, "redis.conf")
+	if err := os.WriteFile(confPath, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+		return testproc.Server{}, err
 	}
 	args := []string{confPath}
 	if sentinel {
 		args = append(args, "--sentinel")
 	}
-	cmd := exec.Command(bin, args...)
-	// The server dies with the test binary even when TestMain never gets to stop it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	p := &process{cmd: cmd, dir: dir, port: port}
-	if err := waitReady(p.Addr(), 10*time.Second); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-		p.stop()
-		return nil, fmt.Errorf("redis-server on port %d did not start: %w\n%s", port, err, log)
-	}
-	return p, nil
+	return testproc.Server{
+		Command: func(port int) *exec.Cmd {
+			return exec.Command(bin, slices.Concat(args, []string{"--port", strconv.Itoa(port)})...)
+		},
+		Log:          logPath,
+		Ready:        ping,
+		ReadyTimeout: 10 * time.Second,
+	}, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitReady pings the server over a raw connection until it answers PONG.
-func waitReady(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		lastErr = ping(addr)
-		if lastErr == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return lastErr
-}
-
+// ping sends PING over a raw connection and wants PONG.
 func ping(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
