@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -242,12 +243,7 @@ func loadConfigFile(path string, s *Settings, opts []Option) error {
 	if err := dec.Decode(&raw); err != nil {
 		return fmt.Errorf("config file %s: not a JSON object: %w", path, err)
 	}
-	keys := make([]string, 0, len(raw))
-	for k := range raw {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if k == roomsKey {
 			if err := loadRooms(raw[k], s); err != nil {
 				return fmt.Errorf("config file %s: %w", path, err)

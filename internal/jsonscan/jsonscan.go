@@ -199,19 +199,13 @@ func IsNumber(v []byte) bool {
 	case i < len(v) && v[i] == '0':
 		i++
 	case i < len(v) && v[i] >= '1' && v[i] <= '9':
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
+		i = skipDigits(v, i)
 	default:
 		return false
 	}
 	if i < len(v) && v[i] == '.' {
-		i++
-		start := i
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
-		if i == start {
+		start := i + 1
+		if i = skipDigits(v, start); i == start {
 			return false
 		}
 	}
@@ -221,14 +215,19 @@ func IsNumber(v []byte) bool {
 			i++
 		}
 		start := i
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
-		if i == start {
+		if i = skipDigits(v, start); i == start {
 			return false
 		}
 	}
 	return i == len(v)
+}
+
+// skipDigits returns the index of the first byte at or after i that is not a decimal digit.
+func skipDigits(v []byte, i int) int {
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // String reads a whole value that is a plain string (see PlainString).

@@ -3,7 +3,7 @@ package outbound
 import (
 	"cmp"
 	"crypto/tls"
-	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -59,19 +59,20 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
-	switch {
-	case c.MaxResponseBytes < 0:
-		return errors.New("outbound: Config.MaxResponseBytes must not be negative")
-	case c.Timeout < 0:
-		return errors.New("outbound: Config.Timeout must not be negative")
-	case c.DialTimeout < 0:
-		return errors.New("outbound: Config.DialTimeout must not be negative")
-	case c.MaxIdleConnsPerHost < 0:
-		return errors.New("outbound: Config.MaxIdleConnsPerHost must not be negative")
-	case c.MaxConnsPerHost < 0:
-		return errors.New("outbound: Config.MaxConnsPerHost must not be negative")
-	case c.IdleConnTimeout < 0:
-		return errors.New("outbound: Config.IdleConnTimeout must not be negative")
+	for _, f := range []struct {
+		name     string
+		negative bool
+	}{
+		{"MaxResponseBytes", c.MaxResponseBytes < 0},
+		{"Timeout", c.Timeout < 0},
+		{"DialTimeout", c.DialTimeout < 0},
+		{"MaxIdleConnsPerHost", c.MaxIdleConnsPerHost < 0},
+		{"MaxConnsPerHost", c.MaxConnsPerHost < 0},
+		{"IdleConnTimeout", c.IdleConnTimeout < 0},
+	} {
+		if f.negative {
+			return fmt.Errorf("outbound: Config.%s must not be negative", f.name)
+		}
 	}
 	return nil
 }

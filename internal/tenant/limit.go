@@ -3,7 +3,6 @@ package tenant
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -155,18 +154,7 @@ func NewLimitStore(rdb redis.UniversalClient, prefix string, ttl time.Duration, 
 
 // Get reads a token's limit from Redis (no cache); found is false when it has none.
 func (s *LimitStore) Get(ctx context.Context, ns, id string) (Limit, bool, error) {
-	b, err := s.rdb.HGet(ctx, s.key, limitField(ns, id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Limit{}, false, nil
-	}
-	if err != nil {
-		return Limit{}, false, fmt.Errorf("limit: lookup: %w", err)
-	}
-	var l Limit
-	if err := json.Unmarshal(b, &l); err != nil {
-		return Limit{}, false, fmt.Errorf("limit: bad record %s/%s: %w", ns, id, err)
-	}
-	return l, true, nil
+	return readRecord[Limit](ctx, s.rdb, s.key, limitField(ns, id), "limit")
 }
 
 // Lookup is Get through the in-process cache, for the request path.

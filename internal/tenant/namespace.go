@@ -3,7 +3,6 @@ package tenant
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,18 +80,11 @@ func (s *NamespaceStore) ensure(ctx context.Context, name string) error {
 
 // Get returns a namespace, or an error matching ErrNotFound.
 func (s *NamespaceStore) Get(ctx context.Context, name string) (Namespace, error) {
-	b, err := s.rdb.HGet(ctx, s.key, name).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return Namespace{}, notFound("no namespace " + name)
+	n, found, err := readRecord[Namespace](ctx, s.rdb, s.key, name, "namespace")
+	if err == nil && !found {
+		err = notFound("no namespace " + name)
 	}
-	if err != nil {
-		return Namespace{}, fmt.Errorf("namespace: get: %w", err)
-	}
-	var n Namespace
-	if err := json.Unmarshal(b, &n); err != nil {
-		return Namespace{}, fmt.Errorf("namespace: bad record %s: %w", name, err)
-	}
-	return n, nil
+	return n, err
 }
 
 // Exists reports whether a namespace is registered.

@@ -274,18 +274,7 @@ func (s *TokenStore) Authenticate(ctx context.Context, secret string) (Token, er
 }
 
 func (s *TokenStore) load(ctx context.Context, id string) (tokenRecord, bool, error) {
-	b, err := s.rdb.HGet(ctx, s.key, id).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return tokenRecord{}, false, nil
-	}
-	if err != nil {
-		return tokenRecord{}, false, fmt.Errorf("token: lookup: %w", err)
-	}
-	var rec tokenRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return tokenRecord{}, false, fmt.Errorf("token: bad record %s: %w", id, err)
-	}
-	return rec, true, nil
+	return readRecord[tokenRecord](ctx, s.rdb, s.key, id, "token")
 }
 
 // List returns the tokens of a namespace, oldest first ("" lists every namespace's).

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -139,10 +140,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Plan, er
 	if err := p.readLimits(ctx, rdb, cfg.Prefix+throttlerKey, byKey); err != nil {
 		return nil, err
 	}
-	for ns := range namespaces {
-		p.Namespaces = append(p.Namespaces, ns)
-	}
-	slices.Sort(p.Namespaces)
+	p.Namespaces = slices.Sorted(maps.Keys(namespaces))
 	return p, nil
 }
 
@@ -156,12 +154,7 @@ func (p *Plan) readLimits(ctx context.Context, rdb redis.UniversalClient, key st
 	if err != nil {
 		return fmt.Errorf("lmstfyimport: read %s: %w", key, err)
 	}
-	fields := make([]string, 0, len(limits))
-	for f := range limits {
-		fields = append(fields, f)
-	}
-	slices.Sort(fields)
-	for _, field := range fields {
+	for _, field := range slices.Sorted(maps.Keys(limits)) {
 		parts := strings.SplitN(field, "/", 3)
 		if len(parts) != 3 {
 			p.skip("limit "+field, "not {pool}/{namespace}/{token}")

@@ -1,0 +1,26 @@
+package tenant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// readRecord reads the JSON record in field of the hash key (every store of tenancy keeps its
+// records so); found is false when there is none. store names the store in errors.
+func readRecord[T any](ctx context.Context, rdb redis.UniversalClient, key, field, store string) (rec T, found bool, err error) {
+	b, err := rdb.HGet(ctx, key, field).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, fmt.Errorf("%s: lookup: %w", store, err)
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, false, fmt.Errorf("%s: bad record %s: %w", store, field, err)
+	}
+	return rec, true, nil
+}
