@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/startstop"
 )
 
 // MaintainerConfig configures a Maintainer.
@@ -23,10 +25,10 @@ type MaintainerConfig struct {
 // maintainer matters for queues nobody is reading. Any number of processes may run one: every step
 // is an atomic script that moves a bounded batch.
 type Maintainer struct {
+	startstop.Base // the loop's lifecycle: Stop is Base.Stop
+
 	client *Client
 	cfg    MaintainerConfig
-
-	loop periodic
 }
 
 // NewMaintainer returns a stopped Maintainer for the client's queues.
@@ -38,17 +40,22 @@ func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
 	return &Maintainer{client: client, cfg: cfg}
 }
 
-// Start runs passes until ctx ends or Stop is called.
+var _ startstop.Service = (*Maintainer)(nil)
+
+// Start runs a pass at once and then every Interval until ctx ends or Stop is called, which
+// waits for the pass under way. It returns startstop.ErrAlreadyStarted while the loop runs.
 func (m *Maintainer) Start(ctx context.Context) error {
-	return m.loop.start(ctx, "maintainer", m.cfg.Interval, func(ctx context.Context) {
-		if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("queue maintenance pass failed", slog.Any("error", err))
-		}
+	return m.Run(ctx, func(ctx context.Context) {
+		startstop.Every(ctx, m.cfg.Interval, m.pass)
 	})
 }
 
-// Stop ends the loop and waits for the pass under way.
-func (m *Maintainer) Stop() { m.loop.stop() }
+// pass is one step of the loop: a failed pass is logged and the next one tries again.
+func (m *Maintainer) pass(ctx context.Context) {
+	if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
+		m.cfg.Logger.Warn("queue maintenance pass failed", slog.Any("error", err))
+	}
+}
 
 // MaintainResult counts what one pass did.
 type MaintainResult struct {

@@ -2,9 +2,11 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -46,8 +48,8 @@ func TestMaintainerStartTwiceAndStop(t *testing.T) {
 		if err := m.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Start(context.Background()); err == nil {
-			t.Fatal("a second Start should fail")
+		if err := m.Start(context.Background()); !errors.Is(err, startstop.ErrAlreadyStarted) {
+			t.Fatalf("a second Start = %v, want ErrAlreadyStarted", err)
 		}
 		m.Stop()
 		m.Stop() // idempotent

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/startstop"
 )
 
 // BacklogQueue names a queue a BacklogMonitor watches and its thresholds.
@@ -62,15 +64,17 @@ type BacklogConfig struct {
 // BacklogMonitor watches queues' depths and dead letters, with one pipelined Stats round trip per
 // namespace per check.
 type BacklogMonitor struct {
+	startstop.Base // the loop's lifecycle: Stop is Base.Stop
+
 	client *Client
 	cfg    BacklogConfig
 
 	checkMu  sync.Mutex
 	lastDead map[BacklogQueue]int64 // DeadLettered counter at the previous check
 	firing   map[backlogKey]bool
-
-	loop periodic
 }
+
+var _ startstop.Service = (*BacklogMonitor)(nil)
 
 type backlogKey struct {
 	q    BacklogQueue
@@ -112,23 +116,26 @@ func NewBacklogMonitor(client *Client, cfg BacklogConfig) (*BacklogMonitor, erro
 	}, nil
 }
 
-// Start checks at once and then every Interval until ctx ends or Stop is called.
+// Start checks at once and then every Interval until ctx ends or Stop is called, which waits for
+// the check under way. It returns startstop.ErrAlreadyStarted while the loop runs.
 func (m *BacklogMonitor) Start(ctx context.Context) error {
-	return m.loop.start(ctx, "backlog monitor", m.cfg.Interval, func(ctx context.Context) {
-		alerts, err := m.Check(ctx)
-		if err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("queue backlog check failed", slog.Any("error", err))
-		}
-		if m.cfg.OnAlert != nil {
-			for _, a := range alerts {
-				m.cfg.OnAlert(ctx, a)
-			}
-		}
+	return m.Run(ctx, func(ctx context.Context) {
+		startstop.Every(ctx, m.cfg.Interval, m.step)
 	})
 }
 
-// Stop ends the checks and waits for the one under way.
-func (m *BacklogMonitor) Stop() { m.loop.stop() }
+// step is one check of the loop, its alerts handed to OnAlert.
+func (m *BacklogMonitor) step(ctx context.Context) {
+	alerts, err := m.Check(ctx)
+	if err != nil && ctx.Err() == nil {
+		m.cfg.Logger.Warn("queue backlog check failed", slog.Any("error", err))
+	}
+	if m.cfg.OnAlert != nil {
+		for _, a := range alerts {
+			m.cfg.OnAlert(ctx, a)
+		}
+	}
+}
 
 // Check reads the watched queues' stats once and returns the thresholds they are over; it does
 // not call OnAlert. Dead-letter growth is counted from the previous check (the first check sets

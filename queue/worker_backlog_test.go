@@ -2,11 +2,13 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testio"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
@@ -87,8 +89,8 @@ func TestBacklogMonitorStartStop(t *testing.T) {
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Start(context.Background()); err == nil {
-		t.Fatal("a second Start succeeded")
+	if err := m.Start(context.Background()); !errors.Is(err, startstop.ErrAlreadyStarted) {
+		t.Fatalf("a second Start = %v, want ErrAlreadyStarted", err)
 	}
 	testwait.Until(t, 10*time.Second, "two alerts", func() bool {
 		mu.Lock()
