@@ -15,7 +15,10 @@
 //     survives a delete.
 //   - [github.com/sluicehq/sluice/relay]: the request queue (fair, prioritised, rate- and
 //     concurrency-limited calls to slow endpoints, online permits, position, ETA, cancel, results
-//     and their MySQL archive) and the delivery of callbacks (delayed jobs sent to a URL, signed).
+//     and their MySQL archive).
+//   - [github.com/sluicehq/sluice/callback]: the delivery of job callbacks (delayed jobs sent to a
+//     URL, signed with Standard Webhooks, within the limits of the request queue's endpoints),
+//     each namespace's callback settings, and Verify for receivers.
 //   - [github.com/sluicehq/sluice/waitroom]: a virtual waiting room: at most N active users, a fair
 //     FIFO line with position and ETA, signed passes and a waiting page, as net/http middleware, a
 //     reverse proxy or an nginx auth_request endpoint.

@@ -35,7 +35,7 @@ const (
 	DefaultCallbackBackoffMax  = 10 * time.Minute
 )
 
-// Callback makes a job a callback: when it is due, the callback deliverer (relay.Deliverer, run by
+// Callback makes a job a callback: when it is due, the deliverer (callback.Deliverer, run by
 // `sluice server` or by a Go service itself) sends the job's payload to URL instead of handing the
 // job to a consumer. A 2xx ends the job (done, with the response body as its result); a connection
 // error, timeout, 5xx or 429 is a failed try (retried with the job's backoff, or after the

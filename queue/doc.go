@@ -21,7 +21,7 @@
 // housekeeping for queues that no consumer is reading.
 //
 // A job with a Callback is never handed to consumers: when due it goes to its queue's callback
-// lane, which only the callback deliverer (relay.Deliverer) leases from, with ConsumeCallbacks.
+// lane, which only the callback deliverer (callback.Deliverer) leases from, with ConsumeCallbacks.
 //
 // Where things are: the scripts are lua/*.lua (lib.lua holds the helpers they share, such as the
 // unique-key holder check); scripts.go is the only code that runs them (function library or

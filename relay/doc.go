@@ -64,12 +64,8 @@
 //
 // # Callbacks
 //
-// A job published with a callback (queue.PublishParams.Callback, queue.WithCallback) is never
-// handed to consumers: when due it waits on its queue's callback lane, and a Deliverer (one runs
-// in every `sluice server`; a Go service may run its own) leases it and sends its payload to the
-// URL, signed with the Standard Webhooks headers (Verify checks them on the receiving side).
-// CallbackStore keeps each namespace's secrets (two live during a rotation), allowed destination
-// prefixes and private-address switch. A 2xx ends the job with the response as its result; a
-// connection error, timeout, 5xx or 429 retries with the job's backoff; other 4xx and spent tries
-// go to the dead letter. docs/callbacks.md is the guide.
+// Job callbacks (package callback) count against an endpoint's limits when their URL is under its
+// target URL: the callback deliverer finds the endpoint with CoveringEndpoint and takes one of its
+// slots (AcquireSlot, HoldSlot) for each call, so tasks and callbacks to one service share one
+// budget. docs/callbacks.md is the guide.
 package relay

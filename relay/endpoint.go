@@ -214,6 +214,19 @@ func (c *Client) Endpoints(ctx context.Context) ([]Endpoint, error) {
 	return slices.Clone(snap.list), nil
 }
 
+// CoveringEndpoint names the endpoint whose target URL covers url (the longest one when several
+// do, as Submit resolves a target_url), from the settings as this Client last saw them; ok is
+// false when none does. The callback deliverer uses it to find the endpoint whose limits a
+// callback counts against.
+func (c *Client) CoveringEndpoint(ctx context.Context, url string) (endpoint string, ok bool, err error) {
+	snap, err := c.endpoints(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	e, ok := snap.covering(url)
+	return e.Name, ok, nil
+}
+
 // endpointSnapshot is the endpoint settings at one version of the registry.
 type endpointSnapshot struct {
 	version int64

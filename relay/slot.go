@@ -125,6 +125,17 @@ func (c *Client) AcquireSlot(ctx context.Context, endpoint, holder string, hold 
 	}
 }
 
+// HoldSlot is AcquireSlot for a caller that only gives the slot back: it returns the slot's
+// Release. It lets the callback deliverer take slots through an interface (callback.EndpointSlots)
+// that does not name Slot.
+func (c *Client) HoldSlot(ctx context.Context, endpoint, holder string, hold time.Duration) (func(context.Context) error, error) {
+	s, err := c.AcquireSlot(ctx, endpoint, holder, hold)
+	if err != nil {
+		return nil, err
+	}
+	return s.Release, nil
+}
+
 // Release gives the slot back and wakes the endpoint's dispatchers. Releasing twice, or a slot
 // that freed itself at its expiry, does nothing.
 func (s *Slot) Release(ctx context.Context) error {

@@ -3,11 +3,11 @@ package server
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/callback"
 )
 
 // callbackMetrics turn the deliverer's events into metrics. Labels are bounded: namespaces are
-// created by the admin, outcomes are relay's few; URLs are never labels.
+// created by the admin, outcomes are the callback package's few; URLs are never labels.
 type callbackMetrics struct {
 	deliveries *prometheus.CounterVec
 	duration   prometheus.Histogram
@@ -36,12 +36,12 @@ func newCallbackMetrics(reg prometheus.Registerer) *callbackMetrics {
 }
 
 // observe is the deliverer's OnDelivery hook.
-func (m *callbackMetrics) observe(ev relay.CallbackEvent) {
+func (m *callbackMetrics) observe(ev callback.Event) {
 	m.deliveries.WithLabelValues(ev.Namespace, string(ev.Outcome)).Inc()
 	if ev.Duration > 0 {
 		m.duration.Observe(ev.Duration.Seconds())
 	}
-	if ev.Outcome != relay.CallbackReleased && ev.Lateness > 0 {
+	if ev.Outcome != callback.OutcomeReleased && ev.Lateness > 0 {
 		m.lateness.Observe(ev.Lateness.Seconds())
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
-	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/callbacks"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/tasks"
@@ -34,13 +34,13 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		body, _ := io.ReadAll(r.Body)
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if err := relay.Verify(h.secret, r.Header, body); err != nil {
+		if err := callback.Verify(h.secret, r.Header, body); err != nil {
 			h.bad++
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		h.got = append(h.got, string(body))
-		h.ids = append(h.ids, r.Header.Get(relay.HeaderWebhookID))
+		h.ids = append(h.ids, r.Header.Get(callback.HeaderWebhookID))
 		_, _ = io.WriteString(w, `{"closed":true}`)
 	}))
 	t.Cleanup(h.Close)
@@ -65,7 +65,7 @@ func TestCallbackThroughTheServer(t *testing.T) {
 	wantStatus(t, r, http.StatusCreated, "")
 	var set callbacks.SettingsJSON
 	r.JSON(t, &set)
-	if len(set.Secrets) != 1 || !strings.HasPrefix(set.Secrets[0], relay.SecretPrefix) {
+	if len(set.Secrets) != 1 || !strings.HasPrefix(set.Secrets[0], callback.SecretPrefix) {
 		t.Fatalf("after rotating: %s", r.Body)
 	}
 	recv.mu.Lock()
@@ -149,7 +149,7 @@ func TestCallbackSettingsAdminRoutes(t *testing.T) {
 	if r.ErrorField() != "secret" {
 		t.Fatalf("field = %q", r.ErrorField())
 	}
-	own := relay.NewSecret()
+	own := callback.NewSecret()
 	wantStatus(t, ts.adminDo(t, http.MethodPost, cbpath+"/secrets", map[string]any{"secret": own}), http.StatusCreated, "")
 	r = ts.adminDo(t, http.MethodPost, cbpath+"/secrets", nil)
 	var set callbacks.SettingsJSON

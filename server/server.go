@@ -31,6 +31,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/taskarchive"
@@ -63,7 +64,7 @@ type Server struct {
 	rooms      *rooms.API
 	roomsMaint *waitroom.Maintainer
 	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
-	deliverer *relay.Deliverer
+	deliverer *callback.Deliverer
 	callbacks *callbacks.API
 	ui        *ui.UI
 	// relay is the request queue (server/tasks, the dashboard); dispatcher makes its offline calls.
@@ -142,28 +143,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	if s.deliverer, err = relay.NewDeliverer(relay.DelivererConfig{
-		Queue: q, Redis: s.rdb, Relay: s.relay, Workers: cfg.CallbackWorkers, AllowPrivate: cfg.CallbackAllowPrivate,
-		MaxResultBytes: cfg.CallbackMaxResultBytes, DestinationConcurrency: cfg.CallbackDestinationConcurrency,
-		DestinationRate: cfg.CallbackDestinationRate, OnDelivery: s.metrics.callbacks.observe, Logger: s.log,
-	}); err != nil {
+	if err := s.setupCallbacks(); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("server: %w", err)
+		return nil, err
 	}
-	store := s.deliverer.Store()
-	s.callbacks = callbacks.New(callbacks.Config{Store: store, Namespace: func(ctx context.Context, ns string) error {
-		_, err := s.namespaces.Get(ctx, ns)
-		return err
-	}})
 	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
 		s.metrics.rateLimited.WithLabelValues(ns, dir.String()).Inc()
 	}}
 	s.requestIDs = newRequestIDs()
 	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
-		CallbackDestinations: func(ctx context.Context, ns string) ([]string, error) {
-			set, err := store.Settings(ctx, ns)
-			return set.Destinations, err
-		}})
+		CallbackDestinations: s.callbackDestinations})
 	s.lmstfy = lmstfy.New(lmstfy.Config{
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,

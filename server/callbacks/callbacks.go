@@ -6,14 +6,14 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/relay"
 )
 
 // Config is what the callback settings routes need from the server.
 type Config struct {
 	// Store keeps the settings. Required.
-	Store *relay.CallbackStore
+	Store *callback.Store
 	// Namespace returns nil when the namespace exists, else its not-found error: settings are
 	// only kept for namespaces that exist. Required.
 	Namespace func(ctx context.Context, ns string) error
@@ -187,11 +187,11 @@ func (a *API) setAllowPrivate(w http.ResponseWriter, r *http.Request) error {
 // apiError turns the store's input errors into the registry's; the rest (Redis) go to the
 // server's mapping.
 func apiError(err error) error {
-	var fe *relay.FieldError
+	var fe *callback.FieldError
 	switch {
 	case errors.As(err, &fe):
 		return httpapi.InvalidArg(fe.Field, "%s", fe.Reason)
-	case errors.Is(err, relay.ErrTooManyDestinations):
+	case errors.Is(err, callback.ErrTooManyDestinations):
 		return &httpapi.Error{Code: httpapi.CodeConflict, Message: err.Error()}
 	default:
 		return err

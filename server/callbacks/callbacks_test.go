@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/relay"
 )
 
 func TestAPIErrorMapsTheStoresErrors(t *testing.T) {
@@ -16,8 +16,8 @@ func TestAPIErrorMapsTheStoresErrors(t *testing.T) {
 		code  httpapi.Code
 		field string
 	}{
-		{&relay.FieldError{Field: "prefix", Reason: "no"}, httpapi.CodeInvalidArgument, "prefix"},
-		{fmt.Errorf("%w: shop has 100", relay.ErrTooManyDestinations), httpapi.CodeConflict, ""},
+		{&callback.FieldError{Field: "prefix", Reason: "no"}, httpapi.CodeInvalidArgument, "prefix"},
+		{fmt.Errorf("%w: shop has 100", callback.ErrTooManyDestinations), httpapi.CodeConflict, ""},
 	} {
 		var e *httpapi.Error
 		if !errors.As(apiError(tc.err), &e) || e.Code != tc.code || e.Field != tc.field {

@@ -1,4 +1,4 @@
-package relay_test
+package callback_test
 
 import (
 	"errors"
@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/callback"
 )
 
 func TestVerifyWebhook(t *testing.T) {
 	t.Parallel()
-	oldSecret, newSecret := relay.NewSecret(), relay.NewSecret()
+	oldSecret, newSecret := callback.NewSecret(), callback.NewSecret()
 	body := []byte(`{"order":42}`)
 	sent := time.Now()
 	signed := func(secrets ...string) http.Header {
 		h := http.Header{}
-		relay.SignWebhook(h, secrets, "job-1", sent, body)
+		callback.Sign(h, secrets, "job-1", sent, body)
 		return h
 	}
 	for _, tc := range []struct {
@@ -29,18 +29,18 @@ func TestVerifyWebhook(t *testing.T) {
 		want   error
 	}{
 		{"valid", newSecret, signed(newSecret), body, sent, nil},
-		{"tampered body", newSecret, signed(newSecret), []byte(`{"order":43}`), sent, relay.ErrSignatureMismatch},
-		{"wrong secret", oldSecret, signed(newSecret), body, sent, relay.ErrSignatureMismatch},
-		{"old timestamp", newSecret, signed(newSecret), body, sent.Add(relay.DefaultTolerance + time.Minute), relay.ErrTimestampOutOfRange},
-		{"future timestamp", newSecret, signed(newSecret), body, sent.Add(-relay.DefaultTolerance - time.Minute), relay.ErrTimestampOutOfRange},
+		{"tampered body", newSecret, signed(newSecret), []byte(`{"order":43}`), sent, callback.ErrSignatureMismatch},
+		{"wrong secret", oldSecret, signed(newSecret), body, sent, callback.ErrSignatureMismatch},
+		{"old timestamp", newSecret, signed(newSecret), body, sent.Add(callback.DefaultTolerance + time.Minute), callback.ErrTimestampOutOfRange},
+		{"future timestamp", newSecret, signed(newSecret), body, sent.Add(-callback.DefaultTolerance - time.Minute), callback.ErrTimestampOutOfRange},
 		{"rotation: new secret", newSecret, signed(newSecret, oldSecret), body, sent, nil},
 		{"rotation: old secret", oldSecret, signed(newSecret, oldSecret), body, sent, nil},
-		{"unsigned", newSecret, signed(), body, sent, relay.ErrMissingHeaders},
-		{"bad secret", "whsec_%%%", signed(newSecret), body, sent, relay.ErrInvalidSecret},
+		{"unsigned", newSecret, signed(), body, sent, callback.ErrMissingHeaders},
+		{"bad secret", "whsec_%%%", signed(newSecret), body, sent, callback.ErrInvalidSecret},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := relay.VerifyAt(tc.secret, tc.header, tc.body, tc.now, relay.DefaultTolerance)
+			err := callback.VerifyAt(tc.secret, tc.header, tc.body, tc.now, callback.DefaultTolerance)
 			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Fatalf("VerifyAt = %v, want %v", err, tc.want)
 			}
@@ -50,16 +50,16 @@ func TestVerifyWebhook(t *testing.T) {
 	t.Run("tampered id", func(t *testing.T) {
 		t.Parallel()
 		h := signed(newSecret)
-		h.Set(relay.HeaderWebhookID, "job-2")
-		if err := relay.Verify(newSecret, h, body); !errors.Is(err, relay.ErrSignatureMismatch) {
+		h.Set(callback.HeaderWebhookID, "job-2")
+		if err := callback.Verify(newSecret, h, body); !errors.Is(err, callback.ErrSignatureMismatch) {
 			t.Fatalf("Verify = %v", err)
 		}
 	})
 	t.Run("tampered timestamp", func(t *testing.T) {
 		t.Parallel()
 		h := signed(newSecret)
-		h.Set(relay.HeaderWebhookTimestamp, "1")
-		if err := relay.VerifyAt(newSecret, h, body, time.Unix(1, 0), time.Minute); !errors.Is(err, relay.ErrSignatureMismatch) {
+		h.Set(callback.HeaderWebhookTimestamp, "1")
+		if err := callback.VerifyAt(newSecret, h, body, time.Unix(1, 0), time.Minute); !errors.Is(err, callback.ErrSignatureMismatch) {
 			t.Fatalf("Verify = %v", err)
 		}
 	})
@@ -72,15 +72,15 @@ func TestSignatureMatchesTheStandardWebhooksVector(t *testing.T) {
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	h := http.Header{}
 	body := []byte(`{"test": 2432232314}`)
-	relay.SignWebhook(h, []string{secret}, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
+	callback.Sign(h, []string{secret}, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
 	const want = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
-	if got := h.Get(relay.HeaderWebhookSignature); got != want {
+	if got := h.Get(callback.HeaderWebhookSignature); got != want {
 		t.Fatalf("signature = %s, want %s", got, want)
 	}
-	if err := relay.VerifyAt(secret, h, body, time.Unix(1614265330, 0), time.Minute); err != nil {
+	if err := callback.VerifyAt(secret, h, body, time.Unix(1614265330, 0), time.Minute); err != nil {
 		t.Fatalf("VerifyAt = %v", err)
 	}
-	if !strings.HasPrefix(relay.NewSecret(), relay.SecretPrefix) || relay.CheckSecret(relay.NewSecret()) != nil {
+	if !strings.HasPrefix(callback.NewSecret(), callback.SecretPrefix) || callback.CheckSecret(callback.NewSecret()) != nil {
 		t.Fatal("NewSecret makes a secret CheckSecret refuses")
 	}
 }

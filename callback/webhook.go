@@ -1,4 +1,4 @@
-package relay
+package callback
 
 import (
 	"crypto/hmac"
@@ -36,13 +36,13 @@ const DefaultTolerance = 5 * time.Minute
 // the deliverer takes as final) or a 401.
 var (
 	// ErrMissingHeaders: one of the three webhook headers is absent or malformed.
-	ErrMissingHeaders = errors.New("relay: webhook headers missing or malformed")
+	ErrMissingHeaders = errors.New("callback: webhook headers missing or malformed")
 	// ErrTimestampOutOfRange: the timestamp is older (or further ahead) than the tolerance.
-	ErrTimestampOutOfRange = errors.New("relay: webhook timestamp out of tolerance")
+	ErrTimestampOutOfRange = errors.New("callback: webhook timestamp out of tolerance")
 	// ErrSignatureMismatch: no signature matches the secret.
-	ErrSignatureMismatch = errors.New("relay: webhook signature does not match")
+	ErrSignatureMismatch = errors.New("callback: webhook signature does not match")
 	// ErrInvalidSecret: the secret is not "whsec_" followed by base64.
-	ErrInvalidSecret = errors.New("relay: invalid webhook secret")
+	ErrInvalidSecret = errors.New("callback: invalid webhook secret")
 )
 
 // NewSecret returns a fresh callback secret: "whsec_" and the base64 of 32 random bytes.
@@ -80,10 +80,10 @@ func signature(key []byte, id string, ts int64, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
-// SignWebhook sets the three Standard Webhooks headers on h for a delivery of body with id at ts,
+// Sign sets the three Standard Webhooks headers on h for a delivery of body with id at ts,
 // signed with every secret given (two during a rotation, so receivers holding either verify).
 // Secrets that do not decode are skipped; with none left, no signature header is set.
-func SignWebhook(h http.Header, secrets []string, id string, ts time.Time, body []byte) {
+func Sign(h http.Header, secrets []string, id string, ts time.Time, body []byte) {
 	unix := ts.Unix()
 	h.Set(HeaderWebhookID, id)
 	h.Set(HeaderWebhookTimestamp, strconv.FormatInt(unix, 10))

@@ -1,4 +1,4 @@
-package relay_test
+package callback_test
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
-	"github.com/sluicehq/sluice/relay"
 )
 
 // cbFixture is what a callback test needs: a queue client, the namespace's callback settings and
@@ -25,7 +25,7 @@ import (
 type cbFixture struct {
 	env    *redistest.Env
 	q      *queue.Client
-	store  *relay.CallbackStore
+	store  *callback.Store
 	ns     string
 	secret string
 	recv   *receiver
@@ -81,7 +81,7 @@ func newCallbackFixture(t *testing.T, env *redistest.Env) *cbFixture {
 		t.Fatalf("queue.NewClient: %v", err)
 	}
 	t.Cleanup(func() { _ = q.Close() })
-	store, err := relay.NewCallbackStore(env.Client, env.Prefix)
+	store, err := callback.NewStore(env.Client, env.Prefix)
 	if err != nil {
 		t.Fatalf("NewCallbackStore: %v", err)
 	}
@@ -103,7 +103,7 @@ func newCallbackFixture(t *testing.T, env *redistest.Env) *cbFixture {
 }
 
 // start runs a deliverer until the test ends.
-func (f *cbFixture) start(t *testing.T, cfg relay.DelivererConfig) *relay.Deliverer {
+func (f *cbFixture) start(t *testing.T, cfg callback.DelivererConfig) *callback.Deliverer {
 	t.Helper()
 	if cfg.Queue == nil {
 		cfg.Queue = f.q
@@ -112,7 +112,7 @@ func (f *cbFixture) start(t *testing.T, cfg relay.DelivererConfig) *relay.Delive
 		cfg.Redis = f.env.Client
 	}
 	cfg.SettingsTTL = time.Millisecond
-	d, err := relay.NewDeliverer(cfg)
+	d, err := callback.NewDeliverer(cfg)
 	if err != nil {
 		t.Fatalf("NewDeliverer: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestCallbackDeliveredSignedAndDone(t *testing.T) {
 		f := newCallbackFixture(t, env)
 		f.recv.setRespond(func(_ int, w http.ResponseWriter) { _, _ = io.WriteString(w, "closed order 42") })
 		var events sync.Map
-		f.start(t, relay.DelivererConfig{Workers: 4, OnDelivery: func(ev relay.CallbackEvent) { events.Store(ev.JobID, ev) }})
+		f.start(t, callback.DelivererConfig{Workers: 4, OnDelivery: func(ev callback.Event) { events.Store(ev.JobID, ev) }})
 		cb := f.hook("/close")
 		cb.Header = map[string]string{"X-Tenant": "acme"}
 		id := f.publish(t, queue.PublishParams{Payload: []byte(`{"order":42}`), Delay: 100 * time.Millisecond, Callback: cb})
@@ -178,10 +178,10 @@ func TestCallbackDeliveredSignedAndDone(t *testing.T) {
 		if c.method != http.MethodPost || c.path != "/hooks/close" || string(c.body) != `{"order":42}` {
 			t.Fatalf("call = %s %s %s", c.method, c.path, c.body)
 		}
-		if c.header.Get("X-Tenant") != "acme" || c.header.Get("Content-Type") != "application/json" || c.header.Get(relay.HeaderWebhookID) != id {
+		if c.header.Get("X-Tenant") != "acme" || c.header.Get("Content-Type") != "application/json" || c.header.Get(callback.HeaderWebhookID) != id {
 			t.Fatalf("headers = %v", c.header)
 		}
-		if err := relay.Verify(f.secret, c.header, c.body); err != nil {
+		if err := callback.Verify(f.secret, c.header, c.body); err != nil {
 			t.Fatalf("Verify: %v", err)
 		}
 		var v any
@@ -190,7 +190,7 @@ func TestCallbackDeliveredSignedAndDone(t *testing.T) {
 			v, ok = events.Load(id)
 			return ok
 		})
-		if ev := v.(relay.CallbackEvent); ev.Outcome != relay.CallbackDelivered || ev.Status != 200 || ev.Lateness < 0 {
+		if ev := v.(callback.Event); ev.Outcome != callback.OutcomeDelivered || ev.Status != 200 || ev.Lateness < 0 {
 			t.Fatalf("event = %+v", ev)
 		}
 	})
@@ -204,7 +204,7 @@ func TestCallbackRetriesWithBackoffThenDeadThenRespawn(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "down for maintenance")
 		})
-		f.start(t, relay.DelivererConfig{Workers: 2})
+		f.start(t, callback.DelivererConfig{Workers: 2})
 		backoff := queue.Backoff{Base: 40 * time.Millisecond, Max: time.Second}
 		id := f.publish(t, queue.PublishParams{Tries: 3, Backoff: backoff, Callback: f.hook("")})
 
@@ -237,8 +237,8 @@ func TestCallbackRetriesWithBackoffThenDeadThenRespawn(t *testing.T) {
 			t.Fatalf("%d calls, want 4", len(calls))
 		}
 		for _, c := range calls {
-			if c.header.Get(relay.HeaderWebhookID) != id {
-				t.Fatalf("webhook-id %q, want the job id %s on every try", c.header.Get(relay.HeaderWebhookID), id)
+			if c.header.Get(callback.HeaderWebhookID) != id {
+				t.Fatalf("webhook-id %q, want the job id %s on every try", c.header.Get(callback.HeaderWebhookID), id)
 			}
 		}
 	})
@@ -249,7 +249,7 @@ func TestCallback4xxIsFinal(t *testing.T) {
 	env := redistest.New(t)
 	f := newCallbackFixture(t, env)
 	f.recv.setRespond(func(_ int, w http.ResponseWriter) { w.WriteHeader(http.StatusGone) })
-	f.start(t, relay.DelivererConfig{Workers: 2})
+	f.start(t, callback.DelivererConfig{Workers: 2})
 	id := f.publish(t, queue.PublishParams{Tries: 5, Backoff: queue.Backoff{Base: time.Millisecond}, Callback: f.hook("")})
 	dead := f.waitState(t, id, queue.StateDead)
 	if !strings.Contains(dead.LastError, "HTTP 410") || dead.RemainingTries != 4 {
@@ -272,7 +272,7 @@ func TestCallbackRetryAfterHonoured(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "ok")
 	})
-	f.start(t, relay.DelivererConfig{Workers: 2})
+	f.start(t, callback.DelivererConfig{Workers: 2})
 	// The job's own backoff is 1ms: only Retry-After can make the second try wait a second.
 	id := f.publish(t, queue.PublishParams{Tries: 3, Backoff: queue.Backoff{Base: time.Millisecond}, Callback: f.hook("")})
 	f.waitState(t, id, queue.StateDone)
@@ -309,21 +309,21 @@ func TestCallbackKilledDelivererIsRedeliveredWithTheSameID(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	id := f.publish(t, queue.PublishParams{TTR: 700 * time.Millisecond, Callback: &queue.Callback{URL: f.recv.srv.URL + "/hooks", Timeout: 500 * time.Millisecond}})
-	a := f.start(t, relay.DelivererConfig{Queue: qA, Redis: rdbA, Workers: 1, ShutdownTimeout: time.Millisecond,
+	a := f.start(t, callback.DelivererConfig{Queue: qA, Redis: rdbA, Workers: 1, ShutdownTimeout: time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	<-inFlight
 	_ = rdbA.Close()
 	close(unblock)
 
-	f.start(t, relay.DelivererConfig{Workers: 1})
+	f.start(t, callback.DelivererConfig{Workers: 1})
 	job := f.waitState(t, id, queue.StateDone)
 	calls := f.recv.got()
 	if len(calls) != 2 || job.Deliveries != 2 {
 		t.Fatalf("%d calls, %d deliveries; want 2 of each (the second after the lease)", len(calls), job.Deliveries)
 	}
 	for _, c := range calls {
-		if c.header.Get(relay.HeaderWebhookID) != id {
-			t.Fatalf("webhook-id %q, want %s on both calls", c.header.Get(relay.HeaderWebhookID), id)
+		if c.header.Get(callback.HeaderWebhookID) != id {
+			t.Fatalf("webhook-id %q, want %s on both calls", c.header.Get(callback.HeaderWebhookID), id)
 		}
 	}
 	if st := a.Stats(); st.Delivered != 0 {
@@ -345,7 +345,7 @@ func TestCallbackDestinationRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f.start(t, relay.DelivererConfig{Workers: 2})
+	f.start(t, callback.DelivererConfig{Workers: 2})
 	for _, tc := range []struct {
 		name, ns, url, want string
 	}{
@@ -375,8 +375,8 @@ func TestTwoDeliverersShareCallbacksWithoutDuplicates(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := newCallbackFixture(t, env)
-		a := f.start(t, relay.DelivererConfig{Workers: 4})
-		b := f.start(t, relay.DelivererConfig{Workers: 4})
+		a := f.start(t, callback.DelivererConfig{Workers: 4})
+		b := f.start(t, callback.DelivererConfig{Workers: 4})
 		const n = 300
 		ps := make([]queue.PublishParams, n)
 		for i := range ps {
@@ -390,7 +390,7 @@ func TestTwoDeliverersShareCallbacksWithoutDuplicates(t *testing.T) {
 		})
 		seen := map[string]int{}
 		for _, c := range f.recv.got() {
-			seen[c.header.Get(relay.HeaderWebhookID)]++
+			seen[c.header.Get(callback.HeaderWebhookID)]++
 		}
 		if len(seen) != n {
 			t.Fatalf("%d distinct webhook-ids, want %d", len(seen), n)
@@ -407,7 +407,7 @@ func TestTwoDeliverersShareCallbacksWithoutDuplicates(t *testing.T) {
 func TestCallbackSettingsStore(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	store, err := relay.NewCallbackStore(env.Client, env.Prefix)
+	store, err := callback.NewStore(env.Client, env.Prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,25 +427,25 @@ func TestCallbackSettingsStore(t *testing.T) {
 	if err := store.RetireSecret(ctx, "ns"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.RotateSecret(ctx, "ns", "not-a-secret"); !errors.Is(err, relay.ErrInvalid) {
+	if _, err := store.RotateSecret(ctx, "ns", "not-a-secret"); !errors.Is(err, callback.ErrInvalid) {
 		t.Fatalf("bad secret: %v", err)
 	}
-	if _, err := store.AddDestination(ctx, "ns", "ftp://x"); !errors.Is(err, relay.ErrInvalid) {
+	if _, err := store.AddDestination(ctx, "ns", "ftp://x"); !errors.Is(err, callback.ErrInvalid) {
 		t.Fatalf("bad prefix: %v", err)
 	}
 	if added, err := store.AddDestination(ctx, "ns", "https://hooks.example.com/a"); err != nil || !added {
 		t.Fatalf("AddDestination = %v, %v", added, err)
 	}
-	for i := range relay.MaxCallbackDestinations - 1 {
+	for i := range callback.MaxDestinations - 1 {
 		if _, err := store.AddDestination(ctx, "ns", "https://hooks.example.com/"+strings.Repeat("b", i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.AddDestination(ctx, "ns", "https://hooks.example.com/full"); !errors.Is(err, relay.ErrTooManyDestinations) {
+	if _, err := store.AddDestination(ctx, "ns", "https://hooks.example.com/full"); !errors.Is(err, callback.ErrTooManyDestinations) {
 		t.Fatalf("past the bound: %v", err)
 	}
 	set, err := store.Settings(ctx, "ns")
-	if err != nil || len(set.Secrets) != 1 || set.Secrets[0] != third[0] || len(set.Destinations) != relay.MaxCallbackDestinations || set.AllowPrivate {
+	if err != nil || len(set.Secrets) != 1 || set.Secrets[0] != third[0] || len(set.Destinations) != callback.MaxDestinations || set.AllowPrivate {
 		t.Fatalf("Settings = %d secrets, %d destinations, %v", len(set.Secrets), len(set.Destinations), err)
 	}
 	if removed, err := store.RemoveDestination(ctx, "ns", "https://hooks.example.com/a"); err != nil || !removed {
@@ -475,7 +475,7 @@ func TestCallbackDestinationConcurrencyHoldsAcrossDeliverers(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // hold the call open so that overlaps would show
 		inFlight.Add(-1)
 	})
-	cfg := relay.DelivererConfig{Workers: 4, DestinationConcurrency: 2}
+	cfg := callback.DelivererConfig{Workers: 4, DestinationConcurrency: 2}
 	a, b := f.start(t, cfg), f.start(t, cfg)
 	const n = 40
 	for range n {

@@ -1,4 +1,4 @@
--- callback_secret_rotate.lua: make a new secret the namespace's signing secret. The previous one
+-- secret_rotate.lua: make a new secret the namespace's signing secret. The previous one
 -- stays live (deliveries are signed with both) until it is retired or the next rotation pushes it
 -- out: at most two secrets are ever kept.
 -- KEYS[1]: the namespace's secrets list (newest first).

@@ -1,4 +1,4 @@
-package relay_test
+package callback_test
 
 import (
 	"context"
@@ -8,19 +8,19 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
-	"github.com/sluicehq/sluice/relay"
 )
 
 // A delayed job with a callback: nobody consumes it; when it is due, a Deliverer sends it to the
 // receiver, signed, and keeps the receiver's answer as the job's result.
 func ExampleDeliverer() {
-	env, cleanup := redistest.ForExample("relay-ExampleDeliverer")
+	env, cleanup := redistest.ForExample("callback-ExampleDeliverer")
 	defer cleanup()
 	ctx := context.Background()
 
-	store, err := relay.NewCallbackStore(env.Client, env.Prefix)
+	store, err := callback.NewStore(env.Client, env.Prefix)
 	if err != nil {
 		panic(err)
 	}
@@ -31,7 +31,7 @@ func ExampleDeliverer() {
 	done := make(chan struct{})
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := relay.Verify(secrets[0], r.Header, body); err != nil {
+		if err := callback.Verify(secrets[0], r.Header, body); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -52,7 +52,7 @@ func ExampleDeliverer() {
 		panic(err)
 	}
 	defer q.Close()
-	d, err := relay.NewDeliverer(relay.DelivererConfig{Queue: q, Redis: env.Client})
+	d, err := callback.NewDeliverer(callback.DelivererConfig{Queue: q, Redis: env.Client})
 	if err != nil {
 		panic(err)
 	}
@@ -89,11 +89,11 @@ func ExampleVerify() {
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	body := []byte(`{"order":42}`)
 	h := http.Header{}
-	relay.SignWebhook(h, []string{secret}, "01JOBID", time.Now(), body) // what the deliverer sends
+	callback.Sign(h, []string{secret}, "01JOBID", time.Now(), body) // what the deliverer sends
 
-	fmt.Println(relay.Verify(secret, h, body))
-	fmt.Println(relay.Verify(secret, h, []byte(`{"order":43}`)))
+	fmt.Println(callback.Verify(secret, h, body))
+	fmt.Println(callback.Verify(secret, h, []byte(`{"order":43}`)))
 	// Output:
 	// <nil>
-	// relay: webhook signature does not match
+	// callback: webhook signature does not match
 }

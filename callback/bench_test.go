@@ -1,4 +1,4 @@
-package relay_test
+package callback_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
@@ -32,7 +33,7 @@ func benchCallbacks(b *testing.B) (*redistest.Env, *queue.Client, *httptest.Serv
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	b.Cleanup(srv.Close)
-	store, err := relay.NewCallbackStore(env.Client, env.Prefix)
+	store, err := callback.NewStore(env.Client, env.Prefix)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,8 +50,8 @@ func benchCallbacks(b *testing.B) (*redistest.Env, *queue.Client, *httptest.Serv
 	return env, q, srv, calls
 }
 
-func startDeliverer(b *testing.B, cfg relay.DelivererConfig) *relay.Deliverer {
-	d, err := relay.NewDeliverer(cfg)
+func startDeliverer(b *testing.B, cfg callback.DelivererConfig) *callback.Deliverer {
+	d, err := callback.NewDeliverer(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func startDeliverer(b *testing.B, cfg relay.DelivererConfig) *relay.Deliverer {
 func BenchmarkCallbackDeliveries(b *testing.B) {
 	env, q, srv, calls := benchCallbacks(b)
 	c := benchRelay(b, env, relay.Endpoint{Name: "elsewhere", TargetURL: srv.URL + "/elsewhere", Concurrency: 1})
-	benchDeliveries(b, env, relay.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, Relay: c}, srv.URL+"/hook", calls)
+	benchDeliveries(b, env, callback.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, Relay: c}, srv.URL+"/hook", calls)
 }
 
 // BenchmarkCallbackDeliveriesUnderEndpoint is BenchmarkCallbackDeliveries with the callbacks under
@@ -77,7 +78,7 @@ func BenchmarkCallbackDeliveries(b *testing.B) {
 func BenchmarkCallbackDeliveriesUnderEndpoint(b *testing.B) {
 	env, q, srv, calls := benchCallbacks(b)
 	c := benchRelay(b, env, relay.Endpoint{Name: "svc", TargetURL: srv.URL + "/hook", QPS: 100_000, Concurrency: 10_000})
-	benchDeliveries(b, env, relay.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, Relay: c}, srv.URL+"/hook", calls)
+	benchDeliveries(b, env, callback.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, Relay: c}, srv.URL+"/hook", calls)
 	st, err := c.Stats(context.Background(), "svc")
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +104,7 @@ func benchRelay(b *testing.B, env *redistest.Env, e relay.Endpoint) *relay.Clien
 // are delivered. Besides the rate (wall clock, which a busy machine moves) it reports the CPU
 // time per delivery of this process (deliverer, receiver and test) and of Redis, which the
 // machine's other load moves much less.
-func benchDeliveries(b *testing.B, env *redistest.Env, cfg relay.DelivererConfig, url string, calls *atomic.Int64) {
+func benchDeliveries(b *testing.B, env *redistest.Env, cfg callback.DelivererConfig, url string, calls *atomic.Int64) {
 	ctx := context.Background()
 	cb := &queue.Callback{URL: url, Timeout: 5 * time.Second}
 	for i := 0; i < b.N; i += 1000 {
@@ -143,7 +144,7 @@ func BenchmarkCallbackLateness(b *testing.B) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var lateness []time.Duration
-	startDeliverer(b, relay.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, OnDelivery: func(ev relay.CallbackEvent) {
+	startDeliverer(b, callback.DelivererConfig{Queue: q, Redis: env.Client, Workers: 64, OnDelivery: func(ev callback.Event) {
 		mu.Lock()
 		lateness = append(lateness, ev.Lateness)
 		mu.Unlock()

@@ -1,4 +1,4 @@
-package relay_test
+package callback_test
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -37,19 +38,19 @@ func peakRecorder(f *cbFixture) *atomic.Int64 {
 // events collects a deliverer's events.
 type events struct {
 	mu  sync.Mutex
-	all []relay.CallbackEvent
+	all []callback.Event
 }
 
-func (e *events) add(ev relay.CallbackEvent) {
+func (e *events) add(ev callback.Event) {
 	e.mu.Lock()
 	e.all = append(e.all, ev)
 	e.mu.Unlock()
 }
 
-func (e *events) list() []relay.CallbackEvent {
+func (e *events) list() []callback.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]relay.CallbackEvent(nil), e.all...)
+	return append([]callback.Event(nil), e.all...)
 }
 
 // Relay tasks and callbacks to one service share its endpoint's Concurrency: with tasks submitted
@@ -67,8 +68,8 @@ func TestCallbacksShareEndpointConcurrencyWithTasks(t *testing.T) {
 		setEndpoint(t, c, relay.Endpoint{Name: "svc", TargetURL: f.recv.srv.URL + "/hooks/svc", Concurrency: 2})
 		startDispatcher(t, c, relay.DispatcherConfig{Workers: 8})
 		var evs events
-		a := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c, OnDelivery: evs.add})
-		b := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c2, OnDelivery: evs.add})
+		a := f.start(t, callback.DelivererConfig{Workers: 8, Relay: c, OnDelivery: evs.add})
+		b := f.start(t, callback.DelivererConfig{Workers: 8, Relay: c2, OnDelivery: evs.add})
 
 		const n = 30
 		f.callbacksAndTasks(t, c, n, "/svc/order")
@@ -91,7 +92,7 @@ func TestCallbacksShareEndpointConcurrencyWithTasks(t *testing.T) {
 			if ev.Endpoint != "svc" {
 				t.Fatalf("event %+v: want endpoint svc (the longest target URL covering the callback)", ev)
 			}
-			if ev.Outcome == relay.CallbackReleased {
+			if ev.Outcome == callback.OutcomeReleased {
 				released++
 			}
 		}
@@ -113,7 +114,7 @@ func TestCallbacksShareEndpointQPSWithTasks(t *testing.T) {
 	c := newClient(t, env, relay.Config{})
 	setEndpoint(t, c, relay.Endpoint{Name: "svc", TargetURL: f.recv.srv.URL + "/hooks/svc", Concurrency: 20, QPS: 20})
 	startDispatcher(t, c, relay.DispatcherConfig{Workers: 8})
-	d := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c})
+	d := f.start(t, callback.DelivererConfig{Workers: 8, Relay: c})
 	const n = 10
 	f.callbacksAndTasks(t, c, n, "/svc")
 	testwait.Until(t, 30*time.Second, "every callback delivered", func() bool { return d.Stats().Delivered == n })
@@ -145,7 +146,7 @@ func TestCallbackUnderNoEndpointUsesDestinationLimits(t *testing.T) {
 	c := newClient(t, env, relay.Config{})
 	setEndpoint(t, c, relay.Endpoint{Name: "svc", TargetURL: f.recv.srv.URL + "/hooks/svc", Concurrency: 1})
 	var evs events
-	a := f.start(t, relay.DelivererConfig{Workers: 8, Relay: c, DestinationConcurrency: 2, OnDelivery: evs.add})
+	a := f.start(t, callback.DelivererConfig{Workers: 8, Relay: c, DestinationConcurrency: 2, OnDelivery: evs.add})
 	const n = 30
 	ps := make([]queue.PublishParams, n)
 	for i := range ps {
@@ -182,13 +183,13 @@ func TestCallbackReleasedWhenNoEndpointSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var evs events
-	d := f.start(t, relay.DelivererConfig{Workers: 2, Relay: c, OnDelivery: evs.add})
+	d := f.start(t, callback.DelivererConfig{Workers: 2, Relay: c, OnDelivery: evs.add})
 	// The lease leaves 300ms beyond the call's timeout to wait for a slot.
 	id := f.publish(t, queue.PublishParams{Tries: 2, TTR: 800 * time.Millisecond,
 		Callback: &queue.Callback{URL: f.recv.srv.URL + "/hooks/svc", Timeout: 500 * time.Millisecond}})
 	testwait.Until(t, 20*time.Second, "a released try", func() bool { return d.Stats().Released > 0 })
 	for _, ev := range evs.list() {
-		if ev.Outcome != relay.CallbackReleased || ev.Endpoint != "svc" || !strings.Contains(ev.Error, "no slot of endpoint svc") {
+		if ev.Outcome != callback.OutcomeReleased || ev.Endpoint != "svc" || !strings.Contains(ev.Error, "no slot of endpoint svc") {
 			t.Fatalf("event %+v; want released for want of a slot of svc", ev)
 		}
 	}

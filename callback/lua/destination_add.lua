@@ -1,4 +1,4 @@
--- callback_destination_add.lua: allow callbacks of a namespace to go to URLs under a prefix,
+-- destination_add.lua: allow callbacks of a namespace to go to URLs under a prefix,
 -- keeping the set within its bound.
 -- KEYS[1]: the namespace's allowed prefixes (set).
 -- ARGV[1]: the prefix; ARGV[2]: the most prefixes a namespace may have.

@@ -1,4 +1,4 @@
-package relay
+package callback
 
 import (
 	"context"
@@ -19,31 +19,31 @@ import (
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
-// CallbackOutcome is what one try of a callback came to.
-type CallbackOutcome string
+// Outcome is what one try of a callback came to.
+type Outcome string
 
 // The outcomes of a try.
 const (
-	// CallbackDelivered: a 2xx; the job is done with the response body as its result.
-	CallbackDelivered CallbackOutcome = "delivered"
-	// CallbackRetried: a failed try (connection error, timeout, 5xx, 429) with tries left.
-	CallbackRetried CallbackOutcome = "retried"
-	// CallbackDead: out of tries, or a final answer (4xx other than 429, a refused destination):
+	// OutcomeDelivered: a 2xx; the job is done with the response body as its result.
+	OutcomeDelivered Outcome = "delivered"
+	// OutcomeRetried: a failed try (connection error, timeout, 5xx, 429) with tries left.
+	OutcomeRetried Outcome = "retried"
+	// OutcomeDead: out of tries, or a final answer (4xx other than 429, a refused destination):
 	// the job is in the dead letter with the last status and error.
-	CallbackDead CallbackOutcome = "dead"
-	// CallbackExpired: the job's ttl ended before its next try.
-	CallbackExpired CallbackOutcome = "expired"
-	// CallbackReleased: the try was not made (shutdown, or the destination's or endpoint's limits
+	OutcomeDead Outcome = "dead"
+	// OutcomeExpired: the job's ttl ended before its next try.
+	OutcomeExpired Outcome = "expired"
+	// OutcomeReleased: the try was not made (shutdown, or the destination's or endpoint's limits
 	// left no room while the lease still covered the call: Error says which); the job was given
 	// back without using a try.
-	CallbackReleased CallbackOutcome = "released"
-	// CallbackLost: the outcome could not be recorded (the lease had run out, or Redis failed); the
+	OutcomeReleased Outcome = "released"
+	// OutcomeLost: the outcome could not be recorded (the lease had run out, or Redis failed); the
 	// job is delivered again after its lease, with the same webhook-id.
-	CallbackLost CallbackOutcome = "lost"
+	OutcomeLost Outcome = "lost"
 )
 
-// CallbackEvent describes one try, for metrics (DelivererConfig.OnDelivery).
-type CallbackEvent struct {
+// Event describes one try, for metrics (DelivererConfig.OnDelivery).
+type Event struct {
 	Namespace string
 	Queue     string
 	JobID     string
@@ -51,7 +51,7 @@ type CallbackEvent struct {
 	// Endpoint is the request queue endpoint whose limits the call counted against
 	// (DelivererConfig.Relay), "" when it was under none.
 	Endpoint string
-	Outcome  CallbackOutcome
+	Outcome  Outcome
 	// Status is the HTTP status (0 when no response arrived).
 	Status int
 	// Error is what went wrong ("" on success).
@@ -85,7 +85,7 @@ type DelivererStats struct {
 // of the queues that have had callback jobs covers lost notifications.
 type Deliverer struct {
 	cfg    DelivererConfig
-	store  *CallbackStore
+	store  *Store
 	strict *outbound.Sender // refuses private addresses
 	open   *outbound.Sender // allows them (DelivererConfig.AllowPrivate or the namespace's setting)
 	rate   *ratelimit.Limiter
@@ -111,7 +111,7 @@ type Deliverer struct {
 }
 
 type cachedSettings struct {
-	s  CallbackSettings
+	s  Settings
 	at time.Time
 }
 
@@ -128,7 +128,7 @@ func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
 		return nil, err
 	}
 	prefix := cfg.Queue.Config().Prefix
-	store, err := NewCallbackStore(cfg.Redis, prefix)
+	store, err := newStore(cfg.Redis, prefix, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
 }
 
 // Store returns the callback settings store the deliverer reads (under the queue's prefix).
-func (d *Deliverer) Store() *CallbackStore { return d.store }
+func (d *Deliverer) Store() *Store { return d.store }
 
 // Start subscribes to callback notifications and starts the workers. They run until ctx ends or
 // Stop is called.
@@ -185,12 +185,12 @@ func (d *Deliverer) Start(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.running {
-		return errors.New("relay: deliverer already started")
+		return errors.New("callback: deliverer already started")
 	}
 	ps := d.cfg.Redis.Subscribe(ctx, d.cfg.Queue.CallbackChannel())
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
-		return fmt.Errorf("relay: deliverer: subscribe: %w", err)
+		return fmt.Errorf("callback: deliverer: subscribe: %w", err)
 	}
 	fetchCtx, stopFetch := context.WithCancel(ctx)
 	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
@@ -393,7 +393,7 @@ func (d *Deliverer) finish() {
 func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 	defer d.finish()
 	job := w.job
-	ev := CallbackEvent{Namespace: job.Namespace, Queue: job.Queue, JobID: job.ID, Delivery: job.Delivery.Delivery}
+	ev := Event{Namespace: job.Namespace, Queue: job.Queue, JobID: job.ID, Delivery: job.Delivery.Delivery}
 	// Reports go through even while calls are being cancelled at shutdown.
 	report := context.WithoutCancel(ctx)
 	if d.stopping.Load() {
@@ -413,7 +413,7 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 	// The wait for the limits must end while the lease still covers the call.
 	limitCtx, cancelLimit := context.WithDeadline(ctx, job.LeaseUntil.Add(-cb.Timeout))
 	defer cancelLimit()
-	var slot *Slot
+	var releaseSlot func(context.Context) error
 	if ep, ok, err := d.endpointFor(ctx, cb.URL); err != nil {
 		ev.Error = "callback: read the request queue's endpoints: " + err.Error()
 		d.release(report, job, &ev)
@@ -424,7 +424,7 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 		// should this process die mid-call.
 		ev.Endpoint = ep
 		holder := job.Namespace + "/" + job.Queue + "/" + job.ID + "/" + strconv.Itoa(job.Delivery.Delivery)
-		slot, err = d.cfg.Relay.AcquireSlot(limitCtx, ep, holder, cb.Timeout+time.Second)
+		releaseSlot, err = d.cfg.Relay.HoldSlot(limitCtx, ep, holder, cb.Timeout+time.Second)
 		if err != nil {
 			ev.Error = "callback: no slot of endpoint " + ep + " while the lease still covered the call: " + err.Error()
 			d.release(report, job, &ev)
@@ -460,7 +460,7 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 		}
 	}
 	sent := time.Now()
-	SignWebhook(header, set.Secrets, job.ID, sent, job.Payload)
+	Sign(header, set.Secrets, job.ID, sent, job.Payload)
 	ev.Lateness = job.LeasedAt.Sub(job.DueAt) + sent.Sub(w.received)
 	sender := d.strict
 	if d.cfg.AllowPrivate || set.AllowPrivate {
@@ -469,11 +469,11 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 	resp, callErr := sender.Do(ctx, outbound.Request{
 		Method: cb.Method, URL: cb.URL, Header: header, Body: job.Payload, Timeout: cb.Timeout,
 	})
-	if slot != nil {
+	if releaseSlot != nil {
 		// Freed before the outcome is recorded, so the endpoint's next call need not wait for it.
-		if err := slot.Release(report); err != nil {
+		if err := releaseSlot(report); err != nil {
 			d.cfg.Logger.Warn("callback deliverer: release endpoint slot; it frees itself at its expiry",
-				"endpoint", slot.Endpoint, "job_id", job.ID, "error", err)
+				"endpoint", ev.Endpoint, "job_id", job.ID, "error", err)
 		}
 	}
 	ev.Duration, ev.Status = resp.Duration, resp.Status
@@ -489,7 +489,7 @@ func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
 			d.lostReport(job, &ev, err)
 			return
 		}
-		ev.Outcome = CallbackDelivered
+		ev.Outcome = OutcomeDelivered
 		d.delivered.Add(1)
 		d.emit(ev)
 	default:
@@ -514,7 +514,7 @@ func describeFailure(resp outbound.Response, err error) string {
 	return "callback: " + err.Error()
 }
 
-func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *CallbackEvent, reason string, after *time.Duration, final bool) {
+func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *Event, reason string, after *time.Duration, final bool) {
 	ev.Error = reason
 	out, err := d.cfg.Queue.Nack(ctx, queue.NackParams{
 		Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery,
@@ -526,31 +526,31 @@ func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *Callbac
 	}
 	switch out {
 	case queue.NackRetried:
-		ev.Outcome = CallbackRetried
+		ev.Outcome = OutcomeRetried
 		d.retried.Add(1)
 	case queue.NackExpired:
-		ev.Outcome = CallbackExpired
+		ev.Outcome = OutcomeExpired
 		d.expired.Add(1)
 	default:
-		ev.Outcome = CallbackDead
+		ev.Outcome = OutcomeDead
 		d.dead.Add(1)
 	}
 	d.emit(*ev)
 }
 
-func (d *Deliverer) release(ctx context.Context, job queue.CallbackJob, ev *CallbackEvent) {
+func (d *Deliverer) release(ctx context.Context, job queue.CallbackJob, ev *Event) {
 	err := d.cfg.Queue.Release(ctx, queue.ReleaseParams{Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery})
 	if err != nil {
 		d.lostReport(job, ev, err)
 		return
 	}
-	ev.Outcome = CallbackReleased
+	ev.Outcome = OutcomeReleased
 	d.released.Add(1)
 	d.emit(*ev)
 }
 
-func (d *Deliverer) lostReport(job queue.CallbackJob, ev *CallbackEvent, err error) {
-	ev.Outcome = CallbackLost
+func (d *Deliverer) lostReport(job queue.CallbackJob, ev *Event, err error) {
+	ev.Outcome = OutcomeLost
 	if ev.Error == "" {
 		ev.Error = err.Error()
 	}
@@ -560,14 +560,18 @@ func (d *Deliverer) lostReport(job queue.CallbackJob, ev *CallbackEvent, err err
 	d.emit(*ev)
 }
 
-func (d *Deliverer) emit(ev CallbackEvent) {
+func (d *Deliverer) emit(ev Event) {
 	if d.cfg.OnDelivery != nil {
 		d.cfg.OnDelivery(ev)
 	}
 }
 
+// maxCachedSettings bounds the namespaces whose settings a Deliverer caches: past it the cache
+// starts over.
+const maxCachedSettings = 4096
+
 // settingsFor returns a namespace's callback settings, cached for SettingsTTL.
-func (d *Deliverer) settingsFor(ctx context.Context, ns string) (CallbackSettings, error) {
+func (d *Deliverer) settingsFor(ctx context.Context, ns string) (Settings, error) {
 	d.settingsMu.Lock()
 	c, ok := d.settings[ns]
 	d.settingsMu.Unlock()
@@ -576,10 +580,10 @@ func (d *Deliverer) settingsFor(ctx context.Context, ns string) (CallbackSetting
 	}
 	s, err := d.store.Settings(ctx, ns)
 	if err != nil {
-		return CallbackSettings{}, err
+		return Settings{}, err
 	}
 	d.settingsMu.Lock()
-	if len(d.settings) >= maxCachedKeys {
+	if len(d.settings) >= maxCachedSettings {
 		clear(d.settings)
 	}
 	d.settings[ns] = cachedSettings{s: s, at: time.Now()}
@@ -593,12 +597,7 @@ func (d *Deliverer) endpointFor(ctx context.Context, rawURL string) (string, boo
 	if d.cfg.Relay == nil {
 		return "", false, nil
 	}
-	snap, err := d.cfg.Relay.endpoints(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	e, ok := snap.covering(rawURL)
-	return e.Name, ok, nil
+	return d.cfg.Relay.CoveringEndpoint(ctx, rawURL)
 }
 
 // destination is the key of per-destination limits: scheme, host and port.

@@ -1,4 +1,4 @@
-package relay
+package callback
 
 import (
 	"cmp"
@@ -36,13 +36,13 @@ type DelivererConfig struct {
 	// 64 KiB.
 	MaxResultBytes int64
 
-	// Relay, when set, is the request queue whose endpoints protect the services callbacks may
-	// call: a callback whose URL is under an endpoint's target URL (the longest one when several
-	// are) takes one of that endpoint's slots (Client.AcquireSlot) for its call, so it counts
-	// against the endpoint's QPS and Concurrency together with the endpoint's tasks, and the
-	// service never sees more than the endpoint allows. The per-destination limits below then do
-	// not apply to it. Default nil: only the per-destination limits apply.
-	Relay *Client
+	// Relay, when set, is the request queue (a *relay.Client) whose endpoints protect the services
+	// callbacks may call: a callback whose URL is under an endpoint's target URL (the longest one
+	// when several are) takes one of that endpoint's slots (relay.Client.AcquireSlot) for its
+	// call, so it counts against the endpoint's QPS and Concurrency together with the endpoint's
+	// tasks, and the service never sees more than the endpoint allows. The per-destination limits
+	// below then do not apply to it. Default nil: only the per-destination limits apply.
+	Relay EndpointSlots
 
 	// DestinationConcurrency caps the calls in flight to one destination (scheme, host and port)
 	// across every deliverer on the Redis, for callbacks under no endpoint of Relay. Default 0: no
@@ -55,7 +55,7 @@ type DelivererConfig struct {
 	DestinationRate int
 
 	// SettingsTTL is how long a namespace's callback settings are cached; a change made with
-	// CallbackStore applies within about this long. Default 1s.
+	// Store applies within about this long. Default 1s.
 	SettingsTTL time.Duration
 
 	// SweepInterval is how often every queue with callback jobs is visited even without a
@@ -74,7 +74,7 @@ type DelivererConfig struct {
 
 	// OnDelivery, when set, is called after every try with its outcome (for metrics). It runs on
 	// the worker: keep it fast. Default nil.
-	OnDelivery func(CallbackEvent)
+	OnDelivery func(Event)
 
 	// Logger receives the deliverer's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -96,10 +96,10 @@ func (c DelivererConfig) withDefaults() DelivererConfig {
 func (c DelivererConfig) validate() error {
 	var errs []error
 	if c.Queue == nil {
-		errs = append(errs, errors.New("relay: DelivererConfig.Queue is required"))
+		errs = append(errs, errors.New("callback: DelivererConfig.Queue is required"))
 	}
 	if c.Redis == nil {
-		errs = append(errs, errors.New("relay: DelivererConfig.Redis is required"))
+		errs = append(errs, errors.New("callback: DelivererConfig.Redis is required"))
 	}
 	checks := []struct {
 		name string
@@ -115,7 +115,7 @@ func (c DelivererConfig) validate() error {
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			errs = append(errs, fmt.Errorf("relay: DelivererConfig.%s is out of range", ch.name))
+			errs = append(errs, fmt.Errorf("callback: DelivererConfig.%s is out of range", ch.name))
 		}
 	}
 	return errors.Join(errs...)
