@@ -49,4 +49,8 @@
 //
 // Every state change in Redis is one atomic Lua script or one command, with time taken from Redis
 // itself, so any number of processes can share one Redis safely.
+//
+// This package itself holds what every package shares and imports nothing of the project:
+// [FieldError], the one shape of a refused input field, which every package returns and the server
+// answers as 400 invalid_argument naming the field.
 package sluice

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
@@ -427,10 +428,10 @@ func TestCallbackSettingsStore(t *testing.T) {
 	if err := store.RetireSecret(ctx, "ns"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.RotateSecret(ctx, "ns", "not-a-secret"); !errors.Is(err, callback.ErrInvalid) {
+	if _, err := store.RotateSecret(ctx, "ns", "not-a-secret"); !errors.Is(err, sluice.ErrInvalid) {
 		t.Fatalf("bad secret: %v", err)
 	}
-	if _, err := store.AddDestination(ctx, "ns", "ftp://x"); !errors.Is(err, callback.ErrInvalid) {
+	if _, err := store.AddDestination(ctx, "ns", "ftp://x"); !errors.Is(err, sluice.ErrInvalid) {
 		t.Fatalf("bad prefix: %v", err)
 	}
 	if added, err := store.AddDestination(ctx, "ns", "https://hooks.example.com/a"); err != nil || !added {

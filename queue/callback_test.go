@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -208,7 +209,7 @@ func TestCallbackValidation(t *testing.T) {
 			t.Parallel()
 			tc.p.Namespace, tc.p.Queue = f.ns, "q"
 			_, err := f.client.Publish(ctxT(t), tc.p)
-			var v *queue.ValidationError
+			var v *sluice.FieldError
 			if !errors.As(err, &v) || v.Field != tc.field {
 				t.Fatalf("Publish = %v, want a validation error of %s", err, tc.field)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -466,7 +467,7 @@ func TestConsumeValidation(t *testing.T) {
 		{queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, Timeout: -1}, "timeout"},
 	} {
 		_, err := f.client.Consume(ctxT(t), tt.p)
-		var v *queue.ValidationError
+		var v *sluice.FieldError
 		if !errors.As(err, &v) || v.Field != tt.field {
 			t.Errorf("Consume(%+v) = %v, want invalid %s", tt.p, err, tt.field)
 		}

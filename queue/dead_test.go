@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -60,7 +61,7 @@ func TestDeadLetterListPeekSize(t *testing.T) {
 		if _, err := f.client.DeadPeek(ctx, f.ns, "empty"); !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("DeadPeek of an empty dead letter = %v", err)
 		}
-		if _, err := f.client.DeadList(ctx, queue.DeadListParams{Namespace: f.ns, Queue: "q", Cursor: "x"}); !errors.Is(err, queue.ErrInvalidArgument) {
+		if _, err := f.client.DeadList(ctx, queue.DeadListParams{Namespace: f.ns, Queue: "q", Cursor: "x"}); !errors.Is(err, sluice.ErrInvalid) {
 			t.Fatalf("bad cursor = %v", err)
 		}
 	})
@@ -233,7 +234,7 @@ func TestDeadLetterDelete(t *testing.T) {
 			t.Fatalf("deleted dead job %s still readable", id)
 		}
 	}
-	if _, err := f.client.DeadDelete(ctx, queue.DeadDeleteParams{Namespace: f.ns, Queue: "q"}); !errors.Is(err, queue.ErrInvalidArgument) {
+	if _, err := f.client.DeadDelete(ctx, queue.DeadDeleteParams{Namespace: f.ns, Queue: "q"}); !errors.Is(err, sluice.ErrInvalid) {
 		t.Fatalf("delete without ids or limit = %v", err)
 	}
 }
@@ -263,8 +264,8 @@ func TestDeadListLargeCursor(t *testing.T) {
 		f.killJobs(t, "q", 2)
 		for _, cursor := range []string{"2", "1000000", "100000000000000000", "9223372036854775807"} {
 			res, err := f.client.DeadList(ctxT(t), queue.DeadListParams{Namespace: f.ns, Queue: "q", Cursor: cursor})
-			if err != nil && !errors.Is(err, queue.ErrInvalidArgument) {
-				t.Fatalf("DeadList(cursor %s): %v; want an empty page or ErrInvalidArgument", cursor, err)
+			if err != nil && !errors.Is(err, sluice.ErrInvalid) {
+				t.Fatalf("DeadList(cursor %s): %v; want an empty page or ErrInvalid", cursor, err)
 			}
 			if err == nil && (len(res.Jobs) != 0 || res.NextCursor != "" || res.Total != 2) {
 				t.Fatalf("DeadList(cursor %s) = %+v; want an empty last page of 2", cursor, res)

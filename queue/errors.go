@@ -3,6 +3,8 @@ package queue
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicehq/sluice"
 )
 
 var (
@@ -19,33 +21,19 @@ var (
 	// Config.ReplicaAckTimeout. The job is on the primary and will run unless the primary fails
 	// before a replica has it; publishing again adds a second job unless it carries a UniqueKey.
 	ErrNotReplicated = errors.New("queue: not acknowledged by enough replicas")
-
-	// ErrInvalidArgument is matched (errors.Is) by every *ValidationError.
-	ErrInvalidArgument = errors.New("queue: invalid argument")
 )
 
-// ValidationError reports a bad argument; Field names it as the caller wrote it (jobs[2].priority).
-type ValidationError struct {
-	Field   string
-	Message string
-}
-
-func (e *ValidationError) Error() string {
-	return fmt.Sprintf("queue: invalid %s: %s", e.Field, e.Message)
-}
-
-// Is makes errors.Is(err, ErrInvalidArgument) true for validation errors.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalidArgument }
-
+// invalid is the package's refusal of a bad argument: a *sluice.FieldError naming the field as
+// the caller wrote it (jobs[2].priority), matched by errors.Is(err, sluice.ErrInvalid).
 func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+	return fmt.Errorf("queue: invalid %w", sluice.Invalid(field, format, args...))
 }
 
-// inField prefixes the field of a validation error (jobs[3] + .priority).
+// inField prefixes the field of a refused argument (jobs[3] + .priority).
 func inField(prefix string, err error) error {
-	var v *ValidationError
+	var v *sluice.FieldError
 	if errors.As(err, &v) {
-		return &ValidationError{Field: prefix + "." + v.Field, Message: v.Message}
+		return invalid(prefix+"."+v.Field, "%s", v.Reason)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -330,9 +331,9 @@ func TestPending(t *testing.T) {
 		if err != nil || res.Total != 0 || len(res.Jobs) != 0 {
 			t.Fatalf("Pending of a queue whose one job %s was acked = %+v, %v", acked, res, err)
 		}
-		var verr *queue.ValidationError
+		var verr *sluice.FieldError
 		if _, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q", Limit: 1001}); !errors.As(err, &verr) || verr.Field != "limit" {
-			t.Fatalf("Pending(limit 1001) = %v, want a ValidationError on limit", err)
+			t.Fatalf("Pending(limit 1001) = %v, want a FieldError on limit", err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -361,8 +362,8 @@ func TestFinishInEveryState(t *testing.T) {
 				t.Fatalf("publish of %s after Finish = %+v, %v", u, r, err)
 			}
 		}
-		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "l", ID: leased, Delivery: 0}); !errors.Is(err, queue.ErrInvalidArgument) {
-			t.Fatalf("Ack with delivery 0 = %v, want ErrInvalidArgument", err)
+		if err := f.client.Ack(ctx, queue.AckParams{Namespace: f.ns, Queue: "l", ID: leased, Delivery: 0}); !errors.Is(err, sluice.ErrInvalid) {
+			t.Fatalf("Ack with delivery 0 = %v, want ErrInvalid", err)
 		}
 	})
 }
@@ -371,7 +372,7 @@ func TestLeaseCallsValidate(t *testing.T) {
 	t.Parallel()
 	f := setup(t, redistest.New(t), queue.Config{})
 	err := f.client.Ack(ctxT(t), queue.AckParams{Namespace: f.ns, Queue: "q", ID: "x", Delivery: 0})
-	var v *queue.ValidationError
+	var v *sluice.FieldError
 	if !errors.As(err, &v) || v.Field != "delivery" {
 		t.Fatalf("Ack delivery 0 = %v", err)
 	}
@@ -434,11 +435,11 @@ func TestSubMillisecondDurationsAreRefused(t *testing.T) {
 	f.killJobs(t, "d", 1)
 	f.publish(t, queue.PublishParams{Queue: "q"})
 	d := f.consumeOne(t, "q")
-	if until, err := f.client.Touch(ctx, queue.TouchParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery, TTR: 500 * time.Microsecond}); !errors.Is(err, queue.ErrInvalidArgument) {
-		t.Fatalf("Touch with a 0.5ms ttr = %v, %v; want ErrInvalidArgument", until, err)
+	if until, err := f.client.Touch(ctx, queue.TouchParams{Namespace: f.ns, Queue: "q", ID: d.ID, Delivery: d.Delivery, TTR: 500 * time.Microsecond}); !errors.Is(err, sluice.ErrInvalid) {
+		t.Fatalf("Touch with a 0.5ms ttr = %v, %v; want ErrInvalid", until, err)
 	}
-	if ids, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "d", Limit: 1, TTL: 500 * time.Microsecond}); !errors.Is(err, queue.ErrInvalidArgument) {
-		t.Fatalf("DeadRespawn with a 0.5ms ttl = %v, %v; want ErrInvalidArgument", ids, err)
+	if ids, err := f.client.DeadRespawn(ctx, queue.DeadRespawnParams{Namespace: f.ns, Queue: "d", Limit: 1, TTL: 500 * time.Microsecond}); !errors.Is(err, sluice.ErrInvalid) {
+		t.Fatalf("DeadRespawn with a 0.5ms ttl = %v, %v; want ErrInvalid", ids, err)
 	}
 	f.ack(t, d)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -77,8 +78,8 @@ func TestPublishValidation(t *testing.T) {
 			p := ok
 			tt.edit(&p)
 			_, err := f.client.Publish(ctxT(t), p)
-			var v *queue.ValidationError
-			if !errors.As(err, &v) || v.Field != tt.field || !errors.Is(err, queue.ErrInvalidArgument) {
+			var v *sluice.FieldError
+			if !errors.As(err, &v) || v.Field != tt.field || !errors.Is(err, sluice.ErrInvalid) {
 				t.Fatalf("Publish error = %v, want a validation error on %q", err, tt.field)
 			}
 		})
@@ -98,7 +99,7 @@ func TestPublishManyNamesTheBadJobAndPublishesNothing(t *testing.T) {
 		{Namespace: f.ns, Queue: "q"},
 		{Namespace: f.ns, Queue: "q", Priority: 300},
 	})
-	var v *queue.ValidationError
+	var v *sluice.FieldError
 	if !errors.As(err, &v) || v.Field != "jobs[1].priority" {
 		t.Fatalf("PublishMany error = %v, want jobs[1].priority", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -64,15 +65,15 @@ func TestProduceOptions(t *testing.T) {
 		}
 
 		// Validation errors name the field; one bad job of a batch adds nothing.
-		if _, err := q.Produce(ctx, &task{}, 0, queue.WithPriority(300)); !errors.Is(err, queue.ErrInvalidArgument) {
+		if _, err := q.Produce(ctx, &task{}, 0, queue.WithPriority(300)); !errors.Is(err, sluice.ErrInvalid) {
 			t.Fatalf("priority 300: %v", err)
 		}
-		if _, err := q.Produce(ctx, nil, 0); !errors.Is(err, queue.ErrInvalidArgument) {
+		if _, err := q.Produce(ctx, nil, 0); !errors.Is(err, sluice.ErrInvalid) {
 			t.Fatalf("nil payload: %v", err)
 		}
 		before := f.stats(t, "q").Published
 		_, err = q.ProduceMany(ctx, []*task{{N: 1}, nil}, 0)
-		var v *queue.ValidationError
+		var v *sluice.FieldError
 		if !errors.As(err, &v) || v.Field != "jobs[1].payload" {
 			t.Fatalf("ProduceMany with a nil payload: %v", err)
 		}
@@ -141,7 +142,7 @@ func TestNewQueueValidates(t *testing.T) {
 	if _, err := queue.NewQueue[task](nil, "ns", "q", queue.QueueConfig{}); err == nil {
 		t.Error("nil client accepted")
 	}
-	if _, err := queue.NewQueue[task](f.client, "ns", "bad name", queue.QueueConfig{}); !errors.Is(err, queue.ErrInvalidArgument) {
+	if _, err := queue.NewQueue[task](f.client, "ns", "bad name", queue.QueueConfig{}); !errors.Is(err, sluice.ErrInvalid) {
 		t.Errorf("bad queue name: %v", err)
 	}
 	if _, err := queue.NewQueue[task](f.client, "ns", "q", queue.QueueConfig{Tries: -1}); err == nil {

@@ -154,7 +154,8 @@ func (e Endpoint) burst() int64 {
 }
 
 // SetEndpoint creates or replaces an endpoint. Unset fields get their defaults; a bad field is a
-// *FieldError naming it. The change applies on every Client within Config.RefreshInterval.
+// *sluice.FieldError naming it. The change applies on every Client within
+// Config.RefreshInterval.
 func (c *Client) SetEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) {
 	if err := e.validate(c.cfg.PendingRetention); err != nil {
 		return Endpoint{}, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
@@ -105,8 +106,8 @@ func TestBadInputNamesTheField(t *testing.T) {
 	}
 	for _, tc := range endpoints {
 		_, err := c.SetEndpoint(ctxT(t), tc.e)
-		var fe *relay.FieldError
-		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, relay.ErrInvalid) {
+		var fe *sluice.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, sluice.ErrInvalid) {
 			t.Errorf("SetEndpoint(%+v) = %v, want a FieldError on %s", tc.e, err, tc.field)
 		}
 	}
@@ -128,7 +129,7 @@ func TestBadInputNamesTheField(t *testing.T) {
 	}
 	for _, tc := range tasks {
 		_, err := c.Submit(ctxT(t), tc.p)
-		var fe *relay.FieldError
+		var fe *sluice.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("Submit(%+v) = %v, want a FieldError on %s", tc.p, err, tc.field)
 		}
@@ -137,7 +138,7 @@ func TestBadInputNamesTheField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fe *relay.FieldError
+	var fe *sluice.FieldError
 	if _, err := noKeys.Submit(ctxT(t), relay.SubmitParams{Endpoint: "ok", Type: relay.Online}); !errors.As(err, &fe) || fe.Field != "task_type" {
 		t.Errorf("online task without permit keys = %v", err)
 	}

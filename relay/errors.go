@@ -3,6 +3,8 @@ package relay
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Outcomes callers branch on. The HTTP layer maps each to a registered error code.
@@ -26,21 +28,8 @@ var (
 	ErrClosed = errors.New("relay: client closed")
 )
 
-// FieldError is a bad input, naming the field (with the JSON name the HTTP API uses) and why.
-// errors.Is(err, ErrInvalid) holds for every FieldError.
-type FieldError struct {
-	Field  string
-	Reason string
-}
-
-// ErrInvalid matches every FieldError.
-var ErrInvalid = errors.New("relay: invalid input")
-
-func (e *FieldError) Error() string { return fmt.Sprintf("relay: %s: %s", e.Field, e.Reason) }
-
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
-
+// fieldErr is a bad input: a *sluice.FieldError naming the field (with the JSON name the HTTP API
+// uses) and why, matched by errors.Is(err, sluice.ErrInvalid).
 func fieldErr(field, format string, args ...any) error {
-	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return fmt.Errorf("relay: %w", sluice.Invalid(field, format, args...))
 }

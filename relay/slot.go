@@ -44,8 +44,8 @@ const maxHolder = 1024
 // endpoint gets it again, with its expiry renewed and no second slot or token.
 //
 // An unknown endpoint is ErrNotFound; an empty or overlong holder and a hold below 1ms are a
-// *FieldError. Neither changes anything in Redis. When ctx ends first the error is ctx's and
-// nothing is held (but for a slot granted as ctx ended, which frees itself at its expiry).
+// *sluice.FieldError. Neither changes anything in Redis. When ctx ends first the error is ctx's
+// and nothing is held (but for a slot granted as ctx ended, which frees itself at its expiry).
 func (c *Client) AcquireSlot(ctx context.Context, endpoint, holder string, hold time.Duration) (*Slot, error) {
 	switch {
 	case holder == "" || len(holder) > maxHolder:

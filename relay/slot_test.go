@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -30,16 +31,16 @@ func TestAcquireSlotBadInput(t *testing.T) {
 	}{
 		{"unknown endpoint", "nope", "h", time.Second, relay.ErrNotFound, ""},
 		{"bad endpoint name", "no:pe", "h", time.Second, relay.ErrNotFound, ""},
-		{"zero hold", "svc", "h", 0, relay.ErrInvalid, "hold"},
-		{"negative hold", "svc", "h", -time.Second, relay.ErrInvalid, "hold"},
-		{"empty holder", "svc", "", time.Second, relay.ErrInvalid, "holder"},
-		{"overlong holder", "svc", strings.Repeat("h", 1025), time.Second, relay.ErrInvalid, "holder"},
+		{"zero hold", "svc", "h", 0, sluice.ErrInvalid, "hold"},
+		{"negative hold", "svc", "h", -time.Second, sluice.ErrInvalid, "hold"},
+		{"empty holder", "svc", "", time.Second, sluice.ErrInvalid, "holder"},
+		{"overlong holder", "svc", strings.Repeat("h", 1025), time.Second, sluice.ErrInvalid, "holder"},
 	} {
 		s, err := c.AcquireSlot(ctx, tc.endpoint, tc.holder, tc.hold)
 		if s != nil || !errors.Is(err, tc.want) {
 			t.Fatalf("%s: AcquireSlot = %v, %v; want %v", tc.name, s, err, tc.want)
 		}
-		var fe *relay.FieldError
+		var fe *sluice.FieldError
 		if tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field) {
 			t.Fatalf("%s: error %v does not name the field %q", tc.name, err, tc.field)
 		}

@@ -136,8 +136,8 @@ type Task struct {
 }
 
 // Submit queues a task and returns its id and place. ErrNotFound: no such endpoint (or none
-// covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full; a *FieldError
-// names a bad field.
+// covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full; a
+// *sluice.FieldError names a bad field.
 func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, error) {
 	snap, err := c.endpoints(ctx)
 	if err != nil {

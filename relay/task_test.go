@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/relay"
 )
@@ -70,7 +71,7 @@ func TestSubmitResolvesTargetURLAndRefusesOthers(t *testing.T) {
 		}
 	}
 	_, err := c.Submit(ctxT(t), relay.SubmitParams{Endpoint: "short", TargetURL: "https://evil.com/v1"})
-	var fe *relay.FieldError
+	var fe *sluice.FieldError
 	if !errors.As(err, &fe) || fe.Field != "target_url" {
 		t.Fatalf("Submit(endpoint short, foreign URL) err = %v, want a target_url FieldError", err)
 	}

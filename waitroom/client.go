@@ -68,7 +68,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 // need not exist yet: its calls return ErrRoomNotFound until SetRoom creates it.
 func (c *Client) Room(name string) (*Room, error) {
 	if !validName(name) {
-		return nil, &ConfigError{Field: "room", Reason: fmt.Sprintf("name %q %s", name, nameRule)}
+		return nil, invalid("room", "name %q %s", name, nameRule)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -2,13 +2,14 @@ package waitroom
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice"
 )
 
 // Config configures a Client. PassKeys is required; every other field has a default.
@@ -158,19 +159,11 @@ type RoomConfig struct {
 	FailOpen bool
 }
 
-// ConfigError says which setting is invalid.
-type ConfigError struct {
-	Field  string // the RoomConfig field, in the snake_case of the HTTP API
-	Reason string
+// invalid says which setting is wrong: a *sluice.FieldError naming the RoomConfig field in the
+// snake_case of the HTTP API, matched by errors.Is(err, sluice.ErrInvalid).
+func invalid(field, format string, args ...any) error {
+	return fmt.Errorf("waitroom: %w", sluice.Invalid(field, format, args...))
 }
-
-func (e *ConfigError) Error() string { return "waitroom: " + e.Field + " " + e.Reason }
-
-// ErrInvalidConfig is matched (errors.Is) by every *ConfigError.
-var ErrInvalidConfig = errors.New("waitroom: invalid room config")
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 func (c RoomConfig) withDefaults() RoomConfig {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Minute)
@@ -183,34 +176,31 @@ func (c RoomConfig) withDefaults() RoomConfig {
 const maxTimeout = 24 * time.Hour
 
 func (c RoomConfig) validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case c.MaxActive < 1 || c.MaxActive > 1_000_000_000:
-		return bad("max_active", "must be between 1 and 1000000000, got %d", c.MaxActive)
+		return invalid("max_active", "must be between 1 and 1000000000, got %d", c.MaxActive)
 	case c.NewUsersPerMinute < 0 || c.NewUsersPerMinute > 1_000_000_000:
-		return bad("new_users_per_minute", "must be between 0 (no limit) and 1000000000, got %d", c.NewUsersPerMinute)
+		return invalid("new_users_per_minute", "must be between 0 (no limit) and 1000000000, got %d", c.NewUsersPerMinute)
 	case c.SessionTimeout < time.Second || c.SessionTimeout > maxTimeout:
-		return bad("session_timeout", "must be between 1s and 24h, got %s", c.SessionTimeout)
+		return invalid("session_timeout", "must be between 1s and 24h, got %s", c.SessionTimeout)
 	case c.QueueTimeout < time.Second || c.QueueTimeout > maxTimeout:
-		return bad("queue_timeout", "must be between 1s and 24h, got %s", c.QueueTimeout)
+		return invalid("queue_timeout", "must be between 1s and 24h, got %s", c.QueueTimeout)
 	case c.PassTTL < time.Second || c.PassTTL > c.SessionTimeout:
-		return bad("pass_ttl", "must be between 1s and session_timeout (%s), got %s", c.SessionTimeout, c.PassTTL)
+		return invalid("pass_ttl", "must be between 1s and session_timeout (%s), got %s", c.SessionTimeout, c.PassTTL)
 	case c.Language != "" && c.Language != "en" && c.Language != "zh":
-		return bad("language", `must be "en", "zh" or empty (by Accept-Language), got %q`, c.Language)
+		return invalid("language", `must be "en", "zh" or empty (by Accept-Language), got %q`, c.Language)
 	case len(c.Template) > 256<<10:
-		return bad("template", "must be at most 256 KiB, got %d bytes", len(c.Template))
+		return invalid("template", "must be at most 256 KiB, got %d bytes", len(c.Template))
 	}
 	if c.Upstream != "" {
 		u, err := url.Parse(c.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("upstream", "must be an absolute http or https URL, got %q", c.Upstream)
+			return invalid("upstream", "must be an absolute http or https URL, got %q", c.Upstream)
 		}
 	}
 	if c.Template != "" {
 		if _, err := template.New("room").Parse(c.Template); err != nil {
-			return bad("template", "does not parse: %v", err)
+			return invalid("template", "does not parse: %v", err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/waitroom"
@@ -306,9 +307,9 @@ func TestRoomConfigValidation(t *testing.T) {
 		{waitroom.RoomConfig{MaxActive: 1, Template: "{{.Position"}, "template"},
 	} {
 		_, err := c.SetRoom(context.Background(), "r", tc.cfg)
-		var ce *waitroom.ConfigError
-		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, waitroom.ErrInvalidConfig) {
-			t.Errorf("SetRoom(%+v) = %v, want a ConfigError naming %s", tc.cfg, err, tc.field)
+		var ce *sluice.FieldError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !errors.Is(err, sluice.ErrInvalid) {
+			t.Errorf("SetRoom(%+v) = %v, want a FieldError naming %s", tc.cfg, err, tc.field)
 		}
 	}
 	if _, err := c.Room("bad name"); err == nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
@@ -140,18 +141,13 @@ func ErrorOf(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	var v *queue.ValidationError
-	var tv *tenant.ValidationError
+	var fe *sluice.FieldError
 	var tnf *tenant.NotFoundError
 	var tooBig *http.MaxBytesError
-	var wce *waitroom.ConfigError
 	var whe *waitroom.HTTPError
-	var rv *relay.FieldError
 	switch {
-	case errors.As(err, &v):
-		return &Error{Code: CodeInvalidArgument, Field: v.Field, Message: v.Message, Cause: err}
-	case errors.As(err, &tv):
-		return &Error{Code: CodeInvalidArgument, Field: tv.Field, Message: tv.Message, Cause: err}
+	case errors.As(err, &fe):
+		return &Error{Code: CodeInvalidArgument, Field: fe.Field, Message: fe.Reason, Cause: err}
 	case errors.Is(err, tenant.ErrTokenExists):
 		return &Error{Code: CodeConflict, Message: "a token with this secret exists already (in this or another namespace); nothing changed", Cause: err}
 	case errors.Is(err, tenant.ErrUnauthenticated):
@@ -160,8 +156,6 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeNotFound, Message: tnf.Message, Cause: err}
 	case errors.Is(err, queue.ErrNotFound):
 		return &Error{Code: CodeNotFound, Message: "not found", Cause: err}
-	case errors.As(err, &wce):
-		return &Error{Code: CodeInvalidArgument, Field: wce.Field, Message: wce.Reason, Cause: err}
 	case errors.Is(err, waitroom.ErrRoomNotFound):
 		return &Error{Code: CodeNotFound, Message: "no such room", Cause: err}
 	case errors.As(err, &whe) && statusOf[Code(whe.Code)] != 0:
@@ -170,8 +164,6 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
 	case errors.Is(err, queue.ErrNotReplicated):
 		return &Error{Code: CodeNotReplicated, Message: "the job is on the Redis primary but fewer replicas than replica_acks acknowledged it in time; publishing again adds a second job unless it has a unique_key", RetryAfter: time.Second, Cause: err}
-	case errors.As(err, &rv):
-		return &Error{Code: CodeInvalidArgument, Field: rv.Field, Message: rv.Reason, Cause: err}
 	case errors.Is(err, relay.ErrNotFound):
 		return &Error{Code: CodeNotFound, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
 	case errors.Is(err, relay.ErrQueueFull):

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 )
@@ -21,10 +22,10 @@ func TestErrorOfMapsLibraryErrors(t *testing.T) {
 		field   string
 		message string
 	}{
-		{&tenant.ValidationError{Field: "namespace", Message: "bad"}, CodeInvalidArgument, "namespace", "bad"},
+		{&sluice.FieldError{Field: "namespace", Reason: "bad"}, CodeInvalidArgument, "namespace", "bad"},
 		{fmt.Errorf("wrapped: %w", &tenant.NotFoundError{Message: "no namespace x"}), CodeNotFound, "", "no namespace x"},
 		{tenant.ErrUnauthenticated, CodeUnauthenticated, "", "missing or unknown token"},
-		{&queue.ValidationError{Field: "priority", Message: "too high"}, CodeInvalidArgument, "priority", "too high"},
+		{fmt.Errorf("queue: invalid %w", &sluice.FieldError{Field: "priority", Reason: "too high"}), CodeInvalidArgument, "priority", "too high"},
 		{queue.ErrNotFound, CodeNotFound, "", "not found"},
 		{&Error{Code: CodeConflict, Message: "taken"}, CodeConflict, "", "taken"},
 		{errors.New("boom"), CodeInternal, "", "internal error"},

@@ -4,6 +4,6 @@
 // and the systems added beside them. The authenticated token travels in the request context
 // (WithToken, FromContext). All of its Redis keys are built in keys.go.
 //
-// The package knows nothing of HTTP error shapes: it returns ValidationError, NotFoundError and
+// The package knows nothing of HTTP error shapes: it returns *sluice.FieldError, NotFoundError and
 // ErrUnauthenticated, which the server's error registry (internal/httpapi) maps to its codes.
 package tenant

@@ -2,7 +2,8 @@ package tenant
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/sluicehq/sluice"
 )
 
 // ErrUnauthenticated is the error of a token secret that is unknown or revoked.
@@ -23,14 +24,7 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 func notFound(msg string) error { return &NotFoundError{Message: msg} }
 
-// ValidationError is bad input, naming the field at fault.
-type ValidationError struct {
-	Field   string
-	Message string
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Message }
-
+// invalidArg is bad input: a *sluice.FieldError naming the field at fault.
 func invalidArg(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Message: fmt.Sprintf(format, args...)}
+	return sluice.Invalid(field, format, args...)
 }

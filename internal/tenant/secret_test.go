@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
@@ -30,9 +31,9 @@ func TestCheckSecret(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("CheckSecret(%q) = %v, want ok %v", secret, err, ok)
 		}
-		var v *ValidationError
+		var v *sluice.FieldError
 		if err != nil && (!errors.As(err, &v) || v.Field != "secret") {
-			t.Errorf("CheckSecret(%q) = %v, want a ValidationError of field secret", secret, err)
+			t.Errorf("CheckSecret(%q) = %v, want a FieldError of field secret", secret, err)
 		}
 		if err != nil && len(secret) > 4 && strings.Contains(err.Error(), secret) {
 			t.Errorf("the error shows the secret: %v", err)
@@ -88,7 +89,7 @@ func TestCreateWithChosenSecret(t *testing.T) {
 	}
 
 	// A bad secret is a validation error of field secret, and creates nothing.
-	var v *ValidationError
+	var v *sluice.FieldError
 	if _, _, err := tokens.Create(ctx, CreateTokenParams{Namespace: "bad", Secret: "short"}); !errors.As(err, &v) || v.Field != "secret" {
 		t.Fatalf("Create with a short secret: %v", err)
 	}

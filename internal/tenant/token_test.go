@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
@@ -72,11 +73,11 @@ func TestTokenStore(t *testing.T) {
 		t.Fatalf("left: %+v", list)
 	}
 	_, _, err = tokens.Create(ctx, CreateTokenParams{Namespace: "a b"})
-	if e := (*ValidationError)(nil); !errors.As(err, &e) || e.Field != "namespace" {
+	if e := (*sluice.FieldError)(nil); !errors.As(err, &e) || e.Field != "namespace" {
 		t.Fatalf("bad namespace: %v", err)
 	}
 	_, _, err = tokens.Create(ctx, CreateTokenParams{Namespace: "x", Permissions: []Permission{"root"}})
-	if e := (*ValidationError)(nil); !errors.As(err, &e) || e.Field != "permissions" {
+	if e := (*sluice.FieldError)(nil); !errors.As(err, &e) || e.Field != "permissions" {
 		t.Fatalf("bad permission: %v", err)
 	}
 	if !slices.Equal(AllPermissions, []Permission{PermPublish, PermConsume, PermManage, PermTasks}) {

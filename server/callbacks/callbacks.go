@@ -187,10 +187,7 @@ func (a *API) setAllowPrivate(w http.ResponseWriter, r *http.Request) error {
 // apiError turns the store's input errors into the registry's; the rest (Redis) go to the
 // server's mapping.
 func apiError(err error) error {
-	var fe *callback.FieldError
 	switch {
-	case errors.As(err, &fe):
-		return httpapi.InvalidArg(fe.Field, "%s", fe.Reason)
 	case errors.Is(err, callback.ErrTooManyDestinations):
 		return &httpapi.Error{Code: httpapi.CodeConflict, Message: err.Error()}
 	default:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
 )
@@ -16,12 +17,12 @@ func TestAPIErrorMapsTheStoresErrors(t *testing.T) {
 		code  httpapi.Code
 		field string
 	}{
-		{&callback.FieldError{Field: "prefix", Reason: "no"}, httpapi.CodeInvalidArgument, "prefix"},
+		{fmt.Errorf("callback: %w", &sluice.FieldError{Field: "prefix", Reason: "no"}), httpapi.CodeInvalidArgument, "prefix"},
 		{fmt.Errorf("%w: shop has 100", callback.ErrTooManyDestinations), httpapi.CodeConflict, ""},
 	} {
-		var e *httpapi.Error
-		if !errors.As(apiError(tc.err), &e) || e.Code != tc.code || e.Field != tc.field {
-			t.Errorf("apiError(%v) = %v, want %s %q", tc.err, apiError(tc.err), tc.code, tc.field)
+		// What the server renders: apiError's answer through the registry's mapping.
+		if e := httpapi.ErrorOf(apiError(tc.err)); e.Code != tc.code || e.Field != tc.field {
+			t.Errorf("ErrorOf(apiError(%v)) = %v, want %s %q", tc.err, e, tc.code, tc.field)
 		}
 	}
 	other := errors.New("redis down")

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/version"
@@ -90,9 +91,9 @@ func (a *API) newToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if secret != "" {
-		var v *tenant.ValidationError
+		var v *sluice.FieldError
 		if err := tenant.CheckSecret(secret); errors.As(err, &v) {
-			return errorf(http.StatusBadRequest, "invalid token: "+v.Message)
+			return errorf(http.StatusBadRequest, "invalid token: "+v.Reason)
 		}
 	}
 	secret, _, err := a.tokens.Create(r.Context(), tenant.CreateTokenParams{Namespace: ns, Description: desc, Secret: secret})

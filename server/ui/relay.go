@@ -112,13 +112,10 @@ func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// relayErr maps the request queue's errors to the registry (httpapi.ErrorOf learns them when the
-// request queue's routes land).
+// relayErr gives the request queue's "not found" the dashboard's words; the rest (bad fields,
+// Redis) go to the server's mapping.
 func relayErr(err error) error {
-	var fe *relay.FieldError
 	switch {
-	case errors.As(err, &fe):
-		return &httpapi.Error{Code: httpapi.CodeInvalidArgument, Field: fe.Field, Message: fe.Reason, Cause: err}
 	case errors.Is(err, relay.ErrNotFound):
 		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no such endpoint or task", Cause: err}
 	}
