@@ -64,11 +64,8 @@ func (a *API) consume(w http.ResponseWriter, r *http.Request) error {
 		p.Count = *req.Count
 	}
 	var err error
-	if p.TTR, err = httpapi.Seconds("ttr", req.TTR); err != nil {
+	if p.TTR, err = atLeastMilli("ttr", req.TTR, "each job's own ttr"); err != nil {
 		return err
-	}
-	if req.TTR != nil && p.TTR < time.Millisecond {
-		return httpapi.InvalidArg("ttr", "must be at least 0.001 seconds (leave it out for each job's own ttr)")
 	}
 	if p.Timeout, err = httpapi.Seconds("timeout", req.Timeout); err != nil {
 		return err

@@ -179,17 +179,11 @@ func (j *publishJob) params(tok tenant.Token, ns, q, prefix string) (queue.Publi
 		}
 		p.Tries = *j.Tries
 	}
-	if p.TTL, err = httpapi.Seconds(f("ttl"), j.TTL); err != nil {
+	if p.TTL, err = atLeastMilli(f("ttl"), j.TTL, "no ttl"); err != nil {
 		return p, err
 	}
-	if j.TTL != nil && p.TTL < time.Millisecond {
-		return p, httpapi.InvalidArg(f("ttl"), "must be at least 0.001 seconds (leave it out for no ttl)")
-	}
-	if p.TTR, err = httpapi.Seconds(f("ttr"), j.TTR); err != nil {
+	if p.TTR, err = atLeastMilli(f("ttr"), j.TTR, ""); err != nil {
 		return p, err
-	}
-	if j.TTR != nil && p.TTR < time.Millisecond {
-		return p, httpapi.InvalidArg(f("ttr"), "must be at least 0.001 seconds")
 	}
 	if j.Backoff != nil {
 		if p.Backoff.Base, err = httpapi.Seconds(f("backoff.base"), j.Backoff.Base); err != nil {
@@ -215,12 +209,9 @@ func (j *publishJob) params(tok tenant.Token, ns, q, prefix string) (queue.Publi
 	}
 	p.Attributes = j.Attributes
 	if c := j.Callback; c != nil {
-		timeout, err := httpapi.Seconds(f("callback.timeout"), c.Timeout)
+		timeout, err := atLeastMilli(f("callback.timeout"), c.Timeout, "the default of 30")
 		if err != nil {
 			return p, err
-		}
-		if c.Timeout != nil && timeout < time.Millisecond {
-			return p, httpapi.InvalidArg(f("callback.timeout"), "must be at least 0.001 seconds (leave it out for the default of 30)")
 		}
 		p.Callback = &queue.Callback{URL: c.URL, Method: c.Method, Header: c.Headers, Timeout: timeout}
 	}
@@ -399,6 +390,22 @@ type ackRequest struct {
 	ResultBase64 *string         `json:"result_base64"`
 }
 
+// atLeastMilli reads an optional number of seconds (httpapi.Seconds) that, when given, must be at
+// least a millisecond; omitted, for the error, says what leaving it out means ("" says nothing).
+func atLeastMilli(field string, v *float64, omitted string) (time.Duration, error) {
+	d, err := httpapi.Seconds(field, v)
+	if err != nil {
+		return 0, err
+	}
+	if v != nil && d < time.Millisecond {
+		if omitted == "" {
+			return 0, httpapi.InvalidArg(field, "must be at least 0.001 seconds")
+		}
+		return 0, httpapi.InvalidArg(field, "must be at least 0.001 seconds (leave it out for %s)", omitted)
+	}
+	return d, nil
+}
+
 func deliveryOf(d *int) (int, error) {
 	if d == nil || *d < 1 {
 		return 0, httpapi.InvalidArg("delivery", "give the delivery number the consume returned (1 or more)")
@@ -489,12 +496,9 @@ func (a *API) touch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ttr, err := httpapi.Seconds("ttr", req.TTR)
+	ttr, err := atLeastMilli("ttr", req.TTR, "the job's own ttr")
 	if err != nil {
 		return err
-	}
-	if req.TTR != nil && ttr < time.Millisecond {
-		return httpapi.InvalidArg("ttr", "must be at least 0.001 seconds (leave it out for the job's own ttr)")
 	}
 	until, err := a.queue.Touch(r.Context(), queue.TouchParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"),
 		ID: r.PathValue("id"), Delivery: d, TTR: ttr})

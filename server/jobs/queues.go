@@ -3,7 +3,6 @@ package jobs
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
@@ -181,12 +180,9 @@ func (a *API) respawnDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ttl, err := httpapi.Seconds("ttl", req.TTL)
+	ttl, err := atLeastMilli("ttl", req.TTL, "none")
 	if err != nil {
 		return err
-	}
-	if req.TTL != nil && ttl < time.Millisecond {
-		return httpapi.InvalidArg("ttl", "must be at least 0.001 seconds (leave it out for none)")
 	}
 	out, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 		Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), IDs: ids, Limit: limit, TTL: ttl,

@@ -122,6 +122,17 @@ func publishParams(c call) (publishOpts, error) {
 	}, nil
 }
 
+// publishInput reads what every publish route checks first, in lmstfy's order: the job options
+// of the query, then the body.
+func publishInput(r *http.Request, c call) (publishOpts, []byte, error) {
+	opts, err := publishParams(c)
+	if err != nil {
+		return publishOpts{}, nil, err
+	}
+	body, err := readBody(r)
+	return opts, body, err
+}
+
 // readBody reads the request body; a body over the server's limit answers 413 "body too large".
 func readBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
@@ -192,11 +203,7 @@ func (a *API) republish(w http.ResponseWriter, r *http.Request, c call) error {
 }
 
 func (a *API) publishOne(w http.ResponseWriter, r *http.Request, c call, oldID string) error {
-	opts, err := publishParams(c)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	opts, body, err := publishInput(r, c)
 	if err != nil {
 		return err
 	}
@@ -220,11 +227,7 @@ func (a *API) publishOne(w http.ResponseWriter, r *http.Request, c call, oldID s
 // publishBulk is PUT /api/{ns}/{q}/bulk: the body is a JSON array; each element (as JSON
 // text) is the data of one job. All are published or none.
 func (a *API) publishBulk(w http.ResponseWriter, r *http.Request, c call) error {
-	opts, err := publishParams(c)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
+	opts, body, err := publishInput(r, c)
 	if err != nil {
 		return err
 	}
@@ -424,6 +427,25 @@ func (a *API) deadLimit(r *http.Request, c call) (int64, error) {
 	return min(int64(limit), size), nil
 }
 
+// deadPages calls page, which acts on up to n of the oldest dead jobs and returns how many it
+// acted on, a page of at most MaxDeadPage at a time, until limit jobs are done or a page comes
+// back short. It returns how many were done.
+func deadPages(limit int64, page func(n int) (int, error)) (int64, error) {
+	var count int64
+	for count < limit {
+		n := int(min(limit-count, queue.MaxDeadPage))
+		got, err := page(n)
+		if err != nil {
+			return count, err
+		}
+		count += int64(got)
+		if got < n {
+			break
+		}
+	}
+	return count, nil
+}
+
 // respawnDeadLetter is PUT /api/{ns}/{q}/deadletter?limit=&ttl=: move up to limit of the
 // oldest dead jobs back to ready, with all their tries and a ttl of ttl seconds from now.
 func (a *API) respawnDeadLetter(w http.ResponseWriter, r *http.Request, c call) error {
@@ -438,19 +460,14 @@ func (a *API) respawnDeadLetter(w http.ResponseWriter, r *http.Request, c call) 
 	if err != nil {
 		return err
 	}
-	var count int64
-	for count < limit {
-		n := int(min(limit-count, queue.MaxDeadPage))
+	count, err := deadPages(limit, func(n int) (int, error) {
 		ids, err := a.queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{
 			Namespace: c.ns, Queue: c.q, Limit: n, TTL: wholeSeconds(ttl),
 		})
-		if err != nil {
-			return err
-		}
-		count += int64(len(ids))
-		if len(ids) < n {
-			break
-		}
+		return len(ids), err
+	})
+	if err != nil {
+		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"msg": "respawned", "count": count})
 	return nil
@@ -463,17 +480,10 @@ func (a *API) deleteDeadLetter(w http.ResponseWriter, r *http.Request, c call) e
 	if err != nil {
 		return err
 	}
-	var count int64
-	for count < limit {
-		n := int(min(limit-count, queue.MaxDeadPage))
-		got, err := a.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: c.ns, Queue: c.q, Limit: n})
-		if err != nil {
-			return err
-		}
-		count += int64(got)
-		if got < n {
-			break
-		}
+	if _, err := deadPages(limit, func(n int) (int, error) {
+		return a.queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: c.ns, Queue: c.q, Limit: n})
+	}); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -168,31 +168,31 @@ func (u *UI) queueRef(r *http.Request) (ns, q string, err error) {
 	return ns, q, nil
 }
 
-func (u *UI) queueLive(ctx context.Context, ns, q string) (live, error) {
-	st, err := u.cfg.Queue.Stats(ctx, ns, q)
-	if err != nil {
-		return nil, err
+// queueLive reads the live figures of the queue named by {ns} and {q} (see queueRef).
+func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
+	if ns, q, err = u.queueRef(r); err != nil {
+		return "", "", nil, err
 	}
-	tp, err := u.throughput(ctx, ns, []string{q})
+	st, err := u.cfg.Queue.Stats(r.Context(), ns, q)
 	if err != nil {
-		return nil, err
+		return "", "", nil, err
 	}
-	l := live{}
+	tp, err := u.throughput(r.Context(), ns, []string{q})
+	if err != nil {
+		return "", "", nil, err
+	}
+	l = live{}
 	key := ns + "/" + q
 	statsLive(l, key, st)
 	seriesLive(l, key, tp[0])
-	return l, nil
+	return ns, q, l, nil
 }
 
 // peekLimit is how many of the next jobs the queue page lists.
 const peekLimit = 20
 
 func (u *UI) queuePage(w http.ResponseWriter, r *http.Request) error {
-	ns, q, err := u.queueRef(r)
-	if err != nil {
-		return err
-	}
-	l, err := u.queueLive(r.Context(), ns, q)
+	ns, q, l, err := u.queueLive(r)
 	if err != nil {
 		return err
 	}
@@ -209,11 +209,7 @@ func (u *UI) queuePage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (u *UI) queueJSON(w http.ResponseWriter, r *http.Request) error {
-	ns, q, err := u.queueRef(r)
-	if err != nil {
-		return err
-	}
-	l, err := u.queueLive(r.Context(), ns, q)
+	_, _, l, err := u.queueLive(r)
 	if err != nil {
 		return err
 	}
@@ -221,25 +217,25 @@ func (u *UI) queueJSON(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (u *UI) pause(w http.ResponseWriter, r *http.Request) error {
-	ns, q, err := u.queueRef(r)
-	if err != nil {
-		return err
-	}
-	if err := u.cfg.Queue.Pause(r.Context(), ns, q); err != nil {
-		return err
-	}
-	return done(w, r, queuePath(ns, q), "Paused: consumers get no jobs from "+q+" until it is resumed.")
+	return u.switchQueue(w, r, u.cfg.Queue.Pause,
+		"Paused: consumers get no jobs from "+r.PathValue("q")+" until it is resumed.")
 }
 
 func (u *UI) resume(w http.ResponseWriter, r *http.Request) error {
+	return u.switchQueue(w, r, u.cfg.Queue.Resume, "Resumed.")
+}
+
+// switchQueue runs pause or resume (set) on the queue named by {ns} and {q} and reports it with
+// message.
+func (u *UI) switchQueue(w http.ResponseWriter, r *http.Request, set func(ctx context.Context, ns, q string) error, message string) error {
 	ns, q, err := u.queueRef(r)
 	if err != nil {
 		return err
 	}
-	if err := u.cfg.Queue.Resume(r.Context(), ns, q); err != nil {
+	if err := set(r.Context(), ns, q); err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q), "Resumed.")
+	return done(w, r, queuePath(ns, q), message)
 }
 
 // purge empties the queue's ready and delayed jobs. The form must repeat the queue's name in
