@@ -54,9 +54,11 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"namespace", "direction"}),
 		relayCalls: newCallLatency(),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited, m.relayCalls, &relayCollector{s: s},
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited, m.relayCalls,
+		scrapeCollector{descs: relayDescs, collect: s.collectRelay},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&queueCollector{s: s, m: m}, &roomCollector{s: s, m: m})
+		scrapeCollector{descs: queueDescs, collect: s.collectQueues},
+		scrapeCollector{descs: roomDescs, collect: s.collectRooms})
 	m.callbacks = newCallbackMetrics(m.reg)
 	return m
 }
@@ -92,6 +94,28 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
+// scrapeTimeout bounds the Redis reads of one scrape collector.
+const scrapeTimeout = 5 * time.Second
+
+// scrapeCollector reports figures that collect reads from Redis on each scrape (the queues', the
+// rooms', the endpoints'), within scrapeTimeout.
+type scrapeCollector struct {
+	descs   []*prometheus.Desc
+	collect func(ctx context.Context, ch chan<- prometheus.Metric)
+}
+
+func (c scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	c.collect(ctx, ch)
+}
+
 var (
 	descDepth = prometheus.NewDesc("sluice_queue_jobs",
 		"Jobs in a queue by state (ready, delayed, leased, dead, done).",
@@ -108,25 +132,12 @@ var (
 		"1 when there were more queues than metrics_max_queues and some were left out.", nil, nil)
 )
 
-// queueCollector reads every queue's stats on scrape: one StatsMany pipeline per namespace, each
+var queueDescs = []*prometheus.Desc{descDepth, descPaused, descJobs, descScrapeQueues, descScrapeTruncated}
+
+// collectQueues reads every queue's stats on scrape: one StatsMany pipeline per namespace, each
 // stats call O(priorities) inside Redis, and at most MetricsMaxQueues queues.
-type queueCollector struct {
-	s *Server
-	m *metrics
-}
-
-func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descDepth
-	ch <- descPaused
-	ch <- descJobs
-	ch <- descScrapeQueues
-	ch <- descScrapeTruncated
-}
-
-func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	budget := c.s.cfg.MetricsMaxQueues
+func (s *Server) collectQueues(ctx context.Context, ch chan<- prometheus.Metric) {
+	budget := s.cfg.MetricsMaxQueues
 	reported, truncated := 0, false
 	defer func() {
 		ch <- prometheus.MustNewConstMetric(descScrapeQueues, prometheus.GaugeValue, float64(reported))
@@ -136,9 +147,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descScrapeTruncated, prometheus.GaugeValue, t)
 	}()
-	namespaces, err := c.s.queue.Namespaces(ctx)
+	namespaces, err := s.queue.Namespaces(ctx)
 	if err != nil {
-		c.scrapeFailed(err)
+		s.scrapeFailed("queue stats", err)
 		return
 	}
 	for _, ns := range namespaces {
@@ -146,18 +157,18 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 			truncated = true
 			return
 		}
-		queues, err := c.s.queue.Queues(ctx, ns)
+		queues, err := s.queue.Queues(ctx, ns)
 		if err != nil {
-			c.scrapeFailed(err)
+			s.scrapeFailed("queue stats", err)
 			return
 		}
 		if len(queues) > budget {
 			queues, truncated = queues[:budget], true
 		}
 		budget -= len(queues)
-		stats, err := c.s.queue.StatsMany(ctx, ns, queues)
+		stats, err := s.queue.StatsMany(ctx, ns, queues)
 		if err != nil {
-			c.scrapeFailed(err)
+			s.scrapeFailed("queue stats", err)
 			return
 		}
 		for i, q := range queues {
@@ -167,9 +178,10 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (c *queueCollector) scrapeFailed(err error) {
-	c.m.redisErrors.Inc()
-	c.s.log.Warn("metrics scrape could not read queue stats", slog.Any("error", err))
+// scrapeFailed counts and logs a scrape that could not read what from Redis.
+func (s *Server) scrapeFailed(what string, err error) {
+	s.metrics.redisErrors.Inc()
+	s.log.Warn("metrics scrape could not read "+what, slog.Any("error", err))
 }
 
 func emitStats(ch chan<- prometheus.Metric, ns, q string, st queue.Stats) {

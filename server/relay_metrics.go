@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,34 +49,26 @@ func (m *metrics) observeCall(e relay.CallEvent) {
 	m.relayCalls.WithLabelValues(e.Endpoint, e.Outcome.String()).Observe(e.Duration.Seconds())
 }
 
-// relayCollector reads each endpoint's live stats on scrape: one read-only script per endpoint,
+var relayDescs = []*prometheus.Desc{descRelayTasks, descRelayEnded, descRelaySlots, descRelaySlotsEnded, descRelayRate, descRelayWait, descRelayLimit}
+
+// collectRelay reads each endpoint's live stats on scrape: one read-only script per endpoint,
 // O(1) inside Redis (counters, cardinalities and a 60-entry ring), at most MetricsMaxQueues.
-type relayCollector struct{ s *Server }
-
-func (c *relayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRelayTasks, descRelayEnded, descRelaySlots, descRelaySlotsEnded, descRelayRate, descRelayWait, descRelayLimit} {
-		ch <- d
-	}
-}
-
-func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.s.relay == nil {
+func (s *Server) collectRelay(ctx context.Context, ch chan<- prometheus.Metric) {
+	if s.relay == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	eps, err := c.s.relay.Endpoints(ctx)
+	eps, err := s.relay.Endpoints(ctx)
 	if err != nil {
-		c.failed(err)
+		s.scrapeFailed("endpoint stats", err)
 		return
 	}
-	if len(eps) > c.s.cfg.MetricsMaxQueues {
-		eps = eps[:c.s.cfg.MetricsMaxQueues]
+	if len(eps) > s.cfg.MetricsMaxQueues {
+		eps = eps[:s.cfg.MetricsMaxQueues]
 	}
 	for _, e := range eps {
-		st, err := c.s.relay.Stats(ctx, e.Name)
+		st, err := s.relay.Stats(ctx, e.Name)
 		if err != nil {
-			c.failed(err)
+			s.scrapeFailed("endpoint stats", err)
 			return
 		}
 		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -100,9 +90,4 @@ func (c *relayCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRelayLimit, st.Endpoint.QPS, "qps")
 		gauge(descRelayLimit, float64(st.Endpoint.Concurrency), "concurrency")
 	}
-}
-
-func (c *relayCollector) failed(err error) {
-	c.s.metrics.redisErrors.Inc()
-	c.s.log.Warn("metrics scrape could not read endpoint stats", slog.Any("error", err))
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -26,28 +25,15 @@ var (
 		"Median wait in line of the latest (up to 101) admissions.", []string{"room"}, nil)
 )
 
-// roomCollector reads every room's live figures on scrape: one read-only script call per room,
+var roomDescs = []*prometheus.Desc{descRoomVisitors, descRoomMaxActive, descRoomEvents, descRoomAdmitRate, descRoomMedianWait}
+
+// collectRooms reads every room's live figures on scrape: one read-only script call per room,
 // O(1) inside Redis, at most maxMetricRooms rooms.
-type roomCollector struct {
-	s *Server
-	m *metrics
-}
-
-func (c *roomCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descRoomVisitors
-	ch <- descRoomMaxActive
-	ch <- descRoomEvents
-	ch <- descRoomAdmitRate
-	ch <- descRoomMedianWait
-}
-
-func (c *roomCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	wr := c.s.waitroom
+func (s *Server) collectRooms(ctx context.Context, ch chan<- prometheus.Metric) {
+	wr := s.waitroom
 	names, err := wr.Rooms(ctx)
 	if err != nil {
-		c.m.redisErrors.Inc()
+		s.metrics.redisErrors.Inc()
 		return
 	}
 	if len(names) > maxMetricRooms {
