@@ -50,11 +50,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if pass != "" {
 				c.setPass(w, r, room.name, pass, exp)
 			}
-			if poll {
-				writeJSON(w, http.StatusOK, c.statusJSON(Status{Room: room.name, Visitor: p.Visitor, State: Admitted}))
-				return
-			}
-			m.serve(w, r, p.Visitor)
+			m.admit(w, r, poll, Status{Room: room.name, Visitor: p.Visitor, State: Admitted})
 			return
 		}
 		c.clearPass(w, r, room.name)
@@ -82,11 +78,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st.Pass != "" {
 			c.setPass(w, r, room.name, st.Pass, st.PassExpires)
 		}
-		if poll {
-			writeJSON(w, http.StatusOK, c.statusJSON(st))
-			return
-		}
-		m.serve(w, r, visitor)
+		m.admit(w, r, poll, st)
 		return
 	}
 	w.Header().Set(ReleaseHeader, "waiting")
@@ -100,6 +92,15 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.renderPage(w, r, room, http.StatusServiceUnavailable, st, st.State.String(), self, self)
+}
+
+// admit answers an admitted visitor: a poll gets the status st, any other request is served.
+func (m *middleware) admit(w http.ResponseWriter, r *http.Request, poll bool, st Status) {
+	if poll {
+		writeJSON(w, http.StatusOK, m.room.c.statusJSON(st))
+		return
+	}
+	m.serve(w, r, st.Visitor)
 }
 
 // serve passes an admitted request on, watching the response for the release header.
