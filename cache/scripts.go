@@ -8,7 +8,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply. Each starts
+// with the helpers of lib.lua.
 var (
+	//go:embed lua/lib.lua
+	libLua string
 	//go:embed lua/acquire.lua
 	acquireLua string
 	//go:embed lua/fill.lua
@@ -32,11 +36,11 @@ type scripts struct {
 
 func newScripts() scripts {
 	return scripts{
-		acquire: redis.NewScript(acquireLua),
-		fill:    redis.NewScript(fillLua),
-		release: redis.NewScript(releaseLua),
-		delete:  redis.NewScript(deleteLua),
-		set:     redis.NewScript(setLua),
+		acquire: redis.NewScript(libLua + acquireLua),
+		fill:    redis.NewScript(libLua + fillLua),
+		release: redis.NewScript(libLua + releaseLua),
+		delete:  redis.NewScript(libLua + deleteLua),
+		set:     redis.NewScript(libLua + setLua),
 	}
 }
 

@@ -6,8 +6,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply.
+// The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply. Each starts
+// with the helpers of lib.lua.
 var (
+	//go:embed lua/lib.lua
+	libLua string
 	//go:embed lua/gcra.lua
 	gcraLua string
 	//go:embed lua/sliding_log.lua
@@ -34,12 +37,12 @@ type scripts struct {
 
 func newScripts() *scripts {
 	return &scripts{
-		gcra:          redis.NewScript(gcraLua),
-		slidingLog:    redis.NewScript(slidingLogLua),
-		slidingWindow: redis.NewScript(slidingWindowLua),
-		fixedWindow:   redis.NewScript(fixedWindowLua),
-		acquire:       redis.NewScript(acquireLua),
-		release:       redis.NewScript(releaseLua),
-		extend:        redis.NewScript(extendLua),
+		gcra:          redis.NewScript(libLua + gcraLua),
+		slidingLog:    redis.NewScript(libLua + slidingLogLua),
+		slidingWindow: redis.NewScript(libLua + slidingWindowLua),
+		fixedWindow:   redis.NewScript(libLua + fixedWindowLua),
+		acquire:       redis.NewScript(libLua + acquireLua),
+		release:       redis.NewScript(libLua + releaseLua),
+		extend:        redis.NewScript(libLua + extendLua),
 	}
 }

@@ -9,8 +9,7 @@
 --   0  locked by another owner (the record may carry a value to serve meanwhile)
 --   1  the lock is now the caller's (the record may carry a value that is due for a refresh)
 --   2  a value or not-found marker is cached and not due for a refresh; nothing changed
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local ttl = tonumber(ARGV[2])
 local untilms = string.format('%d', now + ttl)
 local rec = redis.call('GET', KEYS[1])

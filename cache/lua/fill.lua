@@ -11,8 +11,7 @@
 -- ARGV[6]  channel to publish the write on (wakes waiters)
 --
 -- Returns {written, now_ms}: written is 1 when stored, 0 when fenced off.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local rec = redis.call('GET', KEYS[1])
 if not rec then
   return {0, now}
@@ -21,12 +20,5 @@ local owner = string.match(rec, '^[vne]|%d+|%d+|([^|]*)|')
 if owner ~= ARGV[1] then
   return {0, now}
 end
-local ttl = tonumber(ARGV[4])
-local after = tonumber(ARGV[5])
-local refresh = '0'
-if after > 0 then
-  refresh = string.format('%d', now + after)
-end
-redis.call('SET', KEYS[1], ARGV[2] .. '|' .. refresh .. '|0||' .. ARGV[3], 'PX', ttl)
-redis.call('PUBLISH', ARGV[6], '')
+store(KEYS[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), now, ARGV[6])
 return {1, now}

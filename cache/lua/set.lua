@@ -8,14 +8,6 @@
 -- ARGV[5]  channel to publish the write on (wakes waiters)
 --
 -- Returns now_ms.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[3])
-local after = tonumber(ARGV[4])
-local refresh = '0'
-if after > 0 then
-  refresh = string.format('%d', now + after)
-end
-redis.call('SET', KEYS[1], ARGV[1] .. '|' .. refresh .. '|0||' .. ARGV[2], 'PX', ttl)
-redis.call('PUBLISH', ARGV[5], '')
+local now = now_ms()
+store(KEYS[1], ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), now, ARGV[5])
 return now

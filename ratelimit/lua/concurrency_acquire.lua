@@ -15,11 +15,7 @@
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
-local now = tonumber(ARGV[4])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = now_us(ARGV[4])
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
 local held = redis.call('ZCARD', key)
@@ -29,6 +25,5 @@ if held >= limit then
 end
 
 redis.call('ZADD', key, string.format('%d', now + lease), ARGV[3])
-local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000))
+expire_with_last_lease(key, now)
 return {1, held + 1, 0}

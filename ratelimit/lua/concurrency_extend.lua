@@ -10,17 +10,12 @@
 
 local key = KEYS[1]
 local lease = tonumber(ARGV[2])
-local now = tonumber(ARGV[3])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = now_us(ARGV[3])
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
 if not redis.call('ZSCORE', key, ARGV[1]) then
   return 0
 end
 redis.call('ZADD', key, 'XX', string.format('%d', now + lease), ARGV[1])
-local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-redis.call('PEXPIRE', key, math.ceil((tonumber(last[2]) - now) / 1000))
+expire_with_last_lease(key, now)
 return 1

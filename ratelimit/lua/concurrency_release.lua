@@ -9,11 +9,7 @@
 -- Publishes on KEYS[2] whenever a slot was freed (by this release or by expired leases).
 
 local key = KEYS[1]
-local now = tonumber(ARGV[2])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local now = now_us(ARGV[2])
 
 local expired = redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
 local released = redis.call('ZREM', key, ARGV[1])

@@ -19,11 +19,7 @@ local limit = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
 local aligned = ARGV[3] == '1'
 local n = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
-if not now then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-end
+local now = now_us(ARGV[5])
 
 local start, count
 local raw = redis.call('GET', KEYS[1])
@@ -37,8 +33,7 @@ end
 -- roll to the window that holds now; a new window gets a TTL, later writes keep it
 local fresh = false
 if aligned then
-  local q = math.floor(now / period)
-  if q * period > now then q = q - 1 elseif (q + 1) * period <= now then q = q + 1 end
+  local q = fdiv(now, period)
   if start ~= q * period then start, count, fresh = q * period, 0, true end
 elseif not start or now >= start + period or now < start then
   start, count, fresh = nil, 0, true

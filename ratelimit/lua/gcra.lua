@@ -26,11 +26,7 @@ local rate = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
 local burst = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
-if not now then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-end
+local now = now_us(ARGV[5])
 local floor = math.floor
 
 -- debt: how far tat is ahead of now (0 when the bucket is full).

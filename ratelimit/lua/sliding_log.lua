@@ -18,11 +18,7 @@
 local limit = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-if not now then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-end
+local now = now_us(ARGV[4])
 local key = KEYS[1]
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - period))

@@ -20,17 +20,7 @@
 local limit = tonumber(ARGV[1])
 local period = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
-if not now then
-  local t = redis.call('TIME')
-  now = t[1] * 1000000 + t[2]
-end
-
-local function fdiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
-  return q
-end
+local now = now_us(ARGV[4])
 
 local idx = fdiv(now, period)
 local elapsed = now - idx * period
