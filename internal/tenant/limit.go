@@ -113,19 +113,11 @@ type LimitStore struct {
 	rdb    redis.UniversalClient
 	prefix string
 	key    string
-	ttl    time.Duration
 	log    *slog.Logger
-	now    func() time.Time
+	cache  *lookupCache[Limit] // "namespace/token id" -> limit
 
 	mu       sync.Mutex
-	cache    map[string]cachedLimit
 	limiters map[limiterSpec]*ratelimit.Limiter
-}
-
-type cachedLimit struct {
-	limit   Limit
-	found   bool
-	expires time.Time
 }
 
 // limiterSpec names the Limiter of one direction and rate.
@@ -144,10 +136,8 @@ func NewLimitStore(rdb redis.UniversalClient, prefix string, ttl time.Duration, 
 		rdb:      rdb,
 		prefix:   prefix,
 		key:      newKeys(prefix).limits,
-		ttl:      ttl,
 		log:      log,
-		now:      time.Now,
-		cache:    make(map[string]cachedLimit),
+		cache:    newLookupCache[Limit](ttl),
 		limiters: make(map[limiterSpec]*ratelimit.Limiter),
 	}
 }
@@ -159,27 +149,9 @@ func (s *LimitStore) Get(ctx context.Context, ns, id string) (Limit, bool, error
 
 // Lookup is Get through the in-process cache, for the request path.
 func (s *LimitStore) Lookup(ctx context.Context, tok Token) (Limit, bool, error) {
-	field := limitField(tok.Namespace, tok.ID)
-	now := s.now()
-	s.mu.Lock()
-	c, ok := s.cache[field]
-	s.mu.Unlock()
-	if ok && now.Before(c.expires) {
-		return c.limit, c.found, nil
-	}
-	l, found, err := s.Get(ctx, tok.Namespace, tok.ID)
-	if err != nil {
-		return Limit{}, false, err
-	}
-	if s.ttl > 0 {
-		s.mu.Lock()
-		if len(s.cache) >= maxCachedTokens {
-			clear(s.cache)
-		}
-		s.cache[field] = cachedLimit{limit: l, found: found, expires: now.Add(s.ttl)}
-		s.mu.Unlock()
-	}
-	return l, found, nil
+	return s.cache.lookup(limitField(tok.Namespace, tok.ID), func() (Limit, bool, error) {
+		return s.Get(ctx, tok.Namespace, tok.ID)
+	})
 }
 
 // Set stores a token's limit; without replace it only adds one the token has not got, and added
@@ -199,7 +171,7 @@ func (s *LimitStore) Set(ctx context.Context, ns, id string, l Limit, replace bo
 	if err != nil {
 		return false, fmt.Errorf("limit: set: %w", err)
 	}
-	s.forget(field)
+	s.cache.forget(field)
 	return added, nil
 }
 
@@ -215,7 +187,7 @@ func (s *LimitStore) Remove(ctx context.Context, ns string, ids ...string) error
 	if err := s.rdb.HDel(ctx, s.key, fields...).Err(); err != nil {
 		return fmt.Errorf("limit: delete: %w", err)
 	}
-	s.forget(fields...)
+	s.cache.forget(fields...)
 	return nil
 }
 
@@ -256,15 +228,6 @@ func (s *LimitStore) List(ctx context.Context) ([]LimitEntry, error) {
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
-}
-
-// forget drops cached lookups, so a change made here applies here at once.
-func (s *LimitStore) forget(fields ...string) {
-	s.mu.Lock()
-	for _, f := range fields {
-		delete(s.cache, f)
-	}
-	s.mu.Unlock()
 }
 
 // limiter returns the Limiter of a direction and rate, made on first use. Its name carries the

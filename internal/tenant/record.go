@@ -12,15 +12,16 @@ import (
 // readRecord reads the JSON record in field of the hash key (every store of tenancy keeps its
 // records so); found is false when there is none. store names the store in errors.
 func readRecord[T any](ctx context.Context, rdb redis.UniversalClient, key, field, store string) (rec T, found bool, err error) {
+	var zero T
 	b, err := rdb.HGet(ctx, key, field).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return rec, false, nil
+		return zero, false, nil
 	}
 	if err != nil {
-		return rec, false, fmt.Errorf("%s: lookup: %w", store, err)
+		return zero, false, fmt.Errorf("%s: lookup: %w", store, err)
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, false, fmt.Errorf("%s: bad record %s: %w", store, field, err)
+		return zero, false, fmt.Errorf("%s: bad record %s: %w", store, field, err)
 	}
 	return rec, true, nil
 }

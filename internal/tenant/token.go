@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,17 +65,8 @@ type TokenStore struct {
 	rdb        redis.UniversalClient
 	key        string // hash: token id -> record JSON
 	namespaces *NamespaceStore
-	ttl        time.Duration
 	now        func() time.Time
-
-	mu    sync.Mutex
-	cache map[string]cachedToken // secret hash -> lookup result
-}
-
-type cachedToken struct {
-	tok     Token
-	found   bool
-	expires time.Time
+	cache      *lookupCache[Token] // secret hash -> token
 }
 
 // tokenRecord is a token as stored: the Token plus the SHA-256 of its secret.
@@ -84,9 +74,6 @@ type tokenRecord struct {
 	Token
 	Hash string `json:"hash"`
 }
-
-// maxCachedTokens bounds the lookup cache; a full cache is emptied.
-const maxCachedTokens = 10_000
 
 // secretPrefix starts every token secret, so secrets are recognisable in configs and logs.
 const secretPrefix = "sk_"
@@ -100,9 +87,8 @@ func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *Namespa
 		rdb:        rdb,
 		key:        newKeys(prefix).tokens,
 		namespaces: namespaces,
-		ttl:        cacheTTL,
 		now:        time.Now,
-		cache:      make(map[string]cachedToken),
+		cache:      newLookupCache[Token](cacheTTL),
 	}
 }
 
@@ -231,9 +217,7 @@ func (s *TokenStore) store(ctx context.Context, secret, ns, desc string, perms [
 			return Token{}, errIDTaken
 		}
 	}
-	s.mu.Lock()
-	delete(s.cache, h)
-	s.mu.Unlock()
+	s.cache.forget(h)
 	return rec.Token, nil
 }
 
@@ -244,33 +228,17 @@ func (s *TokenStore) Authenticate(ctx context.Context, secret string) (Token, er
 		return Token{}, ErrUnauthenticated
 	}
 	h := hashSecret(secret)
-	now := s.now()
-	s.mu.Lock()
-	c, ok := s.cache[h]
-	s.mu.Unlock()
-	if ok && now.Before(c.expires) {
-		if !c.found {
-			return Token{}, ErrUnauthenticated
-		}
-		return c.tok, nil
-	}
-	rec, found, err := s.load(ctx, h[:idLen])
+	tok, found, err := s.cache.lookup(h, func() (Token, bool, error) {
+		rec, found, err := s.load(ctx, h[:idLen])
+		return rec.Token, found && rec.Hash == h, err
+	})
 	if err != nil {
 		return Token{}, err
-	}
-	found = found && rec.Hash == h
-	if s.ttl > 0 {
-		s.mu.Lock()
-		if len(s.cache) >= maxCachedTokens {
-			clear(s.cache)
-		}
-		s.cache[h] = cachedToken{tok: rec.Token, found: found, expires: now.Add(s.ttl)}
-		s.mu.Unlock()
 	}
 	if !found {
 		return Token{}, ErrUnauthenticated
 	}
-	return rec.Token, nil
+	return tok, nil
 }
 
 func (s *TokenStore) load(ctx context.Context, id string) (tokenRecord, bool, error) {
@@ -335,9 +303,7 @@ func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
 	if err := s.rdb.HDel(ctx, s.key, id).Err(); err != nil {
 		return fmt.Errorf("token: revoke: %w", err)
 	}
-	s.mu.Lock()
-	delete(s.cache, rec.Hash)
-	s.mu.Unlock()
+	s.cache.forget(rec.Hash)
 	return nil
 }
 
@@ -357,9 +323,7 @@ func (s *TokenStore) RevokeNamespace(ctx context.Context, ns string) (int, error
 	if err := s.rdb.HDel(ctx, s.key, ids...).Err(); err != nil {
 		return 0, fmt.Errorf("token: revoke: %w", err)
 	}
-	s.mu.Lock()
-	clear(s.cache)
-	s.mu.Unlock()
+	s.cache.forgetAll()
 	return len(ids), nil
 }
 

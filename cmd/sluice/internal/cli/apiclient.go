@@ -19,17 +19,17 @@ import (
 
 // apiClient sends JSON requests to a Sluice server's public or admin API.
 type apiClient struct {
+	api   *serverAPI
 	base  string
 	token string
-	admin bool
 	http  *http.Client
 }
 
-func newAPIClient(base, token string, timeout time.Duration, admin bool) *apiClient {
+func newAPIClient(base, token string, timeout time.Duration, api *serverAPI) *apiClient {
 	return &apiClient{
+		api:   api,
 		base:  strings.TrimRight(base, "/"),
 		token: token,
-		admin: admin,
 		// A command sends a request or two: no connection is worth keeping alive.
 		http: &http.Client{Timeout: timeout, Transport: &http.Transport{
 			Proxy:             http.ProxyFromEnvironment,
@@ -137,24 +137,20 @@ func decodeError(status int, data []byte) error {
 
 // transportError explains a request that got no answer.
 func (c *apiClient) transportError(err error) error {
-	what, flag, env, start := "Sluice server", "--url", "SLUICE_URL", "start one with `sluice server`"
-	if c.admin {
-		what, flag, env, start = "Sluice admin API", "--admin-url", "SLUICE_ADMIN_URL",
-			"start a server with `sluice server`; its admin listener binds 127.0.0.1:7778, so run admin commands on the server's machine"
-	}
+	a := c.api
 	var dnsErr *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("the %s is not reachable at %s (connection refused): %s, or point %s (env %s) at a running one",
-			what, c.base, start, flag, env)
+		return fmt.Errorf("the %s is not reachable at %s (connection refused): %s, or point --%s (env %s) at a running one",
+			a.name, c.base, a.start, a.urlFlag, a.urlEnv)
 	case errors.As(err, &dnsErr):
-		return fmt.Errorf("the %s is not reachable at %s (unknown host %s): check %s (env %s)", what, c.base, dnsErr.Name, flag, env)
+		return fmt.Errorf("the %s is not reachable at %s (unknown host %s): check --%s (env %s)", a.name, c.base, dnsErr.Name, a.urlFlag, a.urlEnv)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return fmt.Errorf("the %s at %s did not answer in time (--http-timeout): %w", what, c.base, err)
+		return fmt.Errorf("the %s at %s did not answer in time (--http-timeout): %w", a.name, c.base, err)
 	case errors.Is(err, context.Canceled):
 		return err
 	}
-	return fmt.Errorf("the %s is not reachable at %s: %w", what, c.base, err)
+	return fmt.Errorf("the %s is not reachable at %s: %w", a.name, c.base, err)
 }
 
 func isTimeout(err error) bool {

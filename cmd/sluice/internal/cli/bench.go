@@ -92,7 +92,7 @@ Examples:
 		}
 	}
 	if errors.Is(runErr, syscall.ECONNREFUSED) {
-		return (&apiClient{base: *url}).transportError(runErr)
+		return (&apiClient{api: &publicAPI, base: *url}).transportError(runErr)
 	}
 	return runErr
 }

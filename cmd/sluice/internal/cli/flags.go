@@ -143,26 +143,53 @@ func (m keyValues) Set(v string) error {
 	return nil
 }
 
+// serverAPI is one of the server's two APIs as the commands reach it: the flags and environment
+// variables that point at it, and what to tell a user who cannot reach it.
+type serverAPI struct {
+	// name is what errors call it ("the Sluice server is not reachable at ...").
+	name                            string
+	urlFlag, urlEnv, urlUsage       string
+	defaultURL                      string
+	tokenFlag, tokenEnv, tokenUsage string
+	// start is the advice when nothing listens at the URL.
+	start string
+}
+
+var (
+	publicAPI = serverAPI{
+		name:    "Sluice server",
+		urlFlag: "url", urlEnv: "SLUICE_URL", urlUsage: "server's public API `URL`", defaultURL: defaultURL,
+		tokenFlag: "token", tokenEnv: "SLUICE_TOKEN", tokenUsage: "namespace `token`",
+		start: "start one with `sluice server`",
+	}
+	adminAPI = serverAPI{
+		name:    "Sluice admin API",
+		urlFlag: "admin-url", urlEnv: "SLUICE_ADMIN_URL", urlUsage: "server's admin API `URL`", defaultURL: defaultAdminURL,
+		tokenFlag: "admin-token", tokenEnv: "SLUICE_ADMIN_TOKEN", tokenUsage: "admin `token`, when the server has one",
+		start: "start a server with `sluice server`; its admin listener binds 127.0.0.1:7778, so run admin commands on the server's machine",
+	}
+)
+
 // apiFlags are the flags a command that calls one of the server's APIs shares: where the API is,
 // the token, and how to present the answer.
 type apiFlags struct {
+	api        *serverAPI
 	url, token string
 	json       bool
 	timeout    time.Duration
-	// admin says the API is the admin API (for the advice when it cannot be reached).
-	admin  bool
-	stdout io.Writer
+	stdout     io.Writer
 }
 
-// register adds --json and --http-timeout to fs; the caller registers the URL and token flags,
-// which differ between the public and the admin API.
-func (a *apiFlags) register(fs *flag.FlagSet, env *Env, admin bool) {
-	a.admin, a.stdout = admin, env.Stdout
+// register adds the URL and token flags of api, --json and --http-timeout to fs.
+func (a *apiFlags) register(fs *flag.FlagSet, env *Env, api *serverAPI) {
+	a.api, a.stdout = api, env.Stdout
+	fs.StringVar(&a.url, api.urlFlag, cmp.Or(env.Getenv(api.urlEnv), api.defaultURL), api.urlUsage+" (env "+api.urlEnv+")")
+	fs.StringVar(&a.token, api.tokenFlag, env.Getenv(api.tokenEnv), api.tokenUsage+" (env "+api.tokenEnv+")")
 	fs.BoolVar(&a.json, "json", false, "print the server's JSON answer")
 	fs.DurationVar(&a.timeout, "http-timeout", 30*time.Second, "give up on a request after this `duration`")
 }
 
-func (a *apiFlags) client() *apiClient { return newAPIClient(a.url, a.token, a.timeout, a.admin) }
+func (a *apiFlags) client() *apiClient { return newAPIClient(a.url, a.token, a.timeout, a.api) }
 
 func (a *apiFlags) out() io.Writer { return a.stdout }
 
@@ -192,9 +219,7 @@ type connFlags struct {
 // addConnFlags registers --url, --token, --ns, --json and --http-timeout.
 func addConnFlags(fs *flag.FlagSet, env *Env) *connFlags {
 	c := &connFlags{}
-	c.register(fs, env, false)
-	fs.StringVar(&c.url, "url", cmp.Or(env.Getenv("SLUICE_URL"), defaultURL), "server's public API `URL` (env SLUICE_URL)")
-	fs.StringVar(&c.token, "token", env.Getenv("SLUICE_TOKEN"), "namespace `token` (env SLUICE_TOKEN)")
+	c.register(fs, env, &publicAPI)
 	fs.StringVar(&c.ns, "ns", cmp.Or(env.Getenv("SLUICE_NAMESPACE"), defaultNamespace), "`namespace` (env SLUICE_NAMESPACE)")
 	return c
 }
@@ -203,9 +228,7 @@ func addConnFlags(fs *flag.FlagSet, env *Env) *connFlags {
 // --http-timeout.
 func addAdminFlags(fs *flag.FlagSet, env *Env) *apiFlags {
 	a := &apiFlags{}
-	a.register(fs, env, true)
-	fs.StringVar(&a.url, "admin-url", cmp.Or(env.Getenv("SLUICE_ADMIN_URL"), defaultAdminURL), "server's admin API `URL` (env SLUICE_ADMIN_URL)")
-	fs.StringVar(&a.token, "admin-token", env.Getenv("SLUICE_ADMIN_TOKEN"), "admin `token`, when the server has one (env SLUICE_ADMIN_TOKEN)")
+	a.register(fs, env, &adminAPI)
 	return a
 }
 

@@ -75,7 +75,7 @@ func TestLmstfyImport(t *testing.T) {
 		var l struct {
 			Tokens []map[string]any `json:"tokens"`
 		}
-		if _, err := newAPIClient(f.AdminURL, f.AdminToken, 0, true).callJSON(context.Background(), http.MethodGet, tokensPath(ns), nil, nil, &l); err != nil {
+		if _, err := newAPIClient(f.AdminURL, f.AdminToken, 0, &adminAPI).callJSON(context.Background(), http.MethodGet, tokensPath(ns), nil, nil, &l); err != nil {
 			t.Fatal(err)
 		}
 		return len(l.Tokens)
@@ -138,7 +138,7 @@ func TestLmstfyImport(t *testing.T) {
 		t.Errorf("shop's token used on mail: %d, want 401", code)
 	}
 	var lim struct{ Read, Write, Interval int64 }
-	if _, err := newAPIClient(f.AdminURL, f.AdminToken, 0, true).callJSON(context.Background(), http.MethodGet,
+	if _, err := newAPIClient(f.AdminURL, f.AdminToken, 0, &adminAPI).callJSON(context.Background(), http.MethodGet,
 		tokensPath("shop")+"/"+tenant.IDOf(lmWeb)+"/limit", nil, nil, &lim); err != nil {
 		t.Fatal(err)
 	}
