@@ -40,13 +40,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	poll := r.Header.Get(PollHeader) != ""
 	if p, ok := room.requestPass(r); ok {
 		held, pass, exp, err := room.Touch(ctx, p.Visitor)
-		switch {
-		case errors.Is(err, ErrRoomNotFound):
-			m.next.ServeHTTP(w, r)
+		if m.handleError(w, r, err) {
 			return
-		case err != nil:
-			return // the request ended
-		case held:
+		}
+		if held {
 			if pass != "" {
 				c.setPass(w, r, room.name, pass, exp)
 			}
@@ -67,12 +64,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := room.Arrive(ctx, visitor)
-	switch {
-	case errors.Is(err, ErrRoomNotFound):
-		m.next.ServeHTTP(w, r)
+	if m.handleError(w, r, err) {
 		return
-	case err != nil:
-		return // the request ended
 	}
 	if st.State == Admitted {
 		if st.Pass != "" {
@@ -92,6 +85,18 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.renderPage(w, r, room, http.StatusServiceUnavailable, st, st.State.String(), self, self)
+}
+
+// handleError handles an error of Touch or Arrive and reports whether there was one: a room that
+// no longer exists lets the request through; any other error means the request ended.
+func (m *middleware) handleError(w http.ResponseWriter, r *http.Request, err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrRoomNotFound) {
+		m.next.ServeHTTP(w, r)
+	}
+	return true
 }
 
 // admit answers an admitted visitor: a poll gets the status st, any other request is served.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,18 +99,11 @@ func (s *NamespaceStore) Exists(ctx context.Context, name string) (bool, error) 
 
 // List returns every namespace by name.
 func (s *NamespaceStore) List(ctx context.Context) ([]Namespace, error) {
-	all, err := s.rdb.HGetAll(ctx, s.key).Result()
+	recs, err := readRecords[Namespace](ctx, s.rdb, s.key, "namespace")
 	if err != nil {
-		return nil, fmt.Errorf("namespace: list: %w", err)
+		return nil, err
 	}
-	out := make([]Namespace, 0, len(all))
-	for name, b := range all {
-		var n Namespace
-		if err := json.Unmarshal([]byte(b), &n); err != nil {
-			return nil, fmt.Errorf("namespace: bad record %s: %w", name, err)
-		}
-		out = append(out, n)
-	}
+	out := slices.AppendSeq(make([]Namespace, 0, len(recs)), maps.Values(recs))
 	slices.SortFunc(out, func(a, b Namespace) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

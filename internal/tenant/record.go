@@ -25,3 +25,20 @@ func readRecord[T any](ctx context.Context, rdb redis.UniversalClient, key, fiel
 	}
 	return rec, true, nil
 }
+
+// readRecords reads every JSON record of the hash key, by field. store names the store in errors.
+func readRecords[T any](ctx context.Context, rdb redis.UniversalClient, key, store string) (map[string]T, error) {
+	all, err := rdb.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%s: list: %w", store, err)
+	}
+	out := make(map[string]T, len(all))
+	for field, b := range all {
+		var rec T
+		if err := json.Unmarshal([]byte(b), &rec); err != nil {
+			return nil, fmt.Errorf("%s: bad record %s: %w", store, field, err)
+		}
+		out[field] = rec
+	}
+	return out, nil
+}

@@ -247,16 +247,12 @@ func (s *TokenStore) load(ctx context.Context, id string) (tokenRecord, bool, er
 
 // List returns the tokens of a namespace, oldest first ("" lists every namespace's).
 func (s *TokenStore) List(ctx context.Context, ns string) ([]Token, error) {
-	all, err := s.rdb.HGetAll(ctx, s.key).Result()
+	recs, err := readRecords[tokenRecord](ctx, s.rdb, s.key, "token")
 	if err != nil {
-		return nil, fmt.Errorf("token: list: %w", err)
+		return nil, err
 	}
 	out := []Token{}
-	for id, b := range all {
-		var rec tokenRecord
-		if err := json.Unmarshal([]byte(b), &rec); err != nil {
-			return nil, fmt.Errorf("token: bad record %s: %w", id, err)
-		}
+	for _, rec := range recs {
 		if ns == "" || rec.Namespace == ns {
 			out = append(out, rec.Token)
 		}
