@@ -427,9 +427,9 @@ func (a *API) deadLimit(r *http.Request, c call) (int64, error) {
 	return min(int64(limit), size), nil
 }
 
-// deadPages calls page, which acts on up to n of the oldest dead jobs and returns how many it
-// acted on, a page of at most MaxDeadPage at a time, until limit jobs are done or a page comes
-// back short. It returns how many were done.
+// deadPages acts on up to limit of the oldest dead jobs a page at a time: page(n) acts on up to n
+// (at most MaxDeadPage) and returns how many it did. It stops at a short page and returns how many
+// were done.
 func deadPages(limit int64, page func(n int) (int, error)) (int64, error) {
 	var count int64
 	for count < limit {

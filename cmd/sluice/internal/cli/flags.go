@@ -155,14 +155,15 @@ type serverAPI struct {
 	start string
 }
 
+// The server's two APIs.
 var (
-	publicAPI = serverAPI{
+	publicAPI = serverAPI{ //nolint:gosec // names of the token flag and variable
 		name:    "Sluice server",
 		urlFlag: "url", urlEnv: "SLUICE_URL", urlUsage: "server's public API `URL`", defaultURL: defaultURL,
 		tokenFlag: "token", tokenEnv: "SLUICE_TOKEN", tokenUsage: "namespace `token`",
 		start: "start one with `sluice server`",
 	}
-	adminAPI = serverAPI{
+	adminAPI = serverAPI{ //nolint:gosec // names of the token flag and variable
 		name:    "Sluice admin API",
 		urlFlag: "admin-url", urlEnv: "SLUICE_ADMIN_URL", urlUsage: "server's admin API `URL`", defaultURL: defaultAdminURL,
 		tokenFlag: "admin-token", tokenEnv: "SLUICE_ADMIN_TOKEN", tokenUsage: "admin `token`, when the server has one",
