@@ -15,7 +15,9 @@
 //     survives a delete.
 //   - [github.com/sluicehq/sluice/relay]: the request queue (fair, prioritised, rate- and
 //     concurrency-limited calls to slow endpoints, online permits, position, ETA, cancel, results
-//     and their MySQL archive).
+//     and their archive).
+//   - [github.com/sluicehq/sluice/relay/mysqlarchive]: the MySQL/MariaDB archive of finished
+//     tasks (a relay.Archive), in its own package so that only its importers link a SQL driver.
 //   - [github.com/sluicehq/sluice/callback]: the delivery of job callbacks (delayed jobs sent to a
 //     URL, signed with Standard Webhooks, within the limits of the request queue's endpoints),
 //     each namespace's callback settings, and Verify for receivers.
@@ -42,8 +44,7 @@
 //     packages declare and the server mounts;
 //   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
 //     type); cmd/sluice/internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`;
-//   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks);
-//     internal/taskarchive: the MySQL archive of finished tasks.
+//   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks).
 //
 // docs/server.md says where each piece lives and how a new system adds its routes.
 //

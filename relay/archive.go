@@ -9,27 +9,51 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/sluicehq/sluice/internal/taskarchive"
 )
 
-// Archive keeps finished tasks in MySQL or MariaDB (Config.Archive): written in batches by
-// maintenance, read by Get once a task has left Redis, and deleted after its retention. Open one
-// with OpenArchive; Close it after the Clients that use it.
-type Archive = taskarchive.Archive
+// Archive keeps finished tasks after Redis has let them go (Config.Archive): written in batches
+// by maintenance, read by Get once a task has left Redis, and pruned after its own retention.
+// Package relay/mysqlarchive implements it on MySQL or MariaDB; relay itself links no database
+// driver. An implementation must be safe for concurrent use.
+type Archive interface {
+	// Put writes finished tasks, replacing any record with the same ID: two processes may
+	// archive the same task, and a crash between the write and forgetting the task writes it
+	// again.
+	Put(ctx context.Context, recs ...ArchiveRecord) error
+	// Get returns the record of task id, or an error matching ErrNotFound when the archive does
+	// not hold it.
+	Get(ctx context.Context, id string) (ArchiveRecord, error)
+	// Prune deletes the records past the archive's retention and returns how many it deleted.
+	// Maintenance calls it at most once a minute per Client.
+	Prune(ctx context.Context) (int64, error)
+}
 
-// ArchiveConfig configures OpenArchive. The zero value is usable: Table is the table the rows go
-// to, created when missing (default "sluice_tasks"); Retention is how long a task is kept from
-// its creation (default 72h); BatchSize bounds the rows one statement writes or deletes (default
-// 500); MaxOpenConns caps the connections (default 8); Logger receives the retention passes'
-// failures (default slog.Default()).
-type ArchiveConfig = taskarchive.Config
-
-// OpenArchive connects to the database named by dsn (go-sql-driver/mysql form:
-// user:pass@tcp(host:3306)/db), creates the archive table when it is missing and returns the
-// archive to set as Config.Archive. Times are stored in UTC whatever the DSN says.
-func OpenArchive(ctx context.Context, dsn string, cfg ArchiveConfig) (*Archive, error) {
-	return taskarchive.Open(ctx, dsn, cfg)
+// ArchiveRecord is one finished task as an Archive keeps it.
+type ArchiveRecord struct {
+	// ID is the task id, the record's key.
+	ID string
+	// Endpoint is the name of the endpoint the task called.
+	Endpoint string
+	// Namespace is the namespace that submitted the task.
+	Namespace string
+	// Status is the task's final status (a Status that is Final).
+	Status string
+	// HTTPStatus is the status of the last response; 0 when none arrived.
+	HTTPStatus int
+	// Result is the response body (as capped by the dispatcher); nil when there was none.
+	Result []byte
+	// ResultHeaders are the kept response headers as a JSON object of header name -> values;
+	// empty means none.
+	ResultHeaders json.RawMessage
+	// Error says why the task failed.
+	Error string
+	// Priority is the priority the task ran with.
+	Priority int
+	// Tries is the number of calls made.
+	Tries int
+	// CreatedAt is when the task was submitted (retention counts from it); StartedAt when its
+	// first call started and EndedAt when it finished (zero when unknown). All in UTC.
+	CreatedAt, StartedAt, EndedAt time.Time
 }
 
 // archiveBatch is the most finished tasks one maintenance pass archives per endpoint.
@@ -62,7 +86,7 @@ func (c *Client) archiveFinished(ctx context.Context, endpoint string) (int, err
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("relay: read finished tasks of %s: %w", endpoint, err)
 	}
-	recs := make([]taskarchive.Record, 0, len(ids))
+	recs := make([]ArchiveRecord, 0, len(ids))
 	var read []string // archived tasks whose final status was read
 	for _, cmd := range cmds {
 		v, err := cmd.Result()
@@ -122,7 +146,7 @@ var archiveFields = []string{"id", "ep", "ns", "st", "hs", "res", "rh", "err", "
 var archiveReadFields = append(archiveFields[:len(archiveFields):len(archiveFields)], "rd")
 
 // archiveRecord turns the archiveFields of a finished task into a record.
-func archiveRecord(v []any) (taskarchive.Record, bool) {
+func archiveRecord(v []any) (ArchiveRecord, bool) {
 	s := func(i int) string { x, _ := v[i].(string); return x }
 	n := func(i int) int64 { x, _ := strconv.ParseInt(s(i), 10, 64); return x }
 	at := func(i int) time.Time {
@@ -132,9 +156,9 @@ func archiveRecord(v []any) (taskarchive.Record, bool) {
 		return time.Time{}
 	}
 	if s(0) == "" || !Status(s(3)).Final() {
-		return taskarchive.Record{}, false
+		return ArchiveRecord{}, false
 	}
-	r := taskarchive.Record{
+	r := ArchiveRecord{
 		ID: s(0), Endpoint: s(1), Namespace: s(2), Status: s(3), HTTPStatus: int(n(4)), Error: s(7),
 		Priority: int(n(8)), Tries: int(n(9)), CreatedAt: at(10), StartedAt: at(11), EndedAt: at(12),
 	}
@@ -153,7 +177,7 @@ func (c *Client) getArchived(ctx context.Context, id string) (Task, error) {
 		return Task{}, fmt.Errorf("%w: task %q", ErrNotFound, id)
 	}
 	r, err := c.cfg.Archive.Get(ctx, id)
-	if errors.Is(err, taskarchive.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return Task{}, fmt.Errorf("%w: task %q", ErrNotFound, id)
 	}
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/relay/mysqlarchive"
 )
 
 // Finished tasks reach the archive from maintenance, and Get answers from it once the task has
@@ -17,9 +17,9 @@ import (
 func TestArchiveRoundTrip(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	a, err := relay.OpenArchive(ctxT(t), mysqltest.New(t), relay.ArchiveConfig{})
+	a, err := mysqlarchive.Open(ctxT(t), mysqltest.New(t), mysqlarchive.Config{})
 	if err != nil {
-		t.Fatalf("OpenArchive: %v", err)
+		t.Fatalf("mysqlarchive.Open: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	c := newClient(t, env, relay.Config{Archive: a})
@@ -62,9 +62,9 @@ func TestArchiveRoundTrip(t *testing.T) {
 func TestArchiveOutageDoesNotStopMaintenance(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	a, err := taskarchive.Open(ctxT(t), mysqltest.New(t), taskarchive.Config{})
+	a, err := mysqlarchive.Open(ctxT(t), mysqltest.New(t), mysqlarchive.Config{})
 	if err != nil {
-		t.Fatalf("taskarchive.Open: %v", err)
+		t.Fatalf("mysqlarchive.Open: %v", err)
 	}
 	c := newClient(t, env, relay.Config{Archive: a})
 	setEndpoint(t, c, relay.Endpoint{Name: "late", TargetURL: "https://late.example.com/", QueueTimeout: time.Millisecond})
@@ -88,9 +88,9 @@ func TestArchiveOutageDoesNotStopMaintenance(t *testing.T) {
 func TestArchiveReadBeforeArchived(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	a, err := taskarchive.Open(ctxT(t), mysqltest.New(t), taskarchive.Config{})
+	a, err := mysqlarchive.Open(ctxT(t), mysqltest.New(t), mysqlarchive.Config{})
 	if err != nil {
-		t.Fatalf("taskarchive.Open: %v", err)
+		t.Fatalf("mysqlarchive.Open: %v", err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	const read = 50 * time.Millisecond

@@ -60,12 +60,12 @@ type Config struct {
 
 	// Archive, when set, receives finished tasks (written in batches by MaintainOnce, so by
 	// every Dispatcher, never on the read path) and answers Get for tasks no longer in Redis.
-	// Its own retention (taskarchive.Config.Retention) is enforced from the same passes, at most
-	// once a minute per Client. Every Client that finishes tasks (those running Dispatchers, and
-	// those that Cancel or Done) must be given the archive, since finished tasks are only
-	// remembered for it by Clients that have one. Open it with OpenArchive. Default nil: no
+	// Its own retention (Archive.Prune) is enforced from the same passes, at most once a minute
+	// per Client. Every Client that finishes tasks (those running Dispatchers, and those that
+	// Cancel or Done) must be given the archive, since finished tasks are only remembered for it
+	// by Clients that have one. relay/mysqlarchive opens one on MySQL or MariaDB. Default nil: no
 	// archive.
-	Archive *Archive
+	Archive Archive
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger

@@ -120,7 +120,7 @@ func NewDispatcher(c *Client, cfg DispatcherConfig) (*Dispatcher, error) {
 	case cfg.PollInterval < time.Millisecond:
 		return nil, errors.New("relay dispatcher config: PollInterval must be at least 1ms")
 	}
-	if err := cfg.Breaker.Validate(); err != nil {
+	if err := cfg.Breaker.engine().Validate(); err != nil {
 		return nil, fmt.Errorf("relay dispatcher config: Breaker: %w", err)
 	}
 	if cfg.Logger == nil {
@@ -226,7 +226,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return fmt.Errorf("relay: dispatcher sender: %w", err)
 	}
 	d.sender = s
-	d.breakers = outbound.NewBreakers(d.cfg.Breaker)
+	d.breakers = outbound.NewBreakers(d.cfg.Breaker.engine())
 	d.freed = make(chan struct{}, 1)
 	d.woken = make(chan struct{}, 1)
 	d.wakes = make(map[string]bool)
@@ -314,7 +314,7 @@ func (d *Dispatcher) Breaker(endpoint string) BreakerStatus {
 	if bs == nil {
 		return BreakerStatus{}
 	}
-	return bs.Get(endpoint).Status()
+	return breakerStatus(bs.Get(endpoint).Status())
 }
 
 func (d *Dispatcher) onWake(endpoint string) {
@@ -609,7 +609,7 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 			errText = fmt.Sprintf("HTTP %d", resp.Status)
 		}
 		if d.cfg.OnCall != nil {
-			d.cfg.OnCall(CallEvent{Endpoint: j.endpoint.Name, TaskID: j.id, Attempt: j.attempt, Outcome: outcome,
+			d.cfg.OnCall(CallEvent{Endpoint: j.endpoint.Name, TaskID: j.id, Attempt: j.attempt, Outcome: callOutcome(outcome),
 				HTTPStatus: resp.Status, Duration: resp.Duration, Err: err})
 		}
 		truncated := 0

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/relay/mysqlarchive"
 	"github.com/sluicehq/sluice/server/tasks"
 )
 
@@ -42,7 +42,7 @@ func (s *Server) startRelay(ctx context.Context) error {
 		rc.GrantKeys = append(rc.GrantKeys, []byte(k))
 	}
 	if cfg.ArchiveDSN != "" {
-		a, err := taskarchive.Open(ctx, cfg.ArchiveDSN, taskarchive.Config{Retention: cfg.ArchiveRetention, Logger: s.log})
+		a, err := mysqlarchive.Open(ctx, cfg.ArchiveDSN, mysqlarchive.Config{Retention: cfg.ArchiveRetention, Logger: s.log})
 		if err != nil {
 			return fmt.Errorf("server: archive: %w", err)
 		}

@@ -34,10 +34,10 @@ import (
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/redisx"
-	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/relay/mysqlarchive"
 	"github.com/sluicehq/sluice/server/callbacks"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
@@ -70,7 +70,7 @@ type Server struct {
 	// relay is the request queue (server/tasks, the dashboard); dispatcher makes its offline calls.
 	relay      *relay.Client
 	dispatcher *relay.Dispatcher // nil when RelayWorkers is negative
-	archive    *taskarchive.Archive
+	archive    *mysqlarchive.Archive
 	tasks      *tasks.API
 	metrics    *metrics
 	requestIDs *requestIDs

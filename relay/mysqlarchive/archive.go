@@ -1,11 +1,13 @@
-// Package taskarchive keeps finished request-queue tasks in MySQL or MariaDB after Redis has let
-// them go, so that a caller who comes back days later still gets its result.
+// Package mysqlarchive keeps finished request-queue tasks in MySQL or MariaDB after Redis has let
+// them go, so that a caller who comes back days later still gets its result: it is the
+// relay.Archive to set as relay.Config.Archive. It lives apart from package relay so that only
+// programs that archive link a SQL driver.
 //
 // Redis holds a finished task for an hour or so; the archive holds it for Config.Retention (72h by
 // default), indexed by creation time so that old rows are deleted in small batches. Writes are
 // idempotent upserts keyed by task id: a relay that archives a task twice (it crashed between the
 // write and forgetting the task) leaves one row.
-package taskarchive
+package mysqlarchive
 
 import (
 	"context"
@@ -18,42 +20,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/sluicehq/sluice/relay"
 )
 
-// ErrNotFound is returned by Get for a task the archive does not hold.
-var ErrNotFound = errors.New("taskarchive: task not found")
-
-// Record is one finished task as archived.
-type Record struct {
-	// ID is the task id, the primary key. Required, at most 191 characters.
-	ID string
-	// Endpoint is the name of the endpoint the task called (at most 191 characters).
-	Endpoint string
-	// Namespace is the namespace that submitted the task (at most 191 characters).
-	Namespace string
-	// Status is the task's final status ("completed", "failed", ...). Required, at most 32
-	// characters.
-	Status string
-	// HTTPStatus is the status of the last response; 0 when none arrived.
-	HTTPStatus int
-	// Result is the response body, already capped by the caller; at most 16 MiB - 1 (the column).
-	Result []byte
-	// ResultHeaders are the kept response headers as a JSON value; empty means none.
-	ResultHeaders json.RawMessage
-	// Error says why the task failed; longer than 64 KiB it is cut.
-	Error string
-	// Priority is the priority the task ran with.
-	Priority int
-	// Tries is the number of calls made.
-	Tries int
-	// CreatedAt is when the task was submitted. Required: retention counts from it. Times are
-	// stored in UTC with microsecond precision.
-	CreatedAt time.Time
-	// StartedAt is when the first call started; zero (NULL) when none did.
-	StartedAt time.Time
-	// EndedAt is when the task finished; zero (NULL) when unknown.
-	EndedAt time.Time
-}
+// Archive is a relay.Archive.
+var _ relay.Archive = (*Archive)(nil)
 
 const (
 	maxKeyLen    = 191       // utf8mb4 characters that fit an index key of 767 bytes
@@ -86,16 +58,16 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Archive, error) {
 	}
 	dc, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("taskarchive: dsn: %w", err)
+		return nil, fmt.Errorf("mysqlarchive: dsn: %w", err)
 	}
 	if dc.DBName == "" {
-		return nil, errors.New("taskarchive: dsn names no database")
+		return nil, errors.New("mysqlarchive: dsn names no database")
 	}
 	dc.ParseTime = true
 	dc.Loc = time.UTC
 	connector, err := mysql.NewConnector(dc)
 	if err != nil {
-		return nil, fmt.Errorf("taskarchive: dsn: %w", err)
+		return nil, fmt.Errorf("mysqlarchive: dsn: %w", err)
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(cfg.MaxOpenConns)
@@ -132,7 +104,7 @@ func Open(ctx context.Context, dsn string, cfg Config) (*Archive, error) {
 		KEY created_at (created_at)
 	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("taskarchive: create table %s: %w", cfg.Table, err)
+		return nil, fmt.Errorf("mysqlarchive: create table %s: %w", cfg.Table, err)
 	}
 	return a, nil
 }
@@ -142,17 +114,21 @@ func (a *Archive) Close() error { return a.db.Close() }
 
 // Put writes records, replacing any row with the same ID, in batches of at most Config.BatchSize
 // rows (and a few MiB). Each batch is atomic; when a later one fails the earlier ones stay
-// written, which is safe because writing a record again changes nothing.
-func (a *Archive) Put(ctx context.Context, recs ...Record) error {
+// written, which is safe because writing a record again changes nothing. A record is refused
+// unless its ID is 1 to 191 characters, its Endpoint and Namespace at most 191, its Status 1 to
+// 32 bytes, its Result below 16 MiB (the column), its ResultHeaders valid JSON of at most 64 KiB
+// and its CreatedAt set; an Error over 64 KiB is cut. Times are stored in UTC with microsecond
+// precision.
+func (a *Archive) Put(ctx context.Context, recs ...relay.ArchiveRecord) error {
 	for i := range recs {
-		if err := recs[i].validate(); err != nil {
+		if err := validate(&recs[i]); err != nil {
 			return err
 		}
 	}
 	for len(recs) > 0 {
 		n, size := 0, 0
-		for n < len(recs) && n < a.cfg.BatchSize && (n == 0 || size+recs[n].size() <= maxBatchBytes) {
-			size += recs[n].size()
+		for n < len(recs) && n < a.cfg.BatchSize && (n == 0 || size+recordSize(&recs[n]) <= maxBatchBytes) {
+			size += recordSize(&recs[n])
 			n++
 		}
 		if err := a.insert(ctx, recs[:n]); err != nil {
@@ -163,7 +139,7 @@ func (a *Archive) Put(ctx context.Context, recs ...Record) error {
 	return nil
 }
 
-func (a *Archive) insert(ctx context.Context, recs []Record) error {
+func (a *Archive) insert(ctx context.Context, recs []relay.ArchiveRecord) error {
 	var sb strings.Builder
 	sb.WriteString(a.insertHead)
 	args := make([]any, 0, 13*len(recs))
@@ -185,15 +161,15 @@ func (a *Archive) insert(ctx context.Context, recs []Record) error {
 	}
 	sb.WriteString(a.insertTail)
 	if _, err := a.db.ExecContext(ctx, sb.String(), args...); err != nil {
-		return fmt.Errorf("taskarchive: put %d records: %w", len(recs), err)
+		return fmt.Errorf("mysqlarchive: put %d records: %w", len(recs), err)
 	}
 	return nil
 }
 
-// Get returns the record of task id, or ErrNotFound.
-func (a *Archive) Get(ctx context.Context, id string) (Record, error) {
+// Get returns the record of task id, or an error matching relay.ErrNotFound.
+func (a *Archive) Get(ctx context.Context, id string) (relay.ArchiveRecord, error) {
 	var (
-		r                Record
+		r                relay.ArchiveRecord
 		result           []byte
 		headers, errText sql.NullString
 		started, ended   sql.NullTime
@@ -201,10 +177,10 @@ func (a *Archive) Get(ctx context.Context, id string) (Record, error) {
 	err := a.db.QueryRowContext(ctx, a.getSQL, id).Scan(&r.ID, &r.Endpoint, &r.Namespace, &r.Status,
 		&r.HTTPStatus, &result, &headers, &errText, &r.Priority, &r.Tries, &r.CreatedAt, &started, &ended)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Record{}, ErrNotFound
+		return relay.ArchiveRecord{}, fmt.Errorf("mysqlarchive: %w: task %q", relay.ErrNotFound, id)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("taskarchive: get %q: %w", id, err)
+		return relay.ArchiveRecord{}, fmt.Errorf("mysqlarchive: get %q: %w", id, err)
 	}
 	r.Result = result
 	if headers.Valid {
@@ -220,17 +196,17 @@ func (a *Archive) Get(ctx context.Context, id string) (Record, error) {
 // deleted.
 func (a *Archive) DeleteBefore(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
 	if batch < 1 {
-		return 0, fmt.Errorf("taskarchive: DeleteBefore batch %d must be at least 1", batch)
+		return 0, fmt.Errorf("mysqlarchive: DeleteBefore batch %d must be at least 1", batch)
 	}
 	var total int64
 	for {
 		res, err := a.db.ExecContext(ctx, a.deleteSQL, cutoff.UTC(), batch)
 		if err != nil {
-			return total, fmt.Errorf("taskarchive: delete before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+			return total, fmt.Errorf("mysqlarchive: delete before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("taskarchive: delete before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+			return total, fmt.Errorf("mysqlarchive: delete before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
 		}
 		total += n
 		if n < int64(batch) {
@@ -260,9 +236,9 @@ func (a *Archive) RunRetention(ctx context.Context, every time.Duration) {
 		n, err := a.Prune(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			a.cfg.Logger.WarnContext(ctx, "taskarchive: retention pass failed", "table", a.cfg.Table, "deleted", n, "error", err)
+			a.cfg.Logger.WarnContext(ctx, "mysqlarchive: retention pass failed", "table", a.cfg.Table, "deleted", n, "error", err)
 		case n > 0:
-			a.cfg.Logger.InfoContext(ctx, "taskarchive: retention pass", "table", a.cfg.Table, "deleted", n)
+			a.cfg.Logger.InfoContext(ctx, "mysqlarchive: retention pass", "table", a.cfg.Table, "deleted", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -272,28 +248,29 @@ func (a *Archive) RunRetention(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (r *Record) validate() error {
+// validate checks that r fits the table.
+func validate(r *relay.ArchiveRecord) error {
 	switch {
 	case r.ID == "" || utf8.RuneCountInString(r.ID) > maxKeyLen || !utf8.ValidString(r.ID):
-		return fmt.Errorf("taskarchive: record %q: ID must be 1-%d characters of valid UTF-8", r.ID, maxKeyLen)
+		return fmt.Errorf("mysqlarchive: record %q: ID must be 1-%d characters of valid UTF-8", r.ID, maxKeyLen)
 	case utf8.RuneCountInString(r.Endpoint) > maxKeyLen || !utf8.ValidString(r.Endpoint):
-		return fmt.Errorf("taskarchive: record %q: Endpoint must be at most %d characters of valid UTF-8", r.ID, maxKeyLen)
+		return fmt.Errorf("mysqlarchive: record %q: Endpoint must be at most %d characters of valid UTF-8", r.ID, maxKeyLen)
 	case utf8.RuneCountInString(r.Namespace) > maxKeyLen || !utf8.ValidString(r.Namespace):
-		return fmt.Errorf("taskarchive: record %q: Namespace must be at most %d characters of valid UTF-8", r.ID, maxKeyLen)
+		return fmt.Errorf("mysqlarchive: record %q: Namespace must be at most %d characters of valid UTF-8", r.ID, maxKeyLen)
 	case r.Status == "" || len(r.Status) > maxStatusLen:
-		return fmt.Errorf("taskarchive: record %q: Status must be 1-%d bytes", r.ID, maxStatusLen)
+		return fmt.Errorf("mysqlarchive: record %q: Status must be 1-%d bytes", r.ID, maxStatusLen)
 	case len(r.Result) > maxResult:
-		return fmt.Errorf("taskarchive: record %q: Result is %d bytes, more than %d", r.ID, len(r.Result), maxResult)
+		return fmt.Errorf("mysqlarchive: record %q: Result is %d bytes, more than %d", r.ID, len(r.Result), maxResult)
 	case len(r.ResultHeaders) > 0 && (len(r.ResultHeaders) > maxError || !json.Valid(r.ResultHeaders)):
-		return fmt.Errorf("taskarchive: record %q: ResultHeaders must be valid JSON of at most %d bytes", r.ID, maxError)
+		return fmt.Errorf("mysqlarchive: record %q: ResultHeaders must be valid JSON of at most %d bytes", r.ID, maxError)
 	case r.CreatedAt.IsZero():
-		return fmt.Errorf("taskarchive: record %q: CreatedAt is required (retention counts from it)", r.ID)
+		return fmt.Errorf("mysqlarchive: record %q: CreatedAt is required (retention counts from it)", r.ID)
 	}
 	return nil
 }
 
-// size approximates the bytes a record adds to an INSERT.
-func (r *Record) size() int {
+// recordSize approximates the bytes a record adds to an INSERT.
+func recordSize(r *relay.ArchiveRecord) int {
 	return len(r.ID) + len(r.Endpoint) + len(r.Namespace) + len(r.Status) + len(r.Result) +
 		len(r.ResultHeaders) + min(len(r.Error), maxError) + 64
 }

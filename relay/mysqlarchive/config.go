@@ -1,4 +1,4 @@
-package taskarchive
+package mysqlarchive
 
 import (
 	"cmp"
@@ -42,13 +42,13 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	switch {
 	case !tableName.MatchString(c.Table):
-		return fmt.Errorf("taskarchive: Config.Table %q must be 1-64 letters, digits or underscores, not starting with a digit", c.Table)
+		return fmt.Errorf("mysqlarchive: Config.Table %q must be 1-64 letters, digits or underscores, not starting with a digit", c.Table)
 	case c.Retention < time.Second:
-		return fmt.Errorf("taskarchive: Config.Retention %v must be at least 1s", c.Retention)
+		return fmt.Errorf("mysqlarchive: Config.Retention %v must be at least 1s", c.Retention)
 	case c.BatchSize < 1 || c.BatchSize > 5000:
-		return fmt.Errorf("taskarchive: Config.BatchSize %d must be in [1, 5000]", c.BatchSize)
+		return fmt.Errorf("mysqlarchive: Config.BatchSize %d must be in [1, 5000]", c.BatchSize)
 	case c.MaxOpenConns < 1:
-		return fmt.Errorf("taskarchive: Config.MaxOpenConns %d must be at least 1", c.MaxOpenConns)
+		return fmt.Errorf("mysqlarchive: Config.MaxOpenConns %d must be at least 1", c.MaxOpenConns)
 	}
 	return nil
 }

@@ -1,23 +1,24 @@
-package taskarchive_test
+package mysqlarchive_test
 
 import (
 	"bytes"
 	"fmt"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
+	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/relay/mysqlarchive"
 )
 
 // BenchmarkPut measures archived tasks per second, written 100 per call with a 512-byte result.
 func BenchmarkPut(b *testing.B) {
-	a, err := taskarchive.Open(b.Context(), mysqltest.New(b), taskarchive.Config{})
+	a, err := mysqlarchive.Open(b.Context(), mysqltest.New(b), mysqlarchive.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer a.Close()
 	body := bytes.Repeat([]byte("r"), 512)
-	recs := make([]taskarchive.Record, 100)
+	recs := make([]relay.ArchiveRecord, 100)
 	n := 0
 	for b.Loop() {
 		for i := range recs {

@@ -1,4 +1,4 @@
-package taskarchive_test
+package mysqlarchive_test
 
 import (
 	"bytes"
@@ -13,18 +13,19 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sluicehq/sluice/internal/taskarchive"
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
+	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/relay/mysqlarchive"
 )
 
 func TestMain(m *testing.M) { mysqltest.Main(m) }
 
 // setup opens an archive on a fresh database and returns it with the DSN.
-func setup(t *testing.T, cfg taskarchive.Config) (*taskarchive.Archive, string) {
+func setup(t *testing.T, cfg mysqlarchive.Config) (*mysqlarchive.Archive, string) {
 	t.Helper()
 	dsn := mysqltest.New(t)
-	a, err := taskarchive.Open(t.Context(), dsn, cfg)
+	a, err := mysqlarchive.Open(t.Context(), dsn, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func count(t *testing.T, dsn, table string) int {
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.FixedZone("CET", 3600))
 
-func full(id string) taskarchive.Record {
-	return taskarchive.Record{
+func full(id string) relay.ArchiveRecord {
+	return relay.ArchiveRecord{
 		ID:            id,
 		Endpoint:      "imagegen",
 		Namespace:     "shop",
@@ -67,7 +68,7 @@ func full(id string) taskarchive.Record {
 }
 
 // same compares records as the archive stores them: UTC, microseconds.
-func same(t *testing.T, got, want taskarchive.Record) {
+func same(t *testing.T, got, want relay.ArchiveRecord) {
 	t.Helper()
 	norm := func(tm time.Time) time.Time {
 		if tm.IsZero() {
@@ -87,9 +88,9 @@ func same(t *testing.T, got, want taskarchive.Record) {
 
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	a, _ := setup(t, taskarchive.Config{})
+	a, _ := setup(t, mysqlarchive.Config{})
 	rec := full("task-1")
-	failed := taskarchive.Record{ID: "task-2", Status: "failed", Error: "dial tcp: refused", CreatedAt: t0}
+	failed := relay.ArchiveRecord{ID: "task-2", Status: "failed", Error: "dial tcp: refused", CreatedAt: t0}
 	if err := a.Put(t.Context(), rec, failed); err != nil {
 		t.Fatal(err)
 	}
@@ -113,15 +114,15 @@ func TestRoundTrip(t *testing.T) {
 
 func TestGetNotFound(t *testing.T) {
 	t.Parallel()
-	a, _ := setup(t, taskarchive.Config{})
-	if _, err := a.Get(t.Context(), "nope"); !errors.Is(err, taskarchive.ErrNotFound) {
+	a, _ := setup(t, mysqlarchive.Config{})
+	if _, err := a.Get(t.Context(), "nope"); !errors.Is(err, relay.ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
 }
 
 func TestPutIsAnIdempotentUpsert(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{Table: "archived"})
+	a, dsn := setup(t, mysqlarchive.Config{Table: "archived"})
 	rec := full("task-1")
 	for range 3 {
 		if err := a.Put(t.Context(), rec); err != nil {
@@ -144,8 +145,8 @@ func TestPutIsAnIdempotentUpsert(t *testing.T) {
 
 func TestPutWritesInBatches(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{BatchSize: 7})
-	recs := make([]taskarchive.Record, 50)
+	a, dsn := setup(t, mysqlarchive.Config{BatchSize: 7})
+	recs := make([]relay.ArchiveRecord, 50)
 	for i := range recs {
 		recs[i] = full(fmt.Sprintf("task-%02d", i))
 	}
@@ -158,7 +159,7 @@ func TestPutWritesInBatches(t *testing.T) {
 	}
 	// Large results split a batch by size too (4 MiB per INSERT), under max_allowed_packet.
 	big := bytes.Repeat([]byte("x"), 3<<20)
-	large := []taskarchive.Record{full("big-1"), full("big-2"), full("big-3")}
+	large := []relay.ArchiveRecord{full("big-1"), full("big-2"), full("big-3")}
 	for i := range large {
 		large[i].Result = big
 	}
@@ -173,14 +174,14 @@ func TestPutWritesInBatches(t *testing.T) {
 
 func TestPutRejectsBadRecords(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{})
-	for field, mut := range map[string]func(*taskarchive.Record){
-		"ID":            func(r *taskarchive.Record) { r.ID = "" },
-		"Endpoint":      func(r *taskarchive.Record) { r.Endpoint = strings.Repeat("e", 192) },
-		"Namespace":     func(r *taskarchive.Record) { r.Namespace = "\xff" },
-		"Status":        func(r *taskarchive.Record) { r.Status = "" },
-		"ResultHeaders": func(r *taskarchive.Record) { r.ResultHeaders = json.RawMessage(`{"a":`) },
-		"CreatedAt":     func(r *taskarchive.Record) { r.CreatedAt = time.Time{} },
+	a, dsn := setup(t, mysqlarchive.Config{})
+	for field, mut := range map[string]func(*relay.ArchiveRecord){
+		"ID":            func(r *relay.ArchiveRecord) { r.ID = "" },
+		"Endpoint":      func(r *relay.ArchiveRecord) { r.Endpoint = strings.Repeat("e", 192) },
+		"Namespace":     func(r *relay.ArchiveRecord) { r.Namespace = "\xff" },
+		"Status":        func(r *relay.ArchiveRecord) { r.Status = "" },
+		"ResultHeaders": func(r *relay.ArchiveRecord) { r.ResultHeaders = json.RawMessage(`{"a":`) },
+		"CreatedAt":     func(r *relay.ArchiveRecord) { r.CreatedAt = time.Time{} },
 	} {
 		good, bad := full("good"), full("bad")
 		mut(&bad)
@@ -196,7 +197,7 @@ func TestPutRejectsBadRecords(t *testing.T) {
 
 func TestLongErrorsAreCut(t *testing.T) {
 	t.Parallel()
-	a, _ := setup(t, taskarchive.Config{})
+	a, _ := setup(t, mysqlarchive.Config{})
 	rec := full("task-1")
 	rec.Error = strings.Repeat("é", 40000) + "\xff" // 80 KB, one invalid byte
 	if err := a.Put(t.Context(), rec); err != nil {
@@ -213,9 +214,9 @@ func TestLongErrorsAreCut(t *testing.T) {
 
 func TestDeleteBeforeRemovesOnlyOldRowsInBatches(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{})
+	a, dsn := setup(t, mysqlarchive.Config{})
 	cutoff := time.Now().Add(-72 * time.Hour)
-	var recs []taskarchive.Record
+	var recs []relay.ArchiveRecord
 	for i := range 25 {
 		r := full(fmt.Sprintf("old-%02d", i))
 		r.CreatedAt = cutoff.Add(-time.Duration(i+1) * time.Minute)
@@ -239,7 +240,7 @@ func TestDeleteBeforeRemovesOnlyOldRowsInBatches(t *testing.T) {
 	if _, err := a.Get(t.Context(), "new-00"); err != nil {
 		t.Fatalf("a recent task was deleted: %v", err)
 	}
-	if _, err := a.Get(t.Context(), "old-00"); !errors.Is(err, taskarchive.ErrNotFound) {
+	if _, err := a.Get(t.Context(), "old-00"); !errors.Is(err, relay.ErrNotFound) {
 		t.Fatalf("an old task is still there: %v", err)
 	}
 	if n, err := a.DeleteBefore(t.Context(), cutoff, 10); err != nil || n != 0 {
@@ -252,8 +253,8 @@ func TestDeleteBeforeRemovesOnlyOldRowsInBatches(t *testing.T) {
 
 func TestDeleteBeforeStopsWithItsContext(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{})
-	var recs []taskarchive.Record
+	a, dsn := setup(t, mysqlarchive.Config{})
+	var recs []relay.ArchiveRecord
 	for i := range 6 {
 		r := full(fmt.Sprintf("old-%d", i))
 		r.CreatedAt = time.Now().Add(-100 * time.Hour)
@@ -274,7 +275,7 @@ func TestDeleteBeforeStopsWithItsContext(t *testing.T) {
 
 func TestRetentionLoopPrunesOldTasks(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{Retention: time.Hour, BatchSize: 2})
+	a, dsn := setup(t, mysqlarchive.Config{Retention: time.Hour, BatchSize: 2})
 	old, recent := full("old"), full("recent")
 	old.CreatedAt = time.Now().Add(-2 * time.Hour)
 	recent.CreatedAt = time.Now()
@@ -300,7 +301,7 @@ func TestRetentionLoopPrunesOldTasks(t *testing.T) {
 
 func TestOpenTwiceKeepsTheTable(t *testing.T) {
 	t.Parallel()
-	a, dsn := setup(t, taskarchive.Config{})
+	a, dsn := setup(t, mysqlarchive.Config{})
 	if err := a.Put(t.Context(), full("task-1")); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestOpenTwiceKeepsTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	dc.ParseTime, dc.Loc = false, time.Local
-	b, err := taskarchive.Open(t.Context(), dc.FormatDSN(), taskarchive.Config{})
+	b, err := mysqlarchive.Open(t.Context(), dc.FormatDSN(), mysqlarchive.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,20 +325,20 @@ func TestOpenTwiceKeepsTheTable(t *testing.T) {
 func TestOpenValidates(t *testing.T) {
 	t.Parallel()
 	dsn := mysqltest.New(t)
-	for field, cfg := range map[string]taskarchive.Config{
+	for field, cfg := range map[string]mysqlarchive.Config{
 		"Table":        {Table: "bad-name"},
 		"Retention":    {Retention: time.Millisecond},
 		"BatchSize":    {BatchSize: -1},
 		"MaxOpenConns": {MaxOpenConns: -1},
 	} {
-		if _, err := taskarchive.Open(t.Context(), dsn, cfg); err == nil || !strings.Contains(err.Error(), field) {
+		if _, err := mysqlarchive.Open(t.Context(), dsn, cfg); err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: err = %v, want one naming the field", field, err)
 		}
 	}
-	if _, err := taskarchive.Open(t.Context(), "root@tcp(127.0.0.1:1)/", taskarchive.Config{}); err == nil {
+	if _, err := mysqlarchive.Open(t.Context(), "root@tcp(127.0.0.1:1)/", mysqlarchive.Config{}); err == nil {
 		t.Error("a DSN without a database was accepted")
 	}
-	if _, err := taskarchive.Open(t.Context(), "::not a dsn", taskarchive.Config{}); err == nil {
+	if _, err := mysqlarchive.Open(t.Context(), "::not a dsn", mysqlarchive.Config{}); err == nil {
 		t.Error("a bad DSN was accepted")
 	}
 }
