@@ -3,7 +3,6 @@ package callback
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/ratelimit"
 )
@@ -84,6 +84,8 @@ type DelivererStats struct {
 // channel naming the queue, each visit learns when the queue next has something due, and a sweep
 // of the queues that have had callback jobs covers lost notifications.
 type Deliverer struct {
+	startstop.Base // the run's lifecycle: Start subscribes, then Base.Run runs the workers
+
 	cfg    DelivererConfig
 	store  *Store
 	strict *outbound.Sender // refuses private addresses
@@ -99,16 +101,11 @@ type Deliverer struct {
 	slots chan struct{}       // one token per leased, unfinished job (capacity Workers)
 
 	delivered, retried, dead, expired, released, lost atomic.Int64
-	stopping                                          atomic.Bool
 
-	mu         sync.Mutex
-	running    bool
-	stopFetch  context.CancelFunc
-	stopCalls  context.CancelFunc
-	fetchDone  chan struct{}
-	listenDone chan struct{}
-	workerDone sync.WaitGroup
+	startMu sync.Mutex // one Start at a time: it subscribes before Base.Run starts the run
 }
+
+var _ startstop.Service = (*Deliverer)(nil)
 
 type cachedSettings struct {
 	s  Settings
@@ -180,79 +177,68 @@ func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
 func (d *Deliverer) Store() *Store { return d.store }
 
 // Start subscribes to callback notifications and starts the workers. They run until ctx ends or
-// Stop is called.
+// Stop is called. It returns startstop.ErrAlreadyStarted while the Deliverer runs (until Stop,
+// even after ctx ended).
 func (d *Deliverer) Start(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.running {
-		return errors.New("callback: deliverer already started")
+	d.startMu.Lock()
+	defer d.startMu.Unlock()
+	if d.Running() {
+		return startstop.ErrAlreadyStarted
 	}
 	ps := d.cfg.Redis.Subscribe(ctx, d.cfg.Queue.CallbackChannel())
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
 		return fmt.Errorf("callback: deliverer: subscribe: %w", err)
 	}
-	fetchCtx, stopFetch := context.WithCancel(ctx)
-	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
-	d.stopFetch, d.stopCalls = stopFetch, stopCalls
-	d.fetchDone, d.listenDone = make(chan struct{}), make(chan struct{})
-	d.stopping.Store(false)
-	d.running = true
-
-	jobs := make(chan callbackWork, d.cfg.Workers)
-	go func() {
-		defer close(d.listenDone)
-		d.listen(fetchCtx, ps)
-	}()
-	go func() {
-		defer close(d.fetchDone)
-		defer close(jobs)
-		d.fetchLoop(fetchCtx, jobs)
-		// Stop, or the caller's ctx ended: jobs leased and not yet sent are given back.
-		d.stopping.Store(true)
-	}()
-	d.workerDone.Add(d.cfg.Workers)
-	for range d.cfg.Workers {
-		go func() {
-			defer d.workerDone.Done()
-			for w := range jobs {
-				d.deliver(callCtx, w)
-			}
-		}()
+	if err := d.Run(ctx, func(fetchCtx context.Context) { d.run(ctx, fetchCtx, ps) }); err != nil {
+		_ = ps.Close()
+		return err
 	}
 	return nil
 }
 
-// Stop stops leasing, gives back leased jobs not yet sent, lets calls in flight finish for up to
-// ShutdownTimeout (then cancels them: they are retried later), and waits for the workers.
-func (d *Deliverer) Stop() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !d.running {
-		return
+// run is one run of the Deliverer: it leases and delivers callback jobs until fetchCtx ends (at
+// Stop, or as ctx ends). Then jobs leased and not yet sent are given back, and calls in flight
+// may finish for up to ShutdownTimeout before they are cancelled (they are retried later, with
+// the same webhook-id).
+func (d *Deliverer) run(ctx, fetchCtx context.Context, ps *redis.PubSub) {
+	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCalls()
+	jobs := make(chan callbackWork, d.cfg.Workers)
+	var listener, workers sync.WaitGroup
+	listener.Go(func() { d.listen(fetchCtx, ps) })
+	stopping := func() bool { return fetchCtx.Err() != nil }
+	for range d.cfg.Workers {
+		workers.Go(func() {
+			for w := range jobs {
+				d.deliver(callCtx, stopping, w)
+			}
+		})
 	}
-	d.stopping.Store(true)
-	d.stopFetch()
-	<-d.fetchDone
-	<-d.listenDone
+	d.fetchLoop(fetchCtx, jobs)
+	close(jobs)
+	listener.Wait()
 	done := make(chan struct{})
 	go func() {
-		d.workerDone.Wait()
+		workers.Wait()
 		close(done)
 	}()
 	timer := time.NewTimer(d.cfg.ShutdownTimeout)
 	select {
 	case <-done:
 	case <-timer.C:
-		d.stopCalls()
+		stopCalls()
 		<-done
 	}
 	timer.Stop()
-	d.stopCalls()
 	d.strict.Close()
 	d.open.Close()
-	d.running = false
 }
+
+// Stop stops leasing, gives back leased jobs not yet sent, lets calls in flight finish for up to
+// ShutdownTimeout (then cancels them: they are retried later), and waits for the workers. It is
+// safe to call twice or from two goroutines at once; a Deliverer can be started again after Stop.
+func (d *Deliverer) Stop() { d.Base.Stop() }
 
 // Stats returns the deliverer's counters.
 func (d *Deliverer) Stats() DelivererStats {
@@ -389,14 +375,15 @@ func (d *Deliverer) finish() {
 	}
 }
 
-// deliver makes one try of a leased callback job and records its outcome.
-func (d *Deliverer) deliver(ctx context.Context, w callbackWork) {
+// deliver makes one try of a leased callback job and records its outcome; once stopping reports
+// true (the run is stopping) it gives the job back instead.
+func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbackWork) {
 	defer d.finish()
 	job := w.job
 	ev := Event{Namespace: job.Namespace, Queue: job.Queue, JobID: job.ID, Delivery: job.Delivery.Delivery}
 	// Reports go through even while calls are being cancelled at shutdown.
 	report := context.WithoutCancel(ctx)
-	if d.stopping.Load() {
+	if stopping() {
 		d.release(report, job, &ev)
 		return
 	}

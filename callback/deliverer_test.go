@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -487,5 +488,40 @@ func TestCallbackDestinationConcurrencyHoldsAcrossDeliverers(t *testing.T) {
 	})
 	if p := peak.Load(); p > 2 {
 		t.Fatalf("%d calls in flight to one destination, over its limit of 2", p)
+	}
+}
+
+// A second Start of a running Deliverer is refused; Stop is safe twice and from two goroutines at
+// once; a stopped Deliverer starts again and delivers.
+func TestDelivererStartStopRestart(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	f := newCallbackFixture(t, env)
+	d, err := callback.NewDeliverer(callback.DelivererConfig{Queue: f.q, Redis: env.Client, SettingsTTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	for round := range 2 {
+		if err := d.Start(ctxT(t)); err != nil {
+			t.Fatalf("round %d: Start: %v", round, err)
+		}
+		if err := d.Start(ctxT(t)); !errors.Is(err, startstop.ErrAlreadyStarted) {
+			t.Fatalf("round %d: second Start = %v, want startstop.ErrAlreadyStarted", round, err)
+		}
+		id := f.publish(t, queue.PublishParams{Callback: f.hook("/again")})
+		f.waitState(t, id, queue.StateDone)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(d.Stop)
+		}
+		wg.Wait()
+		d.Stop()
+		if d.Running() {
+			t.Fatalf("round %d: running after Stop", round)
+		}
+	}
+	if st := d.Stats(); st.Delivered != 2 {
+		t.Fatalf("stats %+v, want 2 delivered", st)
 	}
 }

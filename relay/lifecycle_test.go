@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
@@ -141,5 +143,41 @@ func TestStopDrainsCallsUnderWay(t *testing.T) {
 	<-stopped
 	if task := get(t, c, id); task.Status != relay.StatusCompleted || string(task.Result) != "drained" {
 		t.Fatalf("after Stop: %s %q", task.Status, task.Result)
+	}
+}
+
+// A second Start of a running Dispatcher is refused; Stop is safe twice and from two goroutines at
+// once; a stopped Dispatcher starts again and runs tasks.
+func TestDispatcherStartStopRestart(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	tg := newTarget(t, nil)
+	setEndpoint(t, c, relay.Endpoint{Name: "again", TargetURL: tg.URL})
+	d, err := relay.NewDispatcher(c, relay.DispatcherConfig{AllowPrivate: true, PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	for round := range 2 {
+		if err := d.Start(ctxT(t)); err != nil {
+			t.Fatalf("round %d: Start: %v", round, err)
+		}
+		if err := d.Start(ctxT(t)); !errors.Is(err, startstop.ErrAlreadyStarted) {
+			t.Fatalf("round %d: second Start = %v, want startstop.ErrAlreadyStarted", round, err)
+		}
+		id := submit(t, c, relay.SubmitParams{Endpoint: "again"}).ID
+		if task := waitFinal(t, c, id); task.Status != relay.StatusCompleted {
+			t.Fatalf("round %d: task %s", round, task.Status)
+		}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(d.Stop)
+		}
+		wg.Wait()
+		d.Stop()
+		if d.Running() {
+			t.Fatalf("round %d: running after Stop", round)
+		}
 	}
 }
