@@ -46,6 +46,10 @@ func newRegistryKeys(prefix string) registryKeys {
 	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known"}
 }
 
+// sharedPermitKeyKey holds the permit key that processes given none share (SharedPermitKey). Its
+// name is the one the server first stored it under, kept so that stored keys go on working.
+func sharedPermitKeyKey(prefix string) string { return prefix + ":server:relay-permit-key" }
+
 // channels are the Pub/Sub channels of the relay scripts.
 type channels struct {
 	wake string // payload: endpoint name; a task or a slot became free

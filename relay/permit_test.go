@@ -211,3 +211,28 @@ func TestRateLimitedPermitsAreValid(t *testing.T) {
 		}
 	})
 }
+
+// Processes given no permit key share one kept in Redis: the first makes it, the rest read it, and
+// it stays under the key name servers have always stored it at.
+func TestSharedPermitKey(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	first, err := relay.SharedPermitKey(ctxT(t), env.Client, env.Prefix)
+	if err != nil || !first.Created || len(first.Key) < 32 {
+		t.Fatalf("first SharedPermitKey = %+v, %v; want a new key of at least 32 bytes", first, err)
+	}
+	again, err := relay.SharedPermitKey(ctxT(t), env.Client, env.Prefix)
+	if err != nil || again.Created || string(again.Key) != string(first.Key) {
+		t.Fatalf("second SharedPermitKey = %+v, %v; want the first key, not created", again, err)
+	}
+	name := env.Prefix + ":server:relay-permit-key"
+	if stored, err := env.Client.Get(ctxT(t), name).Result(); err != nil || stored != string(first.Key) || first.RedisKey != name {
+		t.Fatalf("stored at %s: %q, %v (RedisKey %q)", name, stored, err, first.RedisKey)
+	}
+	if err := env.Client.Set(ctxT(t), name, "short", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.SharedPermitKey(ctxT(t), env.Client, env.Prefix); err == nil || !strings.Contains(err.Error(), "shorter than 32 bytes") {
+		t.Fatalf("short stored key: %v, want an error", err)
+	}
+}
