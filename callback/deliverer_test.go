@@ -85,7 +85,7 @@ func newCallbackFixture(t *testing.T, env *redistest.Env) *cbFixture {
 	t.Cleanup(func() { _ = q.Close() })
 	store, err := callback.NewStore(env.Client, env.Prefix)
 	if err != nil {
-		t.Fatalf("NewCallbackStore: %v", err)
+		t.Fatalf("NewStore: %v", err)
 	}
 	f := &cbFixture{env: env, q: q, store: store, ns: "shop", recv: newReceiver(t)}
 	ctx := ctxT(t)

@@ -62,6 +62,12 @@
 // Every key of an endpoint shares one hash tag, so every script runs on Redis Cluster, and every
 // key has a TTL or an owner that trims it.
 //
+// # Archive
+//
+// Config.Archive (an Archive) keeps finished tasks after Redis has let them go, written by
+// maintenance and read by Get; package relay/mysqlarchive is the MySQL/MariaDB one, apart from
+// this package so that a program without an archive links no SQL driver.
+//
 // # Callbacks
 //
 // Job callbacks (package callback) count against an endpoint's limits when their URL is under its
