@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // Limits on a job's callback.
@@ -184,22 +185,19 @@ func (c *Client) ConsumeCallbacks(ctx context.Context, ns, q string, count int) 
 	if count < 1 || count > MaxConsumeCount {
 		return CallbackBatch{}, invalid("count", "%d is outside 1..%d", count, MaxConsumeCount)
 	}
-	reply, err := c.run(ctx, scriptConsumeCallbacks, c.keys.get(ns, q), count).Slice()
+	leased, err := c.store.ConsumeCallbacks(ctx, ns, q, count)
 	if err != nil {
 		return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
 	}
-	leased, err := c.parseLeasedReply(ns, q, reply)
-	if err != nil {
-		return CallbackBatch{}, fmt.Errorf("queue: consume callbacks %s/%s: %w", ns, q, err)
+	out := CallbackBatch{Jobs: make([]CallbackJob, 0, len(leased.Jobs)), More: leased.More}
+	if leased.Next > 0 {
+		out.Wake = max(time.Duration(leased.Next-leased.Now)*time.Millisecond, time.Millisecond)
 	}
-	out := CallbackBatch{Jobs: make([]CallbackJob, 0, len(leased.jobs)), More: leased.more}
-	if leased.next > 0 {
-		out.Wake = max(time.Duration(leased.next-leased.now)*time.Millisecond, time.Millisecond)
-	}
-	for _, j := range leased.jobs {
+	for i := range leased.Jobs {
+		j := jobOf(ns, q, &leased.Jobs[i])
 		d := j.delivery()
-		d.Elapsed = time.Duration(leased.now-d.PublishedAt.UnixMilli()) * time.Millisecond
-		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(leased.now), LastError: j.LastError}
+		d.Elapsed = time.Duration(leased.Now-d.PublishedAt.UnixMilli()) * time.Millisecond
+		cj := CallbackJob{Delivery: d, DueAt: j.DueAt, LeasedAt: time.UnixMilli(leased.Now), LastError: j.LastError}
 		if j.Callback != nil {
 			cj.Callback = *j.Callback
 		}
@@ -210,15 +208,13 @@ func (c *Client) ConsumeCallbacks(ctx context.Context, ns, q string, count int) 
 
 // CallbackQueues lists the queues that have had callback jobs: the ones a deliverer visits.
 func (c *Client) CallbackQueues(ctx context.Context) ([]QueueRef, error) {
-	members, err := c.rdb.SMembers(ctx, callbackQueuesKey(c.cfg.Prefix)).Result()
+	names, err := c.store.CallbackQueues(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("queue: callback queues: %w", err)
 	}
-	out := make([]QueueRef, 0, len(members))
-	for _, m := range members {
-		if ns, q, ok := strings.Cut(m, ":"); ok {
-			out = append(out, QueueRef{Namespace: ns, Queue: q})
-		}
+	out := make([]QueueRef, len(names))
+	for i, n := range names {
+		out[i] = QueueRef(n)
 	}
 	return out, nil
 }
@@ -226,23 +222,15 @@ func (c *Client) CallbackQueues(ctx context.Context) ([]QueueRef, error) {
 // CallbackChannel is the Pub/Sub channel on which the queue announces callback work: a job put on
 // a callback lane, or a new earliest delayed callback job. ParseCallbackNotification reads its
 // messages.
-func (c *Client) CallbackChannel() string { return callbackChannel(c.cfg.Prefix) }
+func (c *Client) CallbackChannel() string { return c.store.CallbackChannel() }
 
 // ParseCallbackNotification returns the queue a message of CallbackChannel names.
 func ParseCallbackNotification(msg string) (QueueRef, bool) {
-	inner, ok := strings.CutPrefix(msg, "{")
-	if !ok {
+	name, ok := store.ParseHashTag(msg)
+	if !ok || !validName(name.Namespace) || !validName(name.Queue) {
 		return QueueRef{}, false
 	}
-	inner, ok = strings.CutSuffix(inner, "}")
-	if !ok {
-		return QueueRef{}, false
-	}
-	ns, q, ok := strings.Cut(inner, ":")
-	if !ok || !validName(ns) || !validName(q) {
-		return QueueRef{}, false
-	}
-	return QueueRef{Namespace: ns, Queue: q}, true
+	return QueueRef(name), true
 }
 
 // callbackMethods are the methods a callback may use: those of a request-queue task (relay). A

@@ -45,17 +45,15 @@ func (c *Client) Consume(ctx context.Context, p ConsumeParams) ([]Delivery, erro
 	if err := c.validateConsume(&p); err != nil {
 		return nil, err
 	}
-	keys := make([]queueKeys, len(p.Queues))
 	channels := make([]string, len(p.Queues))
 	for i, q := range p.Queues {
-		keys[i] = c.keys.get(p.Namespace, q)
-		channels[i] = keys[i].channel
+		channels[i] = c.store.Channel(p.Namespace, q)
 	}
 	var out []Delivery
 	err := c.waitFor(ctx, channels, p.Timeout, func() (bool, time.Duration, error) {
 		var wake time.Duration
 		var err error
-		out, wake, err = c.consumeOnce(ctx, p, keys)
+		out, wake, err = c.consumeOnce(ctx, p)
 		return len(out) > 0, wake, err
 	})
 	return out, err
@@ -109,12 +107,12 @@ func (c *Client) waitFor(ctx context.Context, channels []string, wait time.Durat
 
 // consumeOnce runs the consume script on each queue in order until Count jobs are leased. wake is
 // how long until time next changes something in these queues (0: nothing scheduled).
-func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams, keys []queueKeys) ([]Delivery, time.Duration, error) {
+func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, time.Duration, error) {
 	var out []Delivery
 	var wake time.Duration
-	for i, k := range keys {
+	for i, q := range p.Queues {
 		for len(out) < p.Count {
-			req := consumeReq{ns: p.Namespace, q: p.Queues[i], k: k, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
+			req := consumeReq{ns: p.Namespace, q: q, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
 			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+strconv.FormatInt(req.ttr, 10), req)
 			if err != nil {
 				if len(out) > 0 {
@@ -142,7 +140,6 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams, keys []queueK
 // ttr are served by one script call (combine.go).
 type consumeReq struct {
 	ns, q string
-	k     queueKeys
 	count int
 	ttr   int64
 }
@@ -160,62 +157,24 @@ func (c *Client) runConsume(ctx context.Context, _ string, reqs []consumeReq) ([
 		total += r.count
 	}
 	want := min(total, MaxConsumeCount)
-	reply, err := c.run(ctx, scriptConsume, reqs[0].k, want, reqs[0].ttr).Slice()
+	leased, err := c.store.Consume(ctx, reqs[0].ns, reqs[0].q, want, reqs[0].ttr)
 	if err != nil {
 		return nil, err
 	}
-	leased, err := c.parseLeasedReply(reqs[0].ns, reqs[0].q, reply)
-	if err != nil {
-		return nil, err
-	}
-	jobs := make([]Delivery, len(leased.jobs))
-	for j, job := range leased.jobs {
-		jobs[j] = job.delivery()
-		jobs[j].Elapsed = time.Duration(leased.now-job.PublishedAt.UnixMilli()) * time.Millisecond
+	jobs := make([]Delivery, len(leased.Jobs))
+	for j := range leased.Jobs {
+		jobs[j] = jobOf(reqs[0].ns, reqs[0].q, &leased.Jobs[j]).delivery()
+		jobs[j].Elapsed = time.Duration(leased.Now-jobs[j].PublishedAt.UnixMilli()) * time.Millisecond
 	}
 	// The queue may hold more when the script stopped early or the batch was capped.
-	mayHaveMore := leased.more || (leased.count == want && total > want)
+	mayHaveMore := leased.More || (leased.Count == want && total > want)
 	out := make([]consumeRes, len(reqs))
 	for i, r := range reqs {
 		take := min(r.count, len(jobs))
-		out[i] = consumeRes{jobs: jobs[:take:take], now: leased.now, next: leased.next, more: mayHaveMore && take < r.count}
+		out[i] = consumeRes{jobs: jobs[:take:take], now: leased.Now, next: leased.Next, more: mayHaveMore && take < r.count}
 		jobs = jobs[take:]
 	}
 	return out, nil
-}
-
-// leasedReply is what consume.lua and consume_callbacks.lua answer.
-type leasedReply struct {
-	now, next int64 // Redis time of the call; next due job or lease end (-1: none)
-	more      bool  // the script stopped early: call again
-	count     int   // jobs leased, any left out of jobs included
-	jobs      []Job // the leased jobs, as the lease shows them
-}
-
-// parseLeasedReply reads a consume script's answer. A job whose record this client cannot read
-// (one written by a later version, with a field of a kind it cannot skip) is logged and left out
-// rather than failing the call, whose other jobs are leased already: it stays leased, comes back
-// when its lease ends, and reaches the dead letter when its tries run out.
-func (c *Client) parseLeasedReply(ns, q string, reply []any) (leasedReply, error) {
-	if len(reply) < 4 {
-		return leasedReply{}, fmt.Errorf("unexpected reply of %d fields", len(reply))
-	}
-	r := leasedReply{now: num(reply[0]), next: num(reply[1]), more: num(reply[2]) == 1, count: int(num(reply[3]))}
-	if r.count < 0 || len(reply) != 4+r.count*fieldsPerLeased {
-		return leasedReply{}, fmt.Errorf("unexpected reply: %d fields for %d jobs", len(reply), r.count)
-	}
-	r.jobs = make([]Job, 0, r.count)
-	for j := range r.count {
-		f := reply[4+j*fieldsPerLeased : 4+(j+1)*fieldsPerLeased]
-		job, err := parseLeased(ns, q, f)
-		if err != nil {
-			c.cfg.Logger.Error("queue: a leased job's record cannot be read; it stays leased until its lease ends",
-				"namespace", ns, "queue", q, "id", str(f[0]), "err", err)
-			continue
-		}
-		r.jobs = append(r.jobs, job)
-	}
-	return r, nil
 }
 
 func (c *Client) validateConsume(p *ConsumeParams) error {

@@ -47,16 +47,11 @@ func (c *Client) DeadList(ctx context.Context, p DeadListParams) (DeadListResult
 			return DeadListResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
 		}
 	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	f, err := c.run(ctx, scriptDeadList, k, offset, limit).Slice()
+	page, err := c.store.DeadList(ctx, p.Namespace, p.Queue, offset, limit)
 	if err != nil {
 		return DeadListResult{}, fmt.Errorf("queue: dead list: %w", err)
 	}
-	res := DeadListResult{Total: num(f[0])}
-	n := int(num(f[1]))
-	for i := range n {
-		res.Jobs = append(res.Jobs, parseJob(p.Namespace, p.Queue, f[2+i*fieldsPerJob:2+(i+1)*fieldsPerJob]))
-	}
+	res := DeadListResult{Total: page.Total, Jobs: appendJobs(nil, p.Namespace, p.Queue, page.Jobs)}
 	if next := offset + limit; int64(next) < res.Total {
 		res.NextCursor = strconv.Itoa(next)
 	}
@@ -80,8 +75,7 @@ func (c *Client) DeadSize(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	k := c.keys.get(ns, q)
-	n, err := c.rdb.ZCard(ctx, k.all[6]).Result()
+	n, err := c.store.DeadSize(ctx, ns, q)
 	if err != nil {
 		return 0, fmt.Errorf("queue: dead size: %w", err)
 	}
@@ -112,13 +106,10 @@ func (c *Client) DeadRespawn(ctx context.Context, p DeadRespawnParams) ([]string
 	if p.TTL > 0 && p.TTL < time.Millisecond {
 		return nil, invalid("ttl", "must be at least 1ms")
 	}
-	args, err := deadSelection(p.IDs, p.Limit)
-	if err != nil {
+	if err := checkDeadSelection(p.IDs, p.Limit); err != nil {
 		return nil, err
 	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	head := []any{p.TTL.Milliseconds(), c.cfg.DefaultUniqueFor.Milliseconds()}
-	ids, err := c.run(ctx, scriptDeadRespawn, k, append(head, args...)...).StringSlice()
+	ids, err := c.store.DeadRespawn(ctx, p.Namespace, p.Queue, p.TTL.Milliseconds(), c.cfg.DefaultUniqueFor.Milliseconds(), p.Limit, p.IDs)
 	if err != nil {
 		return nil, fmt.Errorf("queue: dead respawn: %w", err)
 	}
@@ -138,36 +129,33 @@ func (c *Client) DeadDelete(ctx context.Context, p DeadDeleteParams) (int, error
 	if err := validateQueue(p.Namespace, p.Queue); err != nil {
 		return 0, err
 	}
-	args, err := deadSelection(p.IDs, p.Limit)
-	if err != nil {
+	if err := checkDeadSelection(p.IDs, p.Limit); err != nil {
 		return 0, err
 	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	n, err := c.run(ctx, scriptDeadDelete, k, args...).Int()
+	n, err := c.store.DeadDelete(ctx, p.Namespace, p.Queue, p.Limit, p.IDs)
 	if err != nil {
 		return 0, fmt.Errorf("queue: dead delete: %w", err)
 	}
 	return n, nil
 }
 
-// deadSelection is the limit argument followed by the ids (dead_respawn.lua, dead_delete.lua).
-func deadSelection(ids []string, limit int) ([]any, error) {
+// checkDeadSelection checks a choice of dead jobs: at most MaxDeadPage ids, or without ids a
+// limit of 1..MaxDeadPage.
+func checkDeadSelection(ids []string, limit int) error {
 	if len(ids) > MaxDeadPage {
-		return nil, invalid("ids", "at most %d per call", MaxDeadPage)
+		return invalid("ids", "at most %d per call", MaxDeadPage)
 	}
 	if len(ids) == 0 {
 		if limit < 1 || limit > MaxDeadPage {
-			return nil, invalid("limit", "%d is outside 1..%d (or name ids)", limit, MaxDeadPage)
+			return invalid("limit", "%d is outside 1..%d (or name ids)", limit, MaxDeadPage)
 		}
 	}
-	args := []any{max(limit, 1)}
 	for _, id := range ids {
 		if err := validateID(id); err != nil {
-			return nil, inField("ids", err)
+			return inField("ids", err)
 		}
-		args = append(args, id)
 	}
-	return args, nil
+	return nil
 }
 
 func pageLimit(limit, def int) (int, error) {

@@ -23,9 +23,11 @@
 // A job with a Callback is never handed to consumers: when due it goes to its queue's callback
 // lane, which only the callback deliverer (callback.Deliverer) leases from, with ConsumeCallbacks.
 //
-// Where things are: the scripts are lua/*.lua (lib.lua holds the helpers they share, such as the
-// unique-key holder check); scripts.go is the only code that runs them (function library or
-// EVALSHA, loading, reloading, pipelines), called by typed script name; keys.go builds every key.
+// Where things are: every Redis read and write but the Pub/Sub wake-ups (notify.go) is in the
+// storage room, internal/store: the keys (keys.go builds every one), the job record's codecs, the scripts (lua/*.lua, lib.lua holding
+// the helpers they share) and the one code that runs them (function library or EVALSHA, loading,
+// reloading, pipelines, WAIT for replicas), with the faster scripts it picks for common cases. This
+// package calls the store's typed methods and never picks a script, codec or key itself.
 // The typed worker SDK is typed_*.go and worker*.go. Helpers for the tests of code that uses
 // queues are in package queuetest.
 package queue

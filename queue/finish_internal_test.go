@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // TestFinishTwiceInOneBatch: when one combined ack call names a job twice (Finish and Finish, or
@@ -25,31 +26,31 @@ func TestFinishTwiceInOneBatch(t *testing.T) {
 		}
 		return ds[0]
 	}
-	finish := func(d Delivery) AckParams {
-		return AckParams{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: finishDelivery}
+	finish := func(d Delivery) store.Ack {
+		return store.Ack{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: store.FinishAny}
 	}
-	ack := func(d Delivery) AckParams {
-		return AckParams{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: d.Delivery}
+	ack := func(d Delivery) store.Ack {
+		return store.Ack{Namespace: "ns", Queue: d.Queue, ID: d.ID, Delivery: d.Delivery}
 	}
 
 	for _, tc := range []struct {
 		name  string
-		batch func(d Delivery) []AckParams
+		batch func(d Delivery) []store.Ack
 	}{
-		{"finish+finish", func(d Delivery) []AckParams { return []AckParams{finish(d), finish(d)} }},
-		{"ack+finish", func(d Delivery) []AckParams { return []AckParams{ack(d), finish(d)} }},
+		{"finish+finish", func(d Delivery) []store.Ack { return []store.Ack{finish(d), finish(d)} }},
+		{"ack+finish", func(d Delivery) []store.Ack { return []store.Ack{ack(d), finish(d)} }},
 	} {
 		d := lease(tc.name[:3] + "q")
 		out, err := c.runAck(ctx, "", tc.batch(d))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out[0] != nil {
-			t.Fatalf("%s: first = %v", tc.name, out[0])
+		if err := ackError(out[0]); err != nil {
+			t.Fatalf("%s: first = %v", tc.name, err)
 		}
 		// Sequentially the second call finds the job gone: ErrNotFound, which lmstfy ignores.
-		if out[1] != nil && !errors.Is(out[1], ErrNotFound) {
-			t.Errorf("%s in one batch: Finish = %v, want nil or ErrNotFound (as when the calls run one after the other)", tc.name, out[1])
+		if err := ackError(out[1]); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s in one batch: Finish = %v, want nil or ErrNotFound (as when the calls run one after the other)", tc.name, err)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // Get returns a job in any state, with its position among ready jobs when it is ready.
@@ -20,7 +20,8 @@ func (c *Client) Get(ctx context.Context, ns, q, id string) (*Job, error) {
 	if err := validateID(id); err != nil {
 		return nil, err
 	}
-	return c.jobReply(c.run(ctx, scriptGet, c.keys.get(ns, q), id), ns, q, "get")
+	j, err := c.store.Get(ctx, ns, q, id)
+	return jobResult(ns, q, "get", &j, err)
 }
 
 // Peek returns the job a consumer would get next, without leasing it, or ErrNotFound when no job
@@ -31,19 +32,20 @@ func (c *Client) Peek(ctx context.Context, ns, q string) (*Job, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return nil, err
 	}
-	return c.jobReply(c.run(ctx, scriptPeek, c.keys.get(ns, q)), ns, q, "peek")
+	j, err := c.store.Peek(ctx, ns, q)
+	return jobResult(ns, q, "peek", &j, err)
 }
 
-func (c *Client) jobReply(cmd *redis.Cmd, ns, q, op string) (*Job, error) {
-	f, err := cmd.Slice()
-	if errors.Is(err, redis.Nil) {
+// jobResult is the Job the store read for op, or ErrNotFound.
+func jobResult(ns, q, op string, j *store.Job, err error) (*Job, error) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("queue: %s: %w", op, err)
 	}
-	j := parseJob(ns, q, f)
-	return &j, nil
+	job := jobOf(ns, q, j)
+	return &job, nil
 }
 
 // Delete removes jobs in any state (cancel) and returns how many existed. A consumer holding one
@@ -55,14 +57,12 @@ func (c *Client) Delete(ctx context.Context, ns, q string, ids ...string) (int, 
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
+	for _, id := range ids {
 		if err := validateID(id); err != nil {
 			return 0, err
 		}
-		args[i] = id
 	}
-	n, err := c.run(ctx, scriptDelete, c.keys.get(ns, q), args...).Int()
+	n, err := c.store.Delete(ctx, ns, q, ids)
 	if err != nil {
 		return 0, fmt.Errorf("queue: delete: %w", err)
 	}
@@ -97,11 +97,11 @@ func (c *Client) Stats(ctx context.Context, ns, q string) (Stats, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return Stats{}, err
 	}
-	f, err := c.run(ctx, scriptStats, c.keys.get(ns, q)).Slice()
+	st, err := c.store.Stats(ctx, ns, q)
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
-	return parseStats(f), nil
+	return Stats(st), nil
 }
 
 // StatsMany returns the stats of many queues of a namespace in one pipelined round trip.
@@ -114,49 +114,20 @@ func (c *Client) StatsMany(ctx context.Context, ns string, queues []string) ([]S
 	if len(queues) == 0 {
 		return nil, nil
 	}
-	calls := make([]scriptCall, len(queues))
-	for i, q := range queues {
-		calls[i] = scriptCall{script: scriptStats, keys: c.keys.get(ns, q)}
-	}
-	cmds, err := c.runMany(ctx, calls)
+	sts, err := c.store.StatsMany(ctx, ns, queues)
 	if err != nil {
 		return nil, fmt.Errorf("queue: stats: %w", err)
 	}
-	out := make([]Stats, len(queues))
-	for i, cmd := range cmds {
-		f, err := cmd.Slice()
-		if err != nil {
-			return nil, fmt.Errorf("queue: stats of %s: %w", queues[i], err)
-		}
-		out[i] = parseStats(f)
+	out := make([]Stats, len(sts))
+	for i, st := range sts {
+		out[i] = Stats(st)
 	}
 	return out, nil
 }
 
-func parseStats(f []any) Stats {
-	s := Stats{
-		Ready: num(f[0]), Delayed: num(f[1]), Leased: num(f[2]), Dead: num(f[3]), Done: num(f[4]),
-		Paused: num(f[5]) == 1,
-	}
-	counters := map[string]*int64{
-		"published": &s.Published, "consumed": &s.Consumed, "acked": &s.Acked, "nacked": &s.Nacked,
-		"retried": &s.Retried, "dead_lettered": &s.DeadLettered, "expired": &s.Expired,
-		"deleted": &s.Deleted, "released": &s.Released, "respawned": &s.Respawned,
-		"dead_dropped": &s.DeadDropped, "purged": &s.Purged,
-	}
-	for i := 6; i+1 < len(f); i += 2 {
-		if p, ok := counters[str(f[i])]; ok {
-			var n int64
-			_, _ = fmt.Sscan(str(f[i+1]), &n)
-			*p = n
-		}
-	}
-	return s
-}
-
 // Namespaces lists the namespaces that have queues, sorted.
 func (c *Client) Namespaces(ctx context.Context) ([]string, error) {
-	ns, err := c.rdb.SMembers(ctx, namespacesKey(c.cfg.Prefix)).Result()
+	ns, err := c.store.Namespaces(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("queue: namespaces: %w", err)
 	}
@@ -170,7 +141,7 @@ func (c *Client) Queues(ctx context.Context, ns string) ([]string, error) {
 	if !validName(ns) {
 		return nil, invalid("namespace", "%q %s", ns, nameRule)
 	}
-	qs, err := c.rdb.SMembers(ctx, queuesKey(c.cfg.Prefix, ns)).Result()
+	qs, err := c.store.Queues(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("queue: queues: %w", err)
 	}
@@ -184,7 +155,7 @@ func (c *Client) QueueExists(ctx context.Context, ns, q string) (bool, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return false, err
 	}
-	ok, err := c.rdb.SIsMember(ctx, queuesKey(c.cfg.Prefix, ns), q).Result()
+	ok, err := c.store.QueueExists(ctx, ns, q)
 	if err != nil {
 		return false, fmt.Errorf("queue: queue exists: %w", err)
 	}
@@ -199,8 +170,7 @@ func (c *Client) Pause(ctx context.Context, ns, q string) error {
 	if err := c.register(ctx, ns, q, false); err != nil {
 		return err
 	}
-	k := c.keys.get(ns, q)
-	if err := c.rdb.HSet(ctx, k.meta(), "paused", "1").Err(); err != nil {
+	if err := c.store.Pause(ctx, ns, q); err != nil {
 		return fmt.Errorf("queue: pause: %w", err)
 	}
 	return nil
@@ -211,12 +181,7 @@ func (c *Client) Resume(ctx context.Context, ns, q string) error {
 	if err := validateQueue(ns, q); err != nil {
 		return err
 	}
-	k := c.keys.get(ns, q)
-	if err := c.rdb.HDel(ctx, k.meta(), "paused").Err(); err != nil {
-		return fmt.Errorf("queue: resume: %w", err)
-	}
-	// Only a wake-up: a lost one costs waiting consumers at most Config.WakeupInterval.
-	if err := c.rdb.Publish(ctx, k.channel, "r").Err(); err != nil {
+	if err := c.store.Resume(ctx, ns, q); err != nil {
 		return fmt.Errorf("queue: resume: %w", err)
 	}
 	return nil
@@ -228,7 +193,7 @@ func (c *Client) Purge(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	n, err := c.run(ctx, scriptPurge, c.keys.get(ns, q), "0").Int64()
+	n, err := c.store.Purge(ctx, ns, q)
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
@@ -240,15 +205,8 @@ func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
 	}
-	n, err := c.run(ctx, scriptPurge, c.keys.get(ns, q), "1").Int64()
+	n, err := c.store.DeleteQueue(ctx, ns, q)
 	if err != nil {
-		return 0, fmt.Errorf("queue: delete queue: %w", err)
-	}
-	c.forget(ns, q)
-	pipe := c.rdb.Pipeline()
-	pipe.SRem(ctx, queuesKey(c.cfg.Prefix, ns), q)
-	pipe.SRem(ctx, callbackQueuesKey(c.cfg.Prefix), ns+":"+q)
-	if _, err := pipe.Exec(ctx); err != nil {
 		return n, fmt.Errorf("queue: delete queue: %w", err)
 	}
 	return n, nil
@@ -271,10 +229,7 @@ func (c *Client) DeleteNamespace(ctx context.Context, ns string) (queues int, jo
 		queues++
 		jobs += n
 	}
-	pipe := c.rdb.Pipeline()
-	pipe.SRem(ctx, namespacesKey(c.cfg.Prefix), ns)
-	pipe.Del(ctx, queuesKey(c.cfg.Prefix, ns))
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := c.store.ForgetNamespace(ctx, ns); err != nil {
 		return queues, jobs, fmt.Errorf("queue: delete namespace: %w", err)
 	}
 	return queues, jobs, nil
@@ -311,15 +266,10 @@ func (c *Client) Pending(ctx context.Context, p PendingParams) (PendingResult, e
 	if err != nil {
 		return PendingResult{}, err
 	}
-	f, err := c.run(ctx, scriptPending, c.keys.get(p.Namespace, p.Queue), limit).Slice()
+	page, err := c.store.Pending(ctx, p.Namespace, p.Queue, limit)
 	if err != nil {
 		return PendingResult{}, fmt.Errorf("queue: pending: %w", err)
 	}
-	res := PendingResult{Total: num(f[0])}
-	n := int(num(f[1]))
-	res.Jobs = make([]Job, 0, n)
-	for i := range n {
-		res.Jobs = append(res.Jobs, parseJob(p.Namespace, p.Queue, f[2+i*fieldsPerJob:2+(i+1)*fieldsPerJob]))
-	}
-	return res, nil
+	jobs := appendJobs(make([]Job, 0, len(page.Jobs)), p.Namespace, p.Queue, page.Jobs)
+	return PendingResult{Jobs: jobs, Total: page.Total}, nil
 }

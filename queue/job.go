@@ -1,7 +1,10 @@
 package queue
 
 import (
+	"encoding/json"
 	"time"
+
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // State is where a job is in its life (docs/job-states.md).
@@ -16,7 +19,11 @@ const (
 	StateDone    State = "done"    // acked with a result, kept for the result retention
 )
 
-var stateByCode = map[int64]State{1: StateDelayed, 2: StateReady, 3: StateLeased, 4: StateDead, 5: StateDone}
+// stateByCode is the State of each state a record holds.
+var stateByCode = map[int64]State{
+	store.StateDelayed: StateDelayed, store.StateReady: StateReady, store.StateLeased: StateLeased,
+	store.StateDead: StateDead, store.StateDone: StateDone,
+}
 
 // Backoff is a job's retry delay after a failed delivery when the nack names none: Base doubled
 // for every try used, capped at Max (and at 7 days in any case). A zero Backoff retries at once.
@@ -77,23 +84,47 @@ type Delivery struct {
 	TTL            time.Duration
 }
 
-// fieldsPerJob is the length of one job in script replies (reply_job in lib.lua).
-const fieldsPerJob = 22
-
-// parseJob reads the fields reply_job writes.
-func parseJob(ns, q string, f []any) Job {
-	var r jobRecord
-	for i, at := range replyNumbers {
-		r.num[at] = num(f[1+i])
+// jobOf is the Job of namespace ns and queue q that j, as the store read it back, describes.
+func jobOf(ns, q string, j *store.Job) Job {
+	out := Job{
+		ID:             j.ID,
+		Namespace:      ns,
+		Queue:          q,
+		State:          stateByCode[j.Num(store.RState)],
+		Priority:       int(j.Num(store.RPriority)),
+		Tries:          int(j.Num(store.RTries)),
+		RemainingTries: int(j.Num(store.RLeft)),
+		Deliveries:     int(j.Num(store.RDelivery)),
+		TTL:            ms(j.Num(store.RTTL)),
+		ExpiresAt:      timeMs(j.Num(store.RExpire)),
+		TTR:            ms(j.Num(store.RTTR)),
+		PublishedAt:    timeMs(j.Num(store.RPublished)),
+		DueAt:          timeMs(j.Num(store.RDue)),
+		LeaseUntil:     timeMs(j.Num(store.RLease)),
+		UniqueKey:      j.Str(store.RUnique),
+		Payload:        bytesOrNil(j.Str(store.RPayload)),
+		LastError:      j.Str(store.RError),
+		Result:         bytesOrNil(j.Str(store.RResult)),
+		FinishedAt:     timeMs(j.Num(store.RFinished)),
+		Position:       int(j.Position),
+		Backoff:        Backoff{Base: ms(j.Num(store.RBackoffBase)), Max: ms(j.Num(store.RBackoffMax))},
 	}
-	r.str[rUnique], r.str[rAttributes], r.str[rPayload] = str(f[12]), str(f[13]), str(f[14])
-	r.str[rError], r.str[rResult], r.str[rCallback] = str(f[15]), str(f[16]), str(f[21])
-	r.num[rFinished], r.num[rBackoffBase], r.num[rBackoffMax] = num(f[17]), num(f[19]), num(f[20])
-	return r.job(ns, q, str(f[0]), num(f[18]))
+	if cb := j.Str(store.RCallback); cb != "" {
+		out.Callback = decodeCallback(cb)
+	}
+	if a := j.Str(store.RAttributes); a != "" {
+		_ = json.Unmarshal([]byte(a), &out.Attributes) // written by Publish from a map: always valid
+	}
+	return out
 }
 
-// replyNumbers are the record fields reply_job sends first, in its order, after the id.
-var replyNumbers = [...]int{rState, rPriority, rTries, rLeft, rDelivery, rTTL, rExpire, rTTR, rPublished, rDue, rLease}
+// appendJobs appends jobOf of each of js to dst.
+func appendJobs(dst []Job, ns, q string, js []store.Job) []Job {
+	for i := range js {
+		dst = append(dst, jobOf(ns, q, &js[i]))
+	}
+	return dst
+}
 
 func (j Job) delivery() Delivery {
 	return Delivery{
@@ -112,22 +143,11 @@ func (j Job) delivery() Delivery {
 	}
 }
 
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func bytesOrNil(v any) []byte {
-	s, _ := v.(string)
+func bytesOrNil(s string) []byte {
 	if s == "" {
 		return nil
 	}
 	return []byte(s)
-}
-
-func num(v any) int64 {
-	n, _ := v.(int64)
-	return n
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -2,10 +2,11 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // AckParams name a delivery to finish.
@@ -26,143 +27,39 @@ func (c *Client) Ack(ctx context.Context, p AckParams) error {
 	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
 		return err
 	}
-	outcome, err := c.ackComb.do(ctx, p.Namespace+"\x00"+p.Queue, p)
+	outcome, err := c.ackComb.do(ctx, p.Namespace+"\x00"+p.Queue, store.Ack(p))
 	if err != nil {
 		return fmt.Errorf("queue: ack: %w", err)
 	}
-	return outcome
+	return ackError(outcome)
 }
 
 // Finish ends a job whatever its state, as lmstfy's ack does (it names no delivery): a job under
 // a running lease is acked as that delivery (it counts as done), any other job is deleted. It
 // returns ErrNotFound when there is no such job. Concurrent Finish and Ack calls on one queue
-// share one script call; a finish of a job under no running lease takes a second one (ackOneQueue).
+// share one script call; a finish of a job under no running lease takes a second one.
 func (c *Client) Finish(ctx context.Context, ns, q, id string) error {
 	if err := validateLease(ns, q, id, 1); err != nil {
 		return err
 	}
-	outcome, err := c.ackComb.do(ctx, ns+"\x00"+q, AckParams{Namespace: ns, Queue: q, ID: id, Delivery: finishDelivery})
+	outcome, err := c.ackComb.do(ctx, ns+"\x00"+q, store.Ack{Namespace: ns, Queue: q, ID: id, Delivery: store.FinishAny})
 	if err != nil {
 		return fmt.Errorf("queue: finish: %w", err)
 	}
-	return outcome
+	return ackError(outcome)
 }
-
-// finishDelivery in an ack asks the ack scripts to finish the job whatever its delivery (Finish);
-// Ack refuses it from callers.
-const finishDelivery = 0
 
 // runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
-func (c *Client) runAck(ctx context.Context, _ string, ps []AckParams) ([]error, error) {
-	reply, err := c.ackOneQueue(ctx, c.keys.get(ps[0].Namespace, ps[0].Queue), ps)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]error, len(ps))
-	for i := range ps {
-		out[i] = ackOutcome(reply[i])
-	}
-	return out, nil
+func (c *Client) runAck(ctx context.Context, _ string, acks []store.Ack) ([]store.AckOutcome, error) {
+	return c.store.Ack(ctx, acks)
 }
 
-// ackOneQueue acks deliveries of the queue of k in one script call and returns one code per ack
-// (ackOutcome). Acks that keep no result take ack_noresult.lua, which passes five keys and two
-// arguments per ack where ack.lua passes twelve and four; any other batch takes ack.lua. A finish
-// (lmstfy's ack) of a job under no running lease deletes it wherever it waits, which needs the
-// queue's other keys: ack_noresult.lua leaves such acks to ack.lua, a second call.
-func (c *Client) ackOneQueue(ctx context.Context, k queueKeys, ps []AckParams) ([]any, error) {
-	if !acksWithoutResult(ps) || !c.scripts.UsesFunctions(ctx) {
-		return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
-	}
-	reply, err := c.ackNoResult(ctx, k, ps)
-	if err != nil {
-		return nil, err
-	}
-	if len(reply) != len(ps) {
-		return nil, fmt.Errorf("%d answers from %s for %d acks", len(reply), scriptAckNoResult, len(ps))
-	}
-	return c.ackLeftOnes(ctx, k, ps, reply)
-}
-
-// ackLeftOnes sends the acks ack_noresult.lua left (leftToAck in reply) to ack.lua and puts its
-// answers in their places. When that call fails the whole batch fails, as when a reply is lost:
-// the acks the first call made stay made, and acking them again answers ErrNotFound.
-func (c *Client) ackLeftOnes(ctx context.Context, k queueKeys, ps []AckParams, reply []any) ([]any, error) {
-	var left []int
-	for i, code := range reply {
-		if code == leftToAck {
-			left = append(left, i)
-		}
-	}
-	if len(left) == 0 {
-		return reply, nil
-	}
-	rest := make([]AckParams, len(left))
-	for j, i := range left {
-		rest[j] = ps[i]
-	}
-	restReply, err := c.run(ctx, scriptAck, k, ackScriptArgs(rest)...).Slice()
-	if err != nil {
-		return nil, err
-	}
-	if len(restReply) != len(rest) {
-		return nil, fmt.Errorf("%d answers from %s for %d acks", len(restReply), scriptAck, len(rest))
-	}
-	for j, i := range left {
-		reply[i] = restReply[j]
-	}
-	return reply, nil
-}
-
-// leftToAck is ack_noresult.lua's answer for an ack it leaves to ack.lua.
-const leftToAck = int64(2)
-
-// acksWithoutResult reports whether no ack of ps keeps a result: what ack_noresult.lua handles.
-func acksWithoutResult(ps []AckParams) bool {
-	for _, p := range ps {
-		if p.Result != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// ackNoResult runs ack_noresult.lua for ps (acksWithoutResult).
-func (c *Client) ackNoResult(ctx context.Context, k queueKeys, ps []AckParams) ([]any, error) {
-	fn := c.scripts.Function(string(scriptAckNoResult))
-	return c.processFunction(ctx, func() *redis.Cmd {
-		argv := make([]any, 0, 2+len(k.ackHead)+2*len(ps))
-		argv = append(argv, "fcall", fn)
-		argv = append(argv, k.ackHead...)
-		for _, p := range ps {
-			argv = append(argv, p.ID, p.Delivery)
-		}
-		cmd := redis.NewCmd(ctx, argv...)
-		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
-		return cmd
-	}).Slice()
-}
-
-// ackScriptArgs are ack.lua's own arguments for ps: their count, then four per ack.
-func ackScriptArgs(ps []AckParams) []any {
-	args := make([]any, 0, 1+4*len(ps))
-	args = append(args, len(ps))
-	for _, p := range ps {
-		hasResult := "0"
-		if p.Result != nil {
-			hasResult = "1"
-		}
-		args = append(args, p.ID, p.Delivery, hasResult, p.Result)
-	}
-	return args
-}
-
-// ackOutcome maps ack.lua's code: 1 acked, 0 no such job, -1 lease lost.
-func ackOutcome(code any) error {
-	switch num(code) {
-	case 0:
+// ackError is the error of an ack's outcome: nil, ErrNotFound or ErrLeaseLost.
+func ackError(o store.AckOutcome) error {
+	switch o {
+	case store.AckNotFound:
 		return ErrNotFound
-	case -1:
+	case store.AckLeaseLost:
 		return ErrLeaseLost
 	default:
 		return nil
@@ -174,9 +71,8 @@ func ackOutcome(code any) error {
 // itself (validation, Redis).
 func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 	type group struct {
-		k   queueKeys
-		idx []int
-		ps  []AckParams
+		idx  []int
+		acks []store.Ack
 	}
 	var groups []*group
 	byQueue := map[string]*group{}
@@ -187,42 +83,37 @@ func (c *Client) AckMany(ctx context.Context, ps []AckParams) ([]error, error) {
 		key := p.Namespace + "\x00" + p.Queue
 		g := byQueue[key]
 		if g == nil {
-			g = &group{k: c.keys.get(p.Namespace, p.Queue)}
+			g = &group{}
 			byQueue[key] = g
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		g.ps = append(g.ps, p)
+		g.acks = append(g.acks, store.Ack(p))
 	}
 	errs := make([]error, len(ps))
-	collect := func(g *group, reply []any) {
+	collect := func(g *group, outcomes []store.AckOutcome) {
 		for j, i := range g.idx {
-			errs[i] = ackOutcome(reply[j])
+			errs[i] = ackError(outcomes[j])
 		}
 	}
 	if len(groups) == 1 {
-		g := groups[0]
-		reply, err := c.ackOneQueue(ctx, g.k, g.ps)
+		outcomes, err := c.store.Ack(ctx, groups[0].acks)
 		if err != nil {
 			return nil, fmt.Errorf("queue: ack: %w", err)
 		}
-		collect(g, reply)
+		collect(groups[0], outcomes)
 		return errs, nil
 	}
-	calls := make([]scriptCall, len(groups))
+	batches := make([][]store.Ack, len(groups))
 	for i, g := range groups {
-		calls[i] = scriptCall{script: scriptAck, keys: g.k, args: ackScriptArgs(g.ps)}
+		batches[i] = g.acks
 	}
-	cmds, err := c.runMany(ctx, calls)
+	outcomes, err := c.store.AckQueues(ctx, batches)
 	if err != nil {
 		return nil, fmt.Errorf("queue: ack: %w", err)
 	}
 	for i, g := range groups {
-		reply, err := cmds[i].Slice()
-		if err != nil {
-			return nil, fmt.Errorf("queue: ack: %w", err)
-		}
-		collect(g, reply)
+		collect(g, outcomes[i])
 	}
 	return errs, nil
 }
@@ -264,12 +155,7 @@ func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
 		}
 		retry = ceilMillis(*p.RetryAfter)
 	}
-	noRetry := "0"
-	if p.NoRetry {
-		noRetry = "1"
-	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	out, err := c.run(ctx, scriptNack, k, p.ID, p.Delivery, p.Error, retry, noRetry).Text()
+	out, err := c.store.Nack(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, p.Error, retry, p.NoRetry)
 	if err != nil {
 		return "", leaseError("nack", err)
 	}
@@ -297,8 +183,7 @@ func (c *Client) Touch(ctx context.Context, p TouchParams) (time.Time, error) {
 	if p.TTR > 0 && p.TTR < time.Millisecond {
 		return time.Time{}, invalid("ttr", "must be at least 1ms")
 	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	until, err := c.run(ctx, scriptTouch, k, p.ID, p.Delivery, p.TTR.Milliseconds()).Int64()
+	until, err := c.store.Touch(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, p.TTR.Milliseconds())
 	if err != nil {
 		return time.Time{}, leaseError("touch", err)
 	}
@@ -320,19 +205,19 @@ func (c *Client) Release(ctx context.Context, p ReleaseParams) error {
 	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
 		return err
 	}
-	k := c.keys.get(p.Namespace, p.Queue)
-	if err := c.run(ctx, scriptRelease, k, p.ID, p.Delivery).Err(); err != nil {
+	if err := c.store.Release(ctx, p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
 		return leaseError("release", err)
 	}
 	return nil
 }
 
-// leaseError maps the scripts' NOT_FOUND and LEASE_LOST error replies to the sentinel errors.
+// leaseError answers the store's ErrNotFound and ErrLeaseLost with the queue's, and wraps any
+// other error.
 func leaseError(op string, err error) error {
 	switch {
-	case redis.HasErrorPrefix(err, "NOT_FOUND"):
+	case errors.Is(err, store.ErrNotFound):
 		return ErrNotFound
-	case redis.HasErrorPrefix(err, "LEASE_LOST"):
+	case errors.Is(err, store.ErrLeaseLost):
 		return ErrLeaseLost
 	default:
 		return fmt.Errorf("queue: %s: %w", op, err)

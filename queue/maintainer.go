@@ -81,24 +81,14 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		if len(queues) == 0 {
 			continue
 		}
-		calls := make([]scriptCall, len(queues))
-		for i, q := range queues {
-			calls[i] = scriptCall{script: scriptMaintain, keys: c.keys.get(ns, q)}
-		}
-		cmds, err := c.runMany(ctx, calls)
+		done, err := c.store.Maintain(ctx, ns, queues)
+		res.Promoted += done.Promoted
+		res.Reaped += done.Reaped
+		res.Dropped += done.Dropped
 		if err != nil {
-			return res, fmt.Errorf("queue: maintain %s: %w", ns, err)
+			return res, fmt.Errorf("queue: maintain: %w", err)
 		}
-		for i, cmd := range cmds {
-			f, err := cmd.Slice()
-			if err != nil {
-				return res, fmt.Errorf("queue: maintain %s/%s: %w", ns, queues[i], err)
-			}
-			res.Queues++
-			res.Promoted += int(num(f[0]))
-			res.Reaped += int(num(f[1]))
-			res.Dropped += int(num(f[2]))
-		}
+		res.Queues += len(queues)
 	}
 	return res, nil
 }

@@ -2,10 +2,9 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // The worker's calls into the engine that the public API does not offer in this shape: a blocking
@@ -29,13 +28,12 @@ type fetched struct {
 // cancel, so a reply that carries leases is always read.
 func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback, wait time.Duration) ([]heldJob, error) {
 	p := ConsumeParams{Namespace: ns, Queues: []string{q}, Count: n, TTR: ttr}
-	keys := []queueKeys{c.keys.get(ns, q)}
-	channels := []string{keys[0].channel}
+	channels := []string{c.store.Channel(ns, q)}
 	var out []heldJob
 	err := c.waitFor(stop, channels, wait, func() (bool, time.Duration, error) {
 		var wake time.Duration
 		var err error
-		out, wake, err = c.fetchOnce(stop, p, keys, fallback)
+		out, wake, err = c.fetchOnce(stop, p, fallback)
 		return len(out) > 0, wake, err
 	})
 	if stop.Err() != nil && len(out) == 0 {
@@ -46,11 +44,11 @@ func (c *Client) fetch(stop context.Context, ns, q string, n int, ttr, fallback,
 
 // fetchOnce runs the consume script once; fallback is the lease assumed for a delivery that does
 // not report its lease end.
-func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKeys, fallback time.Duration) ([]heldJob, time.Duration, error) {
+func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, fallback time.Duration) ([]heldJob, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(stop), callTimeout)
 	defer cancel()
 	sent := time.Now()
-	ds, wake, err := c.consumeOnce(ctx, p, keys)
+	ds, wake, err := c.consumeOnce(ctx, p)
 	out := make([]heldJob, len(ds)) // one allocation for the batch
 	for i, d := range ds {
 		// The script's clock: publish time + elapsed. The lease length it granted is clock-free.
@@ -66,34 +64,33 @@ func (c *Client) fetchOnce(stop context.Context, p ConsumeParams, keys []queueKe
 // touchMany extends the leases of many deliveries of one queue by ttr (0: each job's own) in one
 // pipelined round trip. errs has one entry per delivery (nil, ErrLeaseLost, ErrNotFound).
 func (c *Client) touchMany(ctx context.Context, ds []*Delivery, ttr time.Duration) ([]error, error) {
-	return c.leaseMany(ctx, scriptTouch, "touch", ds, func(d *Delivery) []any {
-		return []any{d.ID, d.Delivery, ttr.Milliseconds()}
-	})
+	errs, err := c.store.TouchMany(ctx, leasesOf(ds), ttr.Milliseconds())
+	return leaseErrors("touch", errs, err)
 }
 
 // releaseMany gives many leased deliveries back (Release) in one pipelined round trip.
 func (c *Client) releaseMany(ctx context.Context, ds []*Delivery) ([]error, error) {
-	return c.leaseMany(ctx, scriptRelease, "release", ds, func(d *Delivery) []any {
-		return []any{d.ID, d.Delivery}
-	})
+	errs, err := c.store.ReleaseMany(ctx, leasesOf(ds))
+	return leaseErrors("release", errs, err)
 }
 
-func (c *Client) leaseMany(ctx context.Context, script scriptName, op string, ds []*Delivery, args func(*Delivery) []any) ([]error, error) {
-	if len(ds) == 0 {
-		return nil, nil
-	}
-	calls := make([]scriptCall, len(ds))
+// leasesOf names the leases of ds.
+func leasesOf(ds []*Delivery) []store.Lease {
+	leases := make([]store.Lease, len(ds))
 	for i, d := range ds {
-		calls[i] = scriptCall{script: script, keys: c.keys.get(d.Namespace, d.Queue), args: args(d)}
+		leases[i] = store.Lease{Namespace: d.Namespace, Queue: d.Queue, ID: d.ID, Delivery: d.Delivery}
 	}
-	cmds, err := c.runMany(ctx, calls)
+	return leases
+}
+
+// leaseErrors maps the outcomes of pipelined lease calls (leaseError).
+func leaseErrors(op string, errs []error, err error) ([]error, error) {
 	if err != nil {
 		return nil, leaseError(op, err)
 	}
-	errs := make([]error, len(ds))
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			errs[i] = leaseError(op, err)
+	for i, e := range errs {
+		if e != nil {
+			errs[i] = leaseError(op, e)
 		}
 	}
 	return errs, nil

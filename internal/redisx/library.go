@@ -134,11 +134,30 @@ func (r *ScriptRunner) Run(ctx context.Context, name string, keys []string, argv
 		return r.lib.evals[name].Run(ctx, r.rdb, keys, argv...)
 	}
 	fn := r.lib.functions[name]
-	cmd := r.rdb.FCall(ctx, fn, keys, argv...)
-	// A node that never had the library (a new, flushed or failed-over one) did not run the
-	// call: load it there and run the call once more.
+	return r.Process(ctx, func() *redis.Cmd {
+		args := make([]any, 0, 3+len(keys)+len(argv))
+		args = append(args, "fcall", fn, len(keys))
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		cmd := redis.NewCmd(ctx, append(args, argv...)...)
+		if len(keys) > 0 {
+			cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
+		}
+		return cmd
+	})
+}
+
+// Process sends the call of a library function that build makes (an FCALL command, from
+// arguments the caller converted once, say). A node that never had the library (a new, flushed or
+// failed-over one) did not run the call: Process loads the library there and sends a call build
+// makes once more. Only for calls of a runner that uses functions (UsesFunctions).
+func (r *ScriptRunner) Process(ctx context.Context, build func() *redis.Cmd) *redis.Cmd {
+	cmd := build()
+	_ = r.rdb.Process(ctx, cmd)
 	if IsMissingScript(cmd.Err()) && r.Reload(ctx) == nil {
-		cmd = r.rdb.FCall(ctx, fn, keys, argv...)
+		cmd = build()
+		_ = r.rdb.Process(ctx, cmd)
 	}
 	return cmd
 }

@@ -1,4 +1,4 @@
-package queue
+package store
 
 import (
 	"bytes"
@@ -24,14 +24,14 @@ func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 	sizes := []int{0, 1, 31, 32, 255, 256, 65535, 65536}
 	for i, n := range nums {
 		size := sizes[i%len(sizes)]
-		f := jobFields{
-			priority: n % 256, tries: max(n, 1), ttrMs: n, backoffBaseMs: nums[(i+3)%len(nums)],
-			backoffMaxMs: nums[(i+5)%len(nums)], payload: bytes.Repeat([]byte{0xff}, size),
-			attributes: strings.Repeat("a", sizes[(i+1)%len(sizes)]),
+		f := NewJob{
+			Priority: n % 256, Tries: max(n, 1), TTRMs: n, BackoffBaseMs: nums[(i+3)%len(nums)],
+			BackoffMaxMs: nums[(i+5)%len(nums)], Payload: bytes.Repeat([]byte{0xff}, size),
+			Attributes: strings.Repeat("a", sizes[(i+1)%len(sizes)]),
 		}
 		now := nums[(i+7)%len(nums)]
-		want, err := env.Client.Eval(ctx, pack, nil, f.priority, f.tries, f.ttrMs, f.backoffBaseMs,
-			f.backoffMaxMs, now, f.attributes, f.payload).Text()
+		want, err := env.Client.Eval(ctx, pack, nil, f.Priority, f.Tries, f.TTRMs, f.BackoffBaseMs,
+			f.BackoffMaxMs, now, f.Attributes, f.Payload).Text()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,11 +49,11 @@ func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, ctx := newInternalClient(t, env)
-		if !c.publishesReady(ctx) {
-			t.Fatal("the client does not take publish_ready.lua and publish_batch.lua")
+		s, ctx := newTestStore(t, env)
+		if !s.publishesReady(ctx) {
+			t.Fatal("the store does not take publish_ready.lua and publish_batch.lua")
 		}
-		k := c.keys.get("ns", "q")
+		k := s.keys.get("ns", "q")
 		// The record with R_PUBLISHED, R_DUE and R_EXPIRE zeroed, encoded again by cmsgpack, once
 		// checked that the job is due when published and expires ttl after.
 		const timeless = `local r = cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))
@@ -64,29 +64,23 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 			r[7], r[11], r[12] = 0, 0, 0
 			return cmsgpack.pack(r)`
 		for _, ttl := range []time.Duration{0, time.Hour} {
-			p := PublishParams{
-				Namespace: "ns", Queue: "q", Payload: []byte("payload"), Priority: 7, Tries: 3, TTL: ttl,
-				TTR: 90 * time.Second, Backoff: Backoff{Base: time.Second, Max: time.Minute},
-				Attributes: map[string]string{"k": "v"},
-			}
-			jobs := make([]*jobFields, 3)
+			jobs := make([]*NewJob, 3)
 			for i := range jobs {
-				f, err := c.validateJob(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				jobs[i] = &f
+				jobs[i] = newJob("payload")
+				jobs[i].Priority, jobs[i].TTLMs, jobs[i].TTRMs = 7, ttl.Milliseconds(), 90_000
+				jobs[i].BackoffBaseMs, jobs[i].BackoffMaxMs = 1000, 60_000
+				jobs[i].Attributes = `{"k":"v"}`
 			}
 			records := map[string]string{}
 			publish := map[string]func() error{
 				"publish.lua": func() error {
-					_, err := c.run(ctx, scriptPublish, k, publishArgs(jobs[:1])...).Result()
+					_, err := s.run(ctx, scriptPublish, k, publishArgs(jobs[:1])...).Result()
 					return err
 				},
-				"publish_batch.lua": func() error { _, err := c.publishBatch(ctx, k, jobs[1:2]); return err },
+				"publish_batch.lua": func() error { _, err := s.publishBatch(ctx, k, jobs[1:2]); return err },
 			}
 			if ttl == 0 {
-				publish["publish_ready.lua"] = func() error { _, err := c.publishReady(ctx, k, jobs[2]); return err }
+				publish["publish_ready.lua"] = func() error { _, err := s.publishReady(ctx, k, jobs[2]); return err }
 			}
 			for i, name := range []string{"publish.lua", "publish_batch.lua", "publish_ready.lua"} {
 				if publish[name] == nil {
@@ -95,16 +89,17 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 				if err := publish[name](); err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
-				rec, err := env.Client.Eval(ctx, timeless, []string{k.jobs()}, jobs[i].id).Text()
+				rec, err := env.Client.Eval(ctx, timeless, []string{k.jobs()}, jobs[i].ID).Text()
 				if err != nil {
 					t.Fatalf("%s, ttl %v: %v", name, ttl, err)
 				}
 				records[name] = rec
-				j, err := c.Get(ctx, "ns", "q", jobs[i].id)
+				j, err := s.Get(ctx, "ns", "q", jobs[i].ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if j.State != StateReady || string(j.Payload) != "payload" || j.Priority != 7 || j.TTL != ttl || j.Attributes["k"] != "v" {
+				if j.Num(RState) != StateReady || j.Str(RPayload) != "payload" || j.Num(RPriority) != 7 ||
+					j.Num(RTTL) != ttl.Milliseconds() || j.Str(RAttributes) != `{"k":"v"}` {
 					t.Fatalf("%s, ttl %v: Get shows %+v", name, ttl, j)
 				}
 			}
@@ -114,7 +109,7 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 				}
 			}
 		}
-		st, err := c.Stats(ctx, "ns", "q")
+		st, err := s.Stats(ctx, "ns", "q")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
-package queue
+package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,87 +8,115 @@ import (
 	"strings"
 )
 
-// Positions of a record's fields, from 0 (R_* in lua/lib.lua, which count from 1).
+// Field is the position of one field of a record, from 0 (R_* in lua/lib.lua, which count from 1).
+type Field int
+
+// The fields of a record.
 const (
-	rState = iota
-	rPriority
-	rTries
-	rLeft
-	rDelivery
-	rTTL
-	rExpire
-	rTTR
-	rBackoffBase
-	rBackoffMax
-	rPublished
-	rDue
-	rLease
-	rUnique
-	rAttributes
-	rPayload
-	rError
-	rResult
-	rFinished
-	rCallback
+	RState Field = iota
+	RPriority
+	RTries
+	RLeft
+	RDelivery
+	RTTL
+	RExpire
+	RTTR
+	RBackoffBase
+	RBackoffMax
+	RPublished
+	RDue
+	RLease
+	RUnique
+	RAttributes
+	RPayload
+	RError
+	RResult
+	RFinished
+	RCallback
 )
 
-// jobRecord is a job's record field by field: each field is a number or a string, at its
-// position in num or str. Records written before callbacks end at rFinished: rCallback is "".
-type jobRecord struct {
+// The states a record's RState holds (S_* in lib.lua).
+const (
+	StateDelayed = 1
+	StateReady   = 2
+	StateLeased  = 3
+	StateDead    = 4
+	StateDone    = 5
+)
+
+// Record is a job's record field by field: each field is a number or a string. Records written
+// before callbacks end at RFinished: RCallback is "".
+type Record struct {
 	num [recordFields]int64
 	str [recordFields]string
 }
 
-// job is the Job the record describes. position is the job's place among ready jobs (-1: none).
-func (r *jobRecord) job(ns, q, id string, position int64) Job {
-	j := Job{
-		ID:             id,
-		Namespace:      ns,
-		Queue:          q,
-		State:          stateByCode[r.num[rState]],
-		Priority:       int(r.num[rPriority]),
-		Tries:          int(r.num[rTries]),
-		RemainingTries: int(r.num[rLeft]),
-		Deliveries:     int(r.num[rDelivery]),
-		TTL:            ms(r.num[rTTL]),
-		ExpiresAt:      timeMs(r.num[rExpire]),
-		TTR:            ms(r.num[rTTR]),
-		PublishedAt:    timeMs(r.num[rPublished]),
-		DueAt:          timeMs(r.num[rDue]),
-		LeaseUntil:     timeMs(r.num[rLease]),
-		UniqueKey:      r.str[rUnique],
-		Payload:        bytesOrNil(r.str[rPayload]),
-		LastError:      r.str[rError],
-		Result:         bytesOrNil(r.str[rResult]),
-		FinishedAt:     timeMs(r.num[rFinished]),
-		Position:       int(position),
-		Backoff:        Backoff{Base: ms(r.num[rBackoffBase]), Max: ms(r.num[rBackoffMax])},
+// Num is the number field f holds (0 for a string field).
+func (r *Record) Num(f Field) int64 { return r.num[f] }
+
+// Str is the string field f holds ("" for a number field).
+func (r *Record) Str(f Field) string { return r.str[f] }
+
+// Job is a job read back: its id, its record, and its place among ready jobs (-1: none).
+type Job struct {
+	ID       string
+	Position int64
+	Record
+}
+
+// fieldsPerJob is the length of one job in script replies (reply_job in lib.lua).
+const fieldsPerJob = 22
+
+// parseJob reads the fields reply_job writes.
+func parseJob(f []any) Job {
+	j := Job{ID: str(f[0]), Position: num(f[18])}
+	r := &j.Record
+	for i, at := range replyNumbers {
+		r.num[at] = num(f[1+i])
 	}
-	if cb := r.str[rCallback]; cb != "" {
-		j.Callback = decodeCallback(cb)
-	}
-	if a := r.str[rAttributes]; a != "" {
-		_ = json.Unmarshal([]byte(a), &j.Attributes) // written by Publish from a map: always valid
-	}
+	r.str[RUnique], r.str[RAttributes], r.str[RPayload] = str(f[12]), str(f[13]), str(f[14])
+	r.str[RError], r.str[RResult], r.str[RCallback] = str(f[15]), str(f[16]), str(f[21])
+	r.num[RFinished], r.num[RBackoffBase], r.num[RBackoffMax] = num(f[17]), num(f[19]), num(f[20])
 	return j
+}
+
+// replyNumbers are the record fields reply_job sends first, in its order, after the id.
+var replyNumbers = [...]Field{RState, RPriority, RTries, RLeft, RDelivery, RTTL, RExpire, RTTR, RPublished, RDue, RLease}
+
+// parseJobs reads n jobs that reply_job wrote one after the other.
+func parseJobs(f []any, n int) []Job {
+	jobs := make([]Job, 0, n)
+	for i := range n {
+		jobs = append(jobs, parseJob(f[i*fieldsPerJob:(i+1)*fieldsPerJob]))
+	}
+	return jobs
 }
 
 // fieldsPerLeased is the length of one leased job in a consume reply (lease_popped in lib.lua).
 const fieldsPerLeased = 4
 
 // parseLeased reads one job lease_popped replied: its id, its record as stored before the lease,
-// the delivery and the lease end, and shows the job as the lease has it (as_leased in lib.lua).
-func parseLeased(ns, q string, f []any) (Job, error) {
-	rec, err := decodeRecord(str(f[1]))
-	if err != nil {
-		return Job{}, fmt.Errorf("job %s: %w", str(f[0]), err)
+// the delivery and the lease end, and shows the record as the lease has it (as_leased in lib.lua).
+func parseLeased(f []any) (Job, error) {
+	j := Job{ID: str(f[0]), Position: -1}
+	if err := decodeRecord(str(f[1]), &j.Record); err != nil {
+		return Job{}, fmt.Errorf("job %s: %w", j.ID, err)
 	}
-	j := rec.job(ns, q, str(f[0]), -1)
-	j.State = StateLeased
-	j.Deliveries = int(num(f[2]))
-	j.RemainingTries--
-	j.LeaseUntil = timeMs(num(f[3]))
+	j.num[RState] = StateLeased
+	j.num[RDelivery] = num(f[2])
+	j.num[RLeft]--
+	j.num[RLease] = num(f[3])
 	return j, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v any) int64 {
+	n, _ := v.(int64)
+	return n
 }
 
 // errBadRecord is a stored record this client cannot read: not written by these scripts.
@@ -99,17 +126,16 @@ var errBadRecord = errors.New("unreadable job record")
 // function library runs on) or lib.lua's plain codec ('n<number>;' and 's<length>:<bytes>' fields,
 // the stores without cmsgpack). The first byte tells which: the plain codec starts with the state,
 // a number ('n').
-func decodeRecord(raw string) (jobRecord, error) {
-	var r jobRecord
+func decodeRecord(raw string, r *Record) error {
 	if strings.HasPrefix(raw, "n") {
-		return r, decodePlainRecord(raw, &r)
+		return decodePlainRecord(raw, r)
 	}
-	return r, decodeMsgpackRecord(raw, &r)
+	return decodeMsgpackRecord(raw, r)
 }
 
 // decodeMsgpackRecord reads what cmsgpack.pack makes of a record: an array of integers and
 // strings (cmsgpack packs an integral Lua number as the shortest integer, any other as a float).
-func decodeMsgpackRecord(raw string, r *jobRecord) error {
+func decodeMsgpackRecord(raw string, r *Record) error {
 	d := msgpackReader{s: raw}
 	n, err := d.arrayLen()
 	if err != nil {
@@ -117,7 +143,7 @@ func decodeMsgpackRecord(raw string, r *jobRecord) error {
 	}
 	// Fields past the ones this version knows (a later version's) are read and dropped, as lib.lua
 	// drops them.
-	var later jobRecord
+	var later Record
 	for i := range n {
 		into, at := r, i
 		if i >= recordFields {
@@ -179,7 +205,7 @@ func (d *msgpackReader) arrayLen() (int, error) {
 }
 
 // field reads the record's field pos (from 0) into r at position i.
-func (d *msgpackReader) field(r *jobRecord, i, pos int) error {
+func (d *msgpackReader) field(r *Record, i, pos int) error {
 	t, err := d.take(1)
 	if err != nil {
 		return err
@@ -225,7 +251,7 @@ func (d *msgpackReader) field(r *jobRecord, i, pos int) error {
 }
 
 // decodePlainRecord reads pack_plain's codec (lib.lua).
-func decodePlainRecord(raw string, r *jobRecord) error {
+func decodePlainRecord(raw string, r *Record) error {
 	for i := 0; raw != "" && i < recordFields; i++ {
 		switch raw[0] {
 		case 'n':

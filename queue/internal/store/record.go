@@ -1,4 +1,4 @@
-package queue
+package store
 
 import "encoding/binary"
 
@@ -13,9 +13,6 @@ import "encoding/binary"
 // recordFields is the number of fields of a record (R_CALLBACK).
 const recordFields = 20
 
-// jobStateReady is S_READY in lib.lua.
-const jobStateReady = 2
-
 // readyRecord is the record of a job due now (no unique key or callback), encoded but for the
 // fields that take Redis's time: R_EXPIRE (now + ttl) and R_PUBLISHED and R_DUE (now). The scripts
 // pack those between its pieces (head, mid and tail).
@@ -25,25 +22,25 @@ type readyRecord struct {
 }
 
 // encodeReadyRecord encodes the record of a job of fields f that is due now.
-func encodeReadyRecord(f *jobFields) readyRecord {
-	b := make([]byte, 0, 64+len(f.attributes)+len(f.payload))
+func encodeReadyRecord(f *NewJob) readyRecord {
+	b := make([]byte, 0, 64+len(f.Attributes)+len(f.Payload))
 	b = append(b, 0xdc, 0, recordFields) // array 16
-	b = appendMsgpackInt(b, jobStateReady)
-	b = appendMsgpackInt(b, f.priority)
-	b = appendMsgpackInt(b, f.tries) // R_TRIES
-	b = appendMsgpackInt(b, f.tries) // R_LEFT
+	b = appendMsgpackInt(b, StateReady)
+	b = appendMsgpackInt(b, f.Priority)
+	b = appendMsgpackInt(b, f.Tries) // R_TRIES
+	b = appendMsgpackInt(b, f.Tries) // R_LEFT
 	b = appendMsgpackInt(b, 0)       // R_DELIVERY
-	b = appendMsgpackInt(b, f.ttlMs)
+	b = appendMsgpackInt(b, f.TTLMs)
 	expire := len(b)
 	b = appendMsgpackInt(b, 0) // R_EXPIRE, right for a job without a ttl
-	b = appendMsgpackInt(b, f.ttrMs)
-	b = appendMsgpackInt(b, f.backoffBaseMs)
-	b = appendMsgpackInt(b, f.backoffMaxMs)
+	b = appendMsgpackInt(b, f.TTRMs)
+	b = appendMsgpackInt(b, f.BackoffBaseMs)
+	b = appendMsgpackInt(b, f.BackoffMaxMs)
 	due := len(b)
 	b = appendMsgpackInt(b, 0)            // R_LEASE
 	b = appendMsgpackStr(b, "")           // R_UNIQUE
-	b = appendMsgpackStr(b, f.attributes) // R_ATTRS
-	b = appendMsgpackStr(b, f.payload)    // R_PAYLOAD
+	b = appendMsgpackStr(b, f.Attributes) // R_ATTRS
+	b = appendMsgpackStr(b, f.Payload)    // R_PAYLOAD
 	b = appendMsgpackStr(b, "")           // R_ERROR
 	b = appendMsgpackStr(b, "")           // R_RESULT
 	b = appendMsgpackInt(b, 0)            // R_FINISHED
@@ -59,13 +56,13 @@ func (r readyRecord) tail() string { return r.s[r.due:] }
 
 // readyRecordAround is the record of a job due now without a ttl in the two pieces
 // publish_ready.lua joins: everything before R_PUBLISHED (R_EXPIRE is 0), and the tail.
-func readyRecordAround(f *jobFields) (head, tail string) {
+func readyRecordAround(f *NewJob) (head, tail string) {
 	r := encodeReadyRecord(f)
 	return r.s[:r.due], r.tail()
 }
 
-// appendMsgpackInt appends n, which is never negative (validateJob), as cmsgpack encodes an integral Lua number: the shortest of
-// positive fixint, uint 8, 16, 32 and 64.
+// appendMsgpackInt appends n, which is never negative (the queue validates jobs), as cmsgpack
+// encodes an integral Lua number: the shortest of positive fixint, uint 8, 16, 32 and 64.
 func appendMsgpackInt(b []byte, n int64) []byte {
 	switch u := uint64(n); {
 	case u <= 0x7f:

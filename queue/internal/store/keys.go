@@ -1,4 +1,4 @@
-package queue
+package store
 
 import (
 	"strconv"
@@ -20,8 +20,27 @@ type queueKeys struct {
 	ackHead, batchHead []any
 }
 
+// hashTag is the hash tag every key of a queue carries, "{ns:queue}"; the callback channel's
+// messages name a queue by it (ParseHashTag).
+func hashTag(ns, name string) string { return "{" + ns + ":" + name + "}" }
+
+// ParseHashTag returns the queue a hash tag names ("{ns:queue}", as the scripts announce callback
+// work on CallbackChannel). It does not check the names.
+func ParseHashTag(tag string) (QueueName, bool) {
+	inner, ok := strings.CutPrefix(tag, "{")
+	if !ok {
+		return QueueName{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "}")
+	if !ok {
+		return QueueName{}, false
+	}
+	ns, q, ok := strings.Cut(inner, ":")
+	return QueueName{Namespace: ns, Queue: q}, ok
+}
+
 func newQueueKeys(prefix, ns, name string) queueKeys {
-	base := prefix + ":{" + ns + ":" + name + "}:"
+	base := prefix + ":" + hashTag(ns, name) + ":"
 	k := queueKeys{
 		all: []string{
 			base + "jobs",
@@ -52,6 +71,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 }
 
 func (k queueKeys) jobs() string   { return k.all[0] }
+func (k queueKeys) dead() string   { return k.all[6] }
 func (k queueKeys) prios() string  { return k.all[2] }
 func (k queueKeys) leased() string { return k.all[4] }
 func (k queueKeys) stats() string  { return k.all[8] }
@@ -66,22 +86,23 @@ func (k queueKeys) readyList(pri int64) string { return k.all[1] + strconv.Forma
 // maxCachedKeys bounds keyCache: past it the cache starts over.
 const maxCachedKeys = 4096
 
-// keyCache keeps the keys of the queues a Client used lately: building them is 14 allocations,
+// keyCache keeps the keys of the queues a Store used lately: building them is 14 allocations,
 // and every publish, consume and ack names a queue. The keys are only read once built.
 type keyCache struct {
 	prefix string
 	mu     sync.RWMutex
-	m      map[queueName]queueKeys
+	m      map[QueueName]queueKeys
 }
 
-type queueName struct{ ns, q string }
+// QueueName names one queue.
+type QueueName struct{ Namespace, Queue string }
 
 func newKeyCache(prefix string) *keyCache {
-	return &keyCache{prefix: prefix, m: make(map[queueName]queueKeys)}
+	return &keyCache{prefix: prefix, m: make(map[QueueName]queueKeys)}
 }
 
 func (c *keyCache) get(ns, q string) queueKeys {
-	name := queueName{ns, q}
+	name := QueueName{ns, q}
 	c.mu.RLock()
 	k, ok := c.m[name]
 	c.mu.RUnlock()
@@ -113,14 +134,10 @@ func namespacesKey(prefix string) string { return prefix + ":namespaces" }
 // queuesKey is the set of queue names of a namespace.
 func queuesKey(prefix, ns string) string { return prefix + ":ns:" + ns + ":queues" }
 
-// nameRule is the rule for namespace, queue and prefix names (lmstfy's, so its clients fit).
-const nameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 255 bytes"
+// Channel is the Pub/Sub channel on which the queue's scripts announce ready jobs: what a blocked
+// consumer of the queue listens on.
+func (s *Store) Channel(ns, q string) string { return s.keys.get(ns, q).channel }
 
-func validName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
-}
+// CallbackChannel is the Pub/Sub channel on which the scripts announce callback work; a message
+// is the hash tag of the queue concerned (ParseHashTag).
+func (s *Store) CallbackChannel() string { return callbackChannel(s.cfg.Prefix) }

@@ -1,4 +1,4 @@
-package queue
+package store
 
 import (
 	"context"
@@ -10,18 +10,18 @@ import (
 // publishesReady reports whether jobs due now may take publish_ready.lua or publish_batch.lua: the
 // scripts run as library functions (Redis 7+, so cmsgpack encodes records), and no publish waits
 // for replicas (runReplicated sends the queue's whole key set).
-func (c *Client) publishesReady(ctx context.Context) bool {
-	return !c.waitsForReplicas(scriptPublish) && c.scripts.UsesFunctions(ctx)
+func (s *Store) publishesReady(ctx context.Context) bool {
+	return !s.waitsForReplicas(scriptPublish) && s.scripts.UsesFunctions(ctx)
 }
 
 // publishReady publishes one job that dueNowPlain accepts with publish_ready.lua: four keys and
 // three arguments where publish.lua takes twelve and twenty-one, and a record the client encoded.
-func (c *Client) publishReady(ctx context.Context, k queueKeys, f *jobFields) ([]PublishResult, error) {
+func (s *Store) publishReady(ctx context.Context, k queueKeys, f *NewJob) ([]Published, error) {
 	head, tail := readyRecordAround(f)
-	ready := k.readyList(f.priority)
-	fn := c.scripts.Function(string(scriptPublishReady))
-	cmd := c.processFunction(ctx, func() *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.id, head, tail)
+	ready := k.readyList(f.Priority)
+	fn := s.scripts.Function(string(scriptPublishReady))
+	cmd := s.scripts.Process(ctx, func() *redis.Cmd {
+		cmd := redis.NewCmd(ctx, "fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.ID, head, tail)
 		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
 		return cmd
 	})
@@ -32,20 +32,20 @@ func (c *Client) publishReady(ctx context.Context, k queueKeys, f *jobFields) ([
 	if reply != int64(1) {
 		return nil, fmt.Errorf("unexpected reply %v from %s", reply, fn)
 	}
-	return []PublishResult{{ID: f.id}}, nil
+	return []Published{{ID: f.ID}}, nil
 }
 
-// publishBatch publishes jobs of one queue that dueNowUnkeyed accepts with publish_batch.lua: six
+// publishBatch publishes jobs of one queue that DueNowUnkeyed accepts with publish_batch.lua: six
 // arguments per job where publish.lua takes fourteen, and records the client encoded.
-func (c *Client) publishBatch(ctx context.Context, k queueKeys, jobs []*jobFields) ([]PublishResult, error) {
-	fn := c.scripts.Function(string(scriptPublishBatch))
-	cmd := c.processFunction(ctx, func() *redis.Cmd {
+func (s *Store) publishBatch(ctx context.Context, k queueKeys, jobs []*NewJob) ([]Published, error) {
+	fn := s.scripts.Function(string(scriptPublishBatch))
+	cmd := s.scripts.Process(ctx, func() *redis.Cmd {
 		argv := make([]any, 0, 2+len(k.batchHead)+6*len(jobs))
 		argv = append(argv, "fcall", fn)
 		argv = append(argv, k.batchHead...)
 		for _, f := range jobs {
 			r := encodeReadyRecord(f)
-			argv = append(argv, f.id, f.priority, f.ttlMs, r.head(), r.mid(), r.tail())
+			argv = append(argv, f.ID, f.Priority, f.TTLMs, r.head(), r.mid(), r.tail())
 		}
 		cmd := redis.NewCmd(ctx, argv...)
 		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
@@ -58,15 +58,15 @@ func (c *Client) publishBatch(ctx context.Context, k queueKeys, jobs []*jobField
 	if written < 0 || written > int64(len(jobs)) {
 		return nil, fmt.Errorf("unexpected reply %d from %s", written, fn)
 	}
-	out := make([]PublishResult, len(jobs))
+	out := make([]Published, len(jobs))
 	for i, f := range jobs {
-		out[i] = PublishResult{ID: f.id}
+		out[i] = Published{ID: f.ID}
 	}
 	return out, nil
 }
 
 // allDueNowUnkeyed reports whether publish_batch.lua takes every one of jobs.
-func allDueNowUnkeyed(jobs []*jobFields) bool {
+func allDueNowUnkeyed(jobs []*NewJob) bool {
 	for _, f := range jobs {
 		if !f.dueNowUnkeyed() {
 			return false

@@ -1,32 +1,44 @@
-package queue
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
+// NotReplicatedError reports a publish that fewer replicas than Config.ReplicaAcks acknowledged
+// within Config.ReplicaAckTimeout (queue.ErrNotReplicated). The job is on the primary.
+type NotReplicatedError struct {
+	Acked, Want int
+	Timeout     time.Duration
+}
+
+func (e *NotReplicatedError) Error() string {
+	return fmt.Sprintf("%d of %d within %s", e.Acked, e.Want, e.Timeout)
+}
+
 // waitsForReplicas reports whether calls of the script wait for Config.ReplicaAcks: the calls
 // that create jobs. Losing an ack or a lease in a failover only redelivers a job, which
 // at-least-once delivery allows; losing a publish loses the job.
-func (c *Client) waitsForReplicas(name scriptName) bool {
-	return c.cfg.ReplicaAcks > 0 && name == scriptPublish
+func (s *Store) waitsForReplicas(name scriptName) bool {
+	return s.cfg.ReplicaAcks > 0 && name == scriptPublish
 }
 
 // runReplicated runs script calls like runMany, and after them, in the same pipeline and so on
 // the same connection, WAIT: Redis counts the replicas that have every write of that connection,
 // which a WAIT on any other connection would not see. On a cluster the calls are grouped by the
 // master of their keys, one pipeline per master. A call whose group was acknowledged by fewer
-// replicas than asked carries ErrNotReplicated (unless it failed on its own).
-func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
-	if err := c.scripts.Load(ctx); err != nil {
+// replicas than asked carries a *NotReplicatedError (unless it failed on its own).
+func (s *Store) runReplicated(ctx context.Context, calls []scriptCall) ([]*redis.Cmd, error) {
+	if err := s.scripts.Load(ctx); err != nil {
 		return nil, err
 	}
-	groups, err := c.byMaster(ctx, calls)
+	groups, err := s.byMaster(ctx, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -36,10 +48,10 @@ func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redi
 		pipe := g.client.Pipeline()
 		own := make([]*redis.Cmd, 0, len(g.calls))
 		for _, i := range g.calls {
-			cmds[i] = c.queueCall(ctx, pipe, calls[i])
+			cmds[i] = s.queueCall(ctx, pipe, calls[i])
 			own = append(own, cmds[i])
 		}
-		wait := pipe.Do(ctx, "wait", c.cfg.ReplicaAcks, c.cfg.ReplicaAckTimeout.Milliseconds())
+		wait := pipe.Do(ctx, "wait", s.cfg.ReplicaAcks, s.cfg.ReplicaAckTimeout.Milliseconds())
 		_, err := pipe.Exec(ctx)
 		if err != nil && !errors.Is(err, redis.Nil) && !allReplied(own) {
 			return nil, err
@@ -52,22 +64,22 @@ func (c *Client) runReplicated(ctx context.Context, calls []scriptCall) ([]*redi
 			switch {
 			case redisx.IsMissingScript(cmds[i].Err()):
 				missing = append(missing, i)
-			case cmds[i].Err() == nil && acked < int64(c.cfg.ReplicaAcks):
-				cmds[i].SetErr(fmt.Errorf("%w: %d of %d within %s", ErrNotReplicated, acked, c.cfg.ReplicaAcks, c.cfg.ReplicaAckTimeout))
+			case cmds[i].Err() == nil && acked < int64(s.cfg.ReplicaAcks):
+				cmds[i].SetErr(&NotReplicatedError{Acked: int(acked), Want: s.cfg.ReplicaAcks, Timeout: s.cfg.ReplicaAckTimeout})
 			}
 		}
 	}
 	if len(missing) > 0 {
 		// Redis lost the scripts (restart, failover, flush): those calls did not run. Load the
 		// scripts and run them once more.
-		if err := c.scripts.Reload(ctx); err != nil {
+		if err := s.scripts.Reload(ctx); err != nil {
 			return nil, err
 		}
 		again := make([]scriptCall, len(missing))
 		for j, i := range missing {
 			again[j] = calls[i]
 		}
-		redone, err := c.runReplicated(ctx, again)
+		redone, err := s.runReplicated(ctx, again)
 		if err != nil {
 			return nil, err
 		}
@@ -85,10 +97,10 @@ type masterCalls struct {
 }
 
 // byMaster groups calls by the master that holds their keys: one group on anything but a cluster.
-func (c *Client) byMaster(ctx context.Context, calls []scriptCall) ([]*masterCalls, error) {
-	cc, ok := c.rdb.(*redis.ClusterClient)
+func (s *Store) byMaster(ctx context.Context, calls []scriptCall) ([]*masterCalls, error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
 	if !ok {
-		g := &masterCalls{client: c.rdb}
+		g := &masterCalls{client: s.rdb}
 		for i := range calls {
 			g.calls = append(g.calls, i)
 		}

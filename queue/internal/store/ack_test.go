@@ -1,4 +1,4 @@
-package queue
+package store
 
 import (
 	"slices"
@@ -10,19 +10,22 @@ import (
 )
 
 // TestAckNoResultAnswersAsAckDoes sends one batch of result-less acks through ack.lua and through
-// the route that takes ack_noresult.lua (ackOneQueue, which leaves some finishes to ack.lua), on
+// the route that takes ack_noresult.lua (Ack, which leaves some finishes to ack.lua), on
 // two queues brought to the same state, and checks that both answer each ack alike and leave the
 // queue alike: the acked and finished jobs gone with their leases and unique key, the refused ones
 // untouched.
 func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, ctx := newInternalClient(t, env)
-		scripts := map[string]func(queueKeys, []AckParams) ([]any, error){
-			"ack": func(k queueKeys, ps []AckParams) ([]any, error) {
-				return c.run(ctx, scriptAck, k, ackScriptArgs(ps)...).Slice()
+		s, ctx := newTestStore(t, env)
+		scripts := map[string]func(queueKeys, []Ack) ([]AckOutcome, error){
+			"ack": func(k queueKeys, acks []Ack) ([]AckOutcome, error) { return s.ackWithScript(ctx, k, acks) },
+			"ack_noresult": func(_ queueKeys, acks []Ack) ([]AckOutcome, error) {
+				if !s.scripts.UsesFunctions(ctx) {
+					t.Fatal("the store does not run ack_noresult.lua")
+				}
+				return s.Ack(ctx, acks)
 			},
-			"ack_noresult": func(k queueKeys, ps []AckParams) ([]any, error) { return c.ackOneQueue(ctx, k, ps) },
 		}
 		// The jobs, in the order they are published and consumed.
 		labels := []string{"acked", "other-delivery", "lease-ended", "unique", "twice", "finish-leased", "finish-waiting"}
@@ -31,36 +34,31 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 		// not found; a finish (lmstfy's ack) of a leased job acked; one of a job waiting in its
 		// ready list deleted (left to ack.lua), then an ack of it not found; a finish of no job not
 		// found.
-		want := []int64{1, -1, -1, 1, 1, 0, 0, 1, 1, 0, 0}
+		want := []AckOutcome{1, -1, -1, 1, 1, 0, 0, 1, 1, 0, 0}
 		left := map[string][]string{}
 		for q, ack := range scripts {
 			ids := map[string]string{}
 			for _, label := range labels[:len(labels)-1] {
-				p := PublishParams{Namespace: "ns", Queue: q, Payload: []byte(label)}
+				j := newJob(label)
 				switch label {
 				case "lease-ended":
-					p.TTR = 20 * time.Millisecond
+					j.TTRMs = 20
 				case "unique":
-					p.UniqueKey = "u"
+					j.UniqueKey = "u"
 				}
-				res, err := c.Publish(ctx, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids[label] = res.ID
+				publish(t, ctx, s, "ns", q, j)
+				ids[label] = j.ID
 			}
-			ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{q}, Count: len(labels)})
-			if err != nil || len(ds) != len(labels)-1 {
-				t.Fatalf("Consume: %d deliveries, %v", len(ds), err)
+			leased, err := s.Consume(ctx, "ns", q, len(labels), 0)
+			if err != nil || len(leased.Jobs) != len(labels)-1 {
+				t.Fatalf("Consume: %d deliveries, %v", len(leased.Jobs), err)
 			}
-			waiting, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: q, Payload: []byte("finish-waiting")})
-			if err != nil {
-				t.Fatal(err)
-			}
+			waiting := newJob("finish-waiting")
+			publish(t, ctx, s, "ns", q, waiting)
 			ids["finish-waiting"] = waiting.ID
-			ended := ds[2].LeaseUntil.Add(10 * time.Millisecond)
+			ended := time.UnixMilli(leased.Jobs[2].Num(RLease)).Add(10 * time.Millisecond)
 			testwait.Until(t, 5*time.Second, "the short lease to end", func() bool { return time.Now().After(ended) })
-			ps := []AckParams{
+			acks := []Ack{
 				{ID: ids["acked"], Delivery: 1},
 				{ID: ids["other-delivery"], Delivery: 2},
 				{ID: ids["lease-ended"], Delivery: 1},
@@ -68,35 +66,35 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 				{ID: ids["twice"], Delivery: 1},
 				{ID: ids["twice"], Delivery: 1},
 				{ID: "no-such-job", Delivery: 1},
-				{ID: ids["finish-leased"], Delivery: finishDelivery},
-				{ID: ids["finish-waiting"], Delivery: finishDelivery},
+				{ID: ids["finish-leased"], Delivery: FinishAny},
+				{ID: ids["finish-waiting"], Delivery: FinishAny},
 				{ID: ids["finish-waiting"], Delivery: 1},
-				{ID: "no-such-job", Delivery: finishDelivery},
+				{ID: "no-such-job", Delivery: FinishAny},
 			}
-			for i := range ps {
-				ps[i].Namespace, ps[i].Queue = "ns", q
+			for i := range acks {
+				acks[i].Namespace, acks[i].Queue = "ns", q
 			}
-			if !acksWithoutResult(ps) {
+			if !acksWithoutResult(acks) {
 				t.Fatal("the batch does not qualify for ack_noresult.lua")
 			}
-			reply, err := ack(c.keys.get("ns", q), ps)
+			k := s.keys.get("ns", q)
+			outcomes, err := ack(k, acks)
 			if err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
 			for i, w := range want {
-				if reply[i] != w {
-					t.Errorf("%s.lua: ack %d (%s) = %v, want %d", q, i, ps[i].ID, reply[i], w)
+				if outcomes[i] != w {
+					t.Errorf("%s.lua: ack %d (%s) = %v, want %d", q, i, acks[i].ID, outcomes[i], w)
 				}
 			}
 			// What is left: each job still stored and whether it still holds a lease.
-			k := c.keys.get("ns", q)
 			for _, label := range labels {
 				stored, _ := env.Client.HExists(ctx, k.jobs(), ids[label]).Result()
 				leased, _ := env.Client.HExists(ctx, k.lease(), ids[label]).Result()
 				inLeased, _ := env.Client.ZScore(ctx, k.leased(), ids[label]).Result()
 				left[q] = append(left[q], label, bools(stored, leased, inLeased > 0))
 			}
-			st, err := c.Stats(ctx, "ns", q)
+			st, err := s.Stats(ctx, "ns", q)
 			if err != nil || st.Acked != 4 || st.Deleted != 1 || st.Ready != 0 {
 				t.Errorf("%s.lua: stats %d acked, %d deleted, %d ready, %v; want 4, 1, 0", q, st.Acked, st.Deleted, st.Ready, err)
 			}
@@ -138,27 +136,24 @@ func bools(stored, lease, leased bool) string {
 func TestFinishOfALeasedJobTakesOneCall(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		c, ctx := newInternalClient(t, env)
-		leased, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("leased"), UniqueKey: "u"})
-		if err != nil {
-			t.Fatal(err)
+		s, ctx := newTestStore(t, env)
+		leased := newJob("leased")
+		leased.UniqueKey = "u"
+		publish(t, ctx, s, "ns", "q", leased)
+		if got, err := s.Consume(ctx, "ns", "q", 1, 0); err != nil || len(got.Jobs) != 1 {
+			t.Fatalf("Consume: %d deliveries, %v", len(got.Jobs), err)
 		}
-		if ds, err := c.Consume(ctx, ConsumeParams{Namespace: "ns", Queues: []string{"q"}}); err != nil || len(ds) != 1 {
-			t.Fatalf("Consume: %d deliveries, %v", len(ds), err)
-		}
-		waiting, err := c.Publish(ctx, PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("waiting")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := c.keys.get("ns", "q")
-		reply, err := c.ackNoResult(ctx, k, []AckParams{
-			{ID: leased.ID, Delivery: finishDelivery},
-			{ID: waiting.ID, Delivery: finishDelivery},
+		waiting := newJob("waiting")
+		publish(t, ctx, s, "ns", "q", waiting)
+		k := s.keys.get("ns", "q")
+		reply, err := s.ackNoResult(ctx, k, []Ack{
+			{ID: leased.ID, Delivery: FinishAny},
+			{ID: waiting.ID, Delivery: FinishAny},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(reply, []any{int64(1), leftToAck}) {
+		if !slices.Equal(reply, []any{int64(Acked), int64(leftToAck)}) {
 			t.Fatalf("ack_noresult.lua answered %v, want [1 %d]", reply, leftToAck)
 		}
 		if stored, _ := env.Client.HExists(ctx, k.jobs(), leased.ID).Result(); stored {
@@ -167,7 +162,7 @@ func TestFinishOfALeasedJobTakesOneCall(t *testing.T) {
 		if n, err := env.Client.Exists(ctx, k.unique()+"u").Result(); err != nil || n != 0 {
 			t.Errorf("the finished job's unique key is still held (%d, %v)", n, err)
 		}
-		if st, err := c.Stats(ctx, "ns", "q"); err != nil || st.Acked != 1 || st.Ready != 1 {
+		if st, err := s.Stats(ctx, "ns", "q"); err != nil || st.Acked != 1 || st.Ready != 1 {
 			t.Errorf("stats: %d acked, %d ready, %v; want 1 acked and the waiting job still ready", st.Acked, st.Ready, err)
 		}
 	})

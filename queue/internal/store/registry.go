@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// registerEvery is how often a process re-adds a queue it publishes to to the registry, so a queue
+// deleted while a producer runs comes back for the maintenance loop.
+const registerEvery = time.Minute
+
+// Register adds a queue to its namespace's registry before the first publish, so maintenance and
+// Queues find it, and, for a publish with callback jobs (callbacks), to the callback registry, so
+// deliverers find it. It runs before the job is written: a crash in between leaves an empty queue
+// registered, never a job in an unregistered queue. A process registers a queue once a minute at
+// most (registerEvery).
+func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool) error {
+	key := QueueName{ns, q}
+	s.registeredMu.Lock()
+	last, ok := s.registered[key]
+	lastCb, okCb := s.registeredCallbacks[key]
+	s.registeredMu.Unlock()
+	needQueue := !ok || time.Since(last) >= registerEvery
+	needCb := callbacks && (!okCb || time.Since(lastCb) >= registerEvery)
+	if !needQueue && !needCb {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	pipe.SAdd(ctx, namespacesKey(s.cfg.Prefix), ns)
+	pipe.SAdd(ctx, queuesKey(s.cfg.Prefix, ns), q)
+	if callbacks {
+		pipe.SAdd(ctx, callbackQueuesKey(s.cfg.Prefix), ns+":"+q)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	s.registeredMu.Lock()
+	s.registered[key] = now
+	if callbacks {
+		s.registeredCallbacks[key] = now
+	}
+	s.registeredMu.Unlock()
+	return nil
+}
+
+// forget drops what this process remembers of registering a queue (the queue was deleted).
+func (s *Store) forget(ns, q string) {
+	s.registeredMu.Lock()
+	delete(s.registered, QueueName{ns, q})
+	delete(s.registeredCallbacks, QueueName{ns, q})
+	s.registeredMu.Unlock()
+}
+
+// Namespaces lists the namespaces that have queues, in no order.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	return s.rdb.SMembers(ctx, namespacesKey(s.cfg.Prefix)).Result()
+}
+
+// Queues lists the queues of a namespace, in no order.
+func (s *Store) Queues(ctx context.Context, ns string) ([]string, error) {
+	return s.rdb.SMembers(ctx, queuesKey(s.cfg.Prefix, ns)).Result()
+}
+
+// QueueExists reports whether the queue is registered in its namespace. One SISMEMBER.
+func (s *Store) QueueExists(ctx context.Context, ns, q string) (bool, error) {
+	return s.rdb.SIsMember(ctx, queuesKey(s.cfg.Prefix, ns), q).Result()
+}
+
+// ForgetNamespace removes the namespace and its list of queues from the registry (its queues are
+// deleted first, with DeleteQueue).
+func (s *Store) ForgetNamespace(ctx context.Context, ns string) error {
+	pipe := s.rdb.Pipeline()
+	pipe.SRem(ctx, namespacesKey(s.cfg.Prefix), ns)
+	pipe.Del(ctx, queuesKey(s.cfg.Prefix, ns))
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// CallbackQueues lists the queues that have had callback jobs, in no order.
+func (s *Store) CallbackQueues(ctx context.Context) ([]QueueName, error) {
+	members, err := s.rdb.SMembers(ctx, callbackQueuesKey(s.cfg.Prefix)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueName, 0, len(members))
+	for _, m := range members {
+		if ns, q, ok := strings.Cut(m, ":"); ok {
+			out = append(out, QueueName{Namespace: ns, Queue: q})
+		}
+	}
+	return out, nil
+}
+
+// Pause stops consumers from getting jobs of the queue (the scripts read the flag).
+func (s *Store) Pause(ctx context.Context, ns, q string) error {
+	return s.rdb.HSet(ctx, s.keys.get(ns, q).meta(), "paused", "1").Err()
+}
+
+// Resume lets consumers get jobs of a paused queue again and wakes the ones waiting.
+func (s *Store) Resume(ctx context.Context, ns, q string) error {
+	k := s.keys.get(ns, q)
+	if err := s.rdb.HDel(ctx, k.meta(), "paused").Err(); err != nil {
+		return err
+	}
+	// Only a wake-up: a lost one costs waiting consumers at most the queue's WakeupInterval.
+	return s.rdb.Publish(ctx, k.channel, "r").Err()
+}

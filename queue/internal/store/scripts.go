@@ -1,0 +1,97 @@
+package store
+
+import (
+	"embed"
+
+	"github.com/sluicehq/sluice/internal/redisx"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// scriptName names one queue script (one .lua file). The Store's methods run scripts only by these
+// names, through run and runMany (runner.go), which choose between a function call and EVALSHA.
+type scriptName string
+
+// The queue's scripts.
+const (
+	scriptPublish scriptName = "publish"
+	// scriptPublishReady publishes one job due now with no ttl, unique key or callback, on its own
+	// keys (a bare script: see bareScripts).
+	scriptPublishReady scriptName = "publish_ready"
+	// scriptPublishBatch publishes jobs due now with no unique key or callback, on their own keys
+	// (bare).
+	scriptPublishBatch scriptName = "publish_batch"
+	scriptConsume      scriptName = "consume"
+	scriptAck          scriptName = "ack"
+	// scriptAckNoResult acks deliveries that keep no result, on their own keys (bare).
+	scriptAckNoResult scriptName = "ack_noresult"
+	scriptNack        scriptName = "nack"
+	scriptTouch       scriptName = "touch"
+	scriptRelease     scriptName = "release"
+	scriptDelete      scriptName = "delete"
+	scriptGet         scriptName = "get"
+	scriptPeek        scriptName = "peek"
+	scriptStats       scriptName = "stats"
+	scriptPurge       scriptName = "purge"
+	scriptDeadList    scriptName = "dead_list"
+	scriptDeadRespawn scriptName = "dead_respawn"
+	scriptDeadDelete  scriptName = "dead_delete"
+	scriptMaintain    scriptName = "maintain"
+	scriptPending     scriptName = "pending"
+	// scriptConsumeCallbacks leases jobs of a queue's callback lane for the callback deliverer.
+	scriptConsumeCallbacks scriptName = "consume_callbacks"
+)
+
+var scriptNames = []scriptName{
+	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
+	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
+	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
+	scriptAckNoResult, scriptPublishBatch,
+}
+
+// bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
+// bind). They run only as library functions.
+var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptPublishBatch: true, scriptAckNoResult: true}
+
+// scriptFlags are the Redis function flags of each script (see redisx.LibraryScript.Flag): the
+// scripts that only read say no-writes (they run whatever the memory), and the ones that free
+// memory or hardly add any (leases, acks, deletes, retries) say allow-oom, so a full Redis can
+// still be drained. Publish has no flag: a full Redis refuses new jobs.
+var scriptFlags = map[scriptName]string{
+	scriptGet: "no-writes", scriptPeek: "no-writes", scriptStats: "no-writes", scriptDeadList: "no-writes",
+	scriptPending: "no-writes",
+	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptAckNoResult: "allow-oom", scriptNack: "allow-oom",
+	scriptTouch:   "allow-oom",
+	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
+	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
+	scriptConsumeCallbacks: "allow-oom",
+}
+
+// library is the queue's scripts, lib.lua's helpers first, built once per process: as functions
+// of one Redis library and as EVALSHA scripts (redisx.Library).
+var library = func() *redisx.Library {
+	spec := redisx.LibrarySpec{
+		Name:    "sluice_queue",
+		Helpers: mustRead("lib.lua"),
+		// rawget: reading a global Redis does not define (cmsgpack on a store without it) is an
+		// error in Redis's script sandbox. Functions only load on Redis 7+, which has cmsgpack.
+		EvalPrologue:     "bind(KEYS, ARGV, rawget(_G, 'cmsgpack'))",
+		FunctionPrologue: "bind(KEYS, ARGV, cmsgpack)",
+	}
+	for _, name := range scriptNames {
+		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{
+			Name: string(name), Body: mustRead(string(name) + ".lua"), Flag: scriptFlags[name],
+			Bare: bareScripts[name],
+		})
+	}
+	return redisx.NewLibrary(spec)
+}()
+
+func mustRead(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic("queue/internal/store: embedded script missing: " + name)
+	}
+	return string(b)
+}
