@@ -157,12 +157,14 @@ func dashboardPath(path string) bool {
 	return path == "/ui" || strings.HasPrefix(path, "/ui/")
 }
 
-// wrap is the middleware of a listener: request id, body limit, panic recovery, the admin guard
-// and admin auth, registry-shaped 404/405, access log and request metrics. The mux routes each request once; the
-// route's pattern is read back from the request afterwards (ServeMux sets Request.Pattern).
+// wrap is the middleware of a listener: request id, the error map (errorMap), body limit, panic
+// recovery, the admin guard and admin auth, registry-shaped 404/405, access log and request
+// metrics. The mux routes each request once; the route's pattern is read back from the request
+// afterwards (ServeMux sets Request.Pattern).
 func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Handler {
 	inflight := s.metrics.inflight.WithLabelValues(listener)
 	guard := s.adminGuard()
+	errs := errorMap()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -170,7 +172,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			id = s.requestIDs.next()
 		}
 		w.Header().Set("X-Request-Id", id)
-		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable}
+		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs}
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Body != nil && r.Body != http.NoBody {

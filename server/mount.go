@@ -7,7 +7,18 @@ import (
 
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/rooms"
+	"github.com/sluicehq/sluice/server/tasks"
 )
+
+// errorMap is how the server answers errors: the kernel's own cases (internal/httpapi) and the
+// mapper of each system whose library's errors its routes return. Every request of both listeners
+// carries it (wrap), so a system's error reads the same from its own routes, the dashboard and
+// lmstfy's API. A new system with errors of its own adds its route package's Errors here.
+func errorMap() httpapi.ErrorMap {
+	return httpapi.ErrorMap{jobs.Errors, rooms.Errors, tasks.Errors}
+}
 
 // mount registers the routes a system package declares on a listener's mux, each behind what
 // its description asks for: token authentication for namespace routes (Perms), the token's rate

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,9 +15,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/tenant"
-	"github.com/sluicehq/sluice/queue"
-	"github.com/sluicehq/sluice/relay"
-	"github.com/sluicehq/sluice/waitroom"
 )
 
 // Code is a stable machine-readable error code of the native API.
@@ -132,19 +128,29 @@ type ErrorDetail struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// ErrorOf turns any error into the registry's *Error: the queue's and tenancy's sentinels and
-// validation errors, body-size errors, Redis failures (unavailable) and, for anything else,
-// internal. A system whose package has errors of its own adds its case here, so that every
-// route renders them alike.
-func ErrorOf(err error) *Error {
+// ErrorMapper turns the errors of one system's library into the registry's: an *Error for an
+// error it knows, nil for any other. Each system's route package exports one (jobs.Errors for
+// the queue's, tasks.Errors for the request queue's, rooms.Errors for the waiting room's), so
+// that the kernel knows no system.
+type ErrorMapper func(error) *Error
+
+// ErrorMap is how a server answers errors: the kernel's own cases, and the mappers of the systems
+// it mounts, asked in order. The server builds it once and puts it in every request's state
+// (RequestState.Errors), where ErrorOf and WriteError find it, so a route of one system that
+// meets another's error (the dashboard, lmstfy's API on the queue) answers it alike.
+type ErrorMap []ErrorMapper
+
+// Of turns any error into the registry's *Error: an *Error as it is; a *sluice.FieldError as
+// invalid_argument naming the field; tenancy's errors; then the answer of the first mapper that
+// knows err; then body-size errors (payload_too_large), a store that cannot serve now
+// (unavailable) and, for anything else, internal.
+func (m ErrorMap) Of(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	var fe *sluice.FieldError
 	var tnf *tenant.NotFoundError
-	var tooBig *http.MaxBytesError
-	var whe *waitroom.HTTPError
 	switch {
 	case errors.As(err, &fe):
 		return &Error{Code: CodeInvalidArgument, Field: fe.Field, Message: fe.Reason, Cause: err}
@@ -154,36 +160,41 @@ func ErrorOf(err error) *Error {
 		return &Error{Code: CodeUnauthenticated, Message: ErrUnauthenticated.Message, Cause: err}
 	case errors.As(err, &tnf):
 		return &Error{Code: CodeNotFound, Message: tnf.Message, Cause: err}
-	case errors.Is(err, queue.ErrNotFound):
-		return &Error{Code: CodeNotFound, Message: "not found", Cause: err}
-	case errors.Is(err, waitroom.ErrRoomNotFound):
-		return &Error{Code: CodeNotFound, Message: "no such room", Cause: err}
-	case errors.As(err, &whe) && statusOf[Code(whe.Code)] != 0:
-		return &Error{Code: Code(whe.Code), Message: whe.Message, RetryAfter: whe.RetryAfter, Cause: err}
-	case errors.Is(err, queue.ErrLeaseLost):
-		return &Error{Code: CodeLeaseLost, Message: "the delivery no longer holds the lease (it expired or a later delivery took the job)", Cause: err}
-	case errors.Is(err, queue.ErrNotReplicated):
-		return &Error{Code: CodeNotReplicated, Message: "the job is on the Redis primary but fewer replicas than replica_acks acknowledged it in time; publishing again adds a second job unless it has a unique_key", RetryAfter: time.Second, Cause: err}
-	case errors.Is(err, relay.ErrNotFound):
-		return &Error{Code: CodeNotFound, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
-	case errors.Is(err, relay.ErrQueueFull):
-		return &Error{Code: CodeQueueFull, Message: "the endpoint's queue (or the subject's share of it) is full; retry later", RetryAfter: time.Second, Cause: err}
-	case errors.Is(err, relay.ErrPermitInvalid), errors.Is(err, relay.ErrPermitExpired), errors.Is(err, relay.ErrPermitUsed):
-		return &Error{Code: CodePermitRefused, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
-	case errors.Is(err, relay.ErrNotPermitted):
-		return &Error{Code: CodeNotPermitted, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
-	case errors.Is(err, relay.ErrClosed):
-		return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, Cause: err}
+	}
+	for _, mapErr := range m {
+		if e := mapErr(err); e != nil {
+			return e
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
 	case errors.As(err, &tooBig):
 		return &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the request body is over the limit of %d bytes", tooBig.Limit), Cause: err}
 	case IsUnavailable(err):
-		return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, Cause: err}
+		return Unavailable(err)
 	default:
 		return &Error{Code: CodeInternal, Message: "internal error", Cause: err}
 	}
 }
 
+// ErrorOf turns err into the registry's *Error with the ErrorMap of ctx's request; outside a
+// request the server serves, with the kernel's own cases only.
+func ErrorOf(ctx context.Context, err error) *Error {
+	var m ErrorMap
+	if st := StateOf(ctx); st != nil {
+		m = st.Errors
+	}
+	return m.Of(err)
+}
+
+// Unavailable is the answer to err when it means the store (or the client of a system) cannot
+// serve now: 503 unavailable, retry in a second.
+func Unavailable(err error) *Error {
+	return &Error{Code: CodeUnavailable, Message: ErrUnavailable.Message, RetryAfter: time.Second, Cause: err}
+}
+
 // IsUnavailable reports whether err means the store could not be reached or cannot serve now.
+// A system's own "closed" error is its ErrorMapper's to answer (with Unavailable).
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
@@ -191,7 +202,7 @@ func IsUnavailable(err error) bool {
 	var netErr net.Error
 	var rerr redis.Error
 	switch {
-	case errors.Is(err, redis.ErrClosed), errors.Is(err, queue.ErrClosed),
+	case errors.Is(err, redis.ErrClosed),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, context.DeadlineExceeded):
@@ -223,7 +234,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if ClientGone(r, err) {
 		return
 	}
-	e := ErrorOf(err)
+	e := ErrorOf(r.Context(), err)
 	if st := StateOf(r.Context()); st != nil {
 		st.NoteError(r.Context(), e, err)
 	}

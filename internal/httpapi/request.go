@@ -18,6 +18,9 @@ type RequestState struct {
 	// OnUnavailable, when set, is called for each answer that says the store is unavailable
 	// (the server counts them).
 	OnUnavailable func()
+	// Errors maps the errors of the systems the server mounts to the registry (ErrorOf,
+	// WriteError). nil: the kernel's own cases only.
+	Errors ErrorMap
 	// Code is the registry code of the error the request answered with ("" for success).
 	Code Code
 

@@ -21,7 +21,7 @@ func TestAPIErrorMapsTheStoresErrors(t *testing.T) {
 		{fmt.Errorf("%w: shop has 100", callback.ErrTooManyDestinations), httpapi.CodeConflict, ""},
 	} {
 		// What the server renders: apiError's answer through the registry's mapping.
-		if e := httpapi.ErrorOf(apiError(tc.err)); e.Code != tc.code || e.Field != tc.field {
+		if e := httpapi.ErrorOf(t.Context(), apiError(tc.err)); e.Code != tc.code || e.Field != tc.field {
 			t.Errorf("ErrorOf(apiError(%v)) = %v, want %s %q", tc.err, e, tc.code, tc.field)
 		}
 	}

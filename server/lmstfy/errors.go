@@ -73,7 +73,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if httpapi.ClientGone(r, err) {
 		return
 	}
-	e := httpapi.ErrorOf(err)
+	e := httpapi.ErrorOf(r.Context(), err)
 	if st := httpapi.StateOf(r.Context()); st != nil {
 		st.NoteError(r.Context(), e, err)
 	}

@@ -184,7 +184,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	for _, e := range eps {
 		s, err := a.relay.Stats(r.Context(), e.Name)
 		if err != nil {
-			if httpapi.ErrorOf(err).Code == httpapi.CodeNotFound {
+			if httpapi.ErrorOf(r.Context(), err).Code == httpapi.CodeNotFound {
 				continue // deleted meanwhile
 			}
 			return err

@@ -156,7 +156,7 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 			if err == nil {
 				continue
 			}
-			if e := httpapi.ErrorOf(err); e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
+			if e := httpapi.ErrorOf(ctx, err); e.Code == httpapi.CodeInternal || e.Code == httpapi.CodeUnavailable {
 				st.NoteError(ctx, e, err)
 				break
 			}
@@ -170,7 +170,7 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 func (a *API) submitOne(ctx context.Context, p relay.SubmitParams) (BatchItem, error) {
 	res, err := a.relay.Submit(ctx, p)
 	if err != nil {
-		e := httpapi.ErrorOf(err)
+		e := httpapi.ErrorOf(ctx, err)
 		return BatchItem{Error: &httpapi.ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}}, err
 	}
 	sr := submitted(res)

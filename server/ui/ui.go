@@ -244,7 +244,7 @@ func (u *UI) renderError(w http.ResponseWriter, r *http.Request, err error) {
 	if httpapi.ClientGone(r, err) {
 		return
 	}
-	e := httpapi.ErrorOf(err)
+	e := httpapi.ErrorOf(r.Context(), err)
 	if st := httpapi.StateOf(r.Context()); st != nil {
 		st.NoteError(r.Context(), e, err)
 	} else if e.Code == httpapi.CodeInternal {
