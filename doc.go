@@ -43,10 +43,11 @@
 //   - internal/httpapi: the error registry, JSON helpers and the Route description that route
 //     packages declare and the server mounts;
 //   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
-//     type); cmd/sluice/internal/lmstfyimport: reading an lmstfy deployment's tokens for `sluice lmstfy import`;
+//     type);
 //   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks).
 //
-// docs/server.md says where each piece lives and how a new system adds its routes.
+// docs/layout.md is the map of every package, floor by floor, with what each may import (a test
+// holds the code to it); docs/server.md says how a new system adds its routes.
 //
 // Every state change in Redis is one atomic Lua script or one command, with time taken from Redis
 // itself, so any number of processes can share one Redis safely.
