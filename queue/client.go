@@ -60,6 +60,11 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// HashTag is the Redis Cluster hash tag every key of the queue carries, "{<ns>:<queue>}". Data
+// kept beside a queue under a key of its own (the dashboard's throughput samples) can carry it to
+// sit in the queue's slot without spelling out how the queue names its keys.
+func (c *Client) HashTag(ns, queue string) string { return store.HashTag(ns, queue) }
+
 // register adds a queue to the registries before a job is written to it (store.Register).
 func (c *Client) register(ctx context.Context, ns, q string, callbacks bool) error {
 	if err := c.store.Register(ctx, ns, q, callbacks); err != nil {

@@ -231,3 +231,21 @@ func TestFunctionLibraryReloaded(t *testing.T) {
 		t.Fatalf("stats after the ack: %+v, %v", s, err)
 	}
 }
+
+// HashTag is the tag the queue's own keys carry: a key made with it lands in the queue's slot.
+func TestHashTagIsTheQueueKeysTag(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	if _, err := f.client.Publish(ctx, queue.PublishParams{Namespace: "shop", Queue: "mail", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	tag := f.client.HashTag("shop", "mail")
+	if tag != "{shop:mail}" {
+		t.Fatalf("HashTag = %q, want {shop:mail}", tag)
+	}
+	keys, err := f.env.Client.Keys(ctx, f.env.Prefix+":"+tag+":*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("no queue key carries %s: %v, %v", tag, keys, err)
+	}
+}

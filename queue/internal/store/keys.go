@@ -20,9 +20,9 @@ type queueKeys struct {
 	ackHead, batchHead []any
 }
 
-// hashTag is the hash tag every key of a queue carries, "{ns:queue}"; the callback channel's
+// HashTag is the hash tag every key of a queue carries, "{ns:queue}"; the callback channel's
 // messages name a queue by it (ParseHashTag).
-func hashTag(ns, name string) string { return "{" + ns + ":" + name + "}" }
+func HashTag(ns, name string) string { return "{" + ns + ":" + name + "}" }
 
 // ParseHashTag returns the queue a hash tag names ("{ns:queue}", as the scripts announce callback
 // work on CallbackChannel). It does not check the names.
@@ -40,7 +40,7 @@ func ParseHashTag(tag string) (QueueName, bool) {
 }
 
 func newQueueKeys(prefix, ns, name string) queueKeys {
-	base := prefix + ":" + hashTag(ns, name) + ":"
+	base := prefix + ":" + HashTag(ns, name) + ":"
 	k := queueKeys{
 		all: []string{
 			base + "jobs",

@@ -1,0 +1,31 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+)
+
+// Every key of a queue carries its hash tag, and ParseHashTag reads the queue back from it.
+func TestKeysCarryTheHashTag(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t, redistest.New(t))
+	tag := HashTag("shop", "mail")
+	if tag != "{shop:mail}" {
+		t.Fatalf("HashTag = %q, want {shop:mail}", tag)
+	}
+	k := s.keys.get("shop", "mail")
+	for _, key := range append(k.all, k.channel) {
+		if want := s.cfg.Prefix + ":" + tag + ":"; len(key) <= len(want) || key[:len(want)] != want {
+			t.Errorf("key %q does not start with %q", key, want)
+		}
+	}
+	if name, ok := ParseHashTag(tag); !ok || name != (QueueName{"shop", "mail"}) {
+		t.Errorf("ParseHashTag(%q) = %v, %v", tag, name, ok)
+	}
+	for _, bad := range []string{"shop:mail", "{shop:mail", "shop:mail}", "{shopmail}"} {
+		if _, ok := ParseHashTag(bad); ok {
+			t.Errorf("ParseHashTag(%q) accepted it", bad)
+		}
+	}
+}
