@@ -1,6 +1,6 @@
 package callback
 
-import "strings"
+import "github.com/sluicehq/sluice/internal/names"
 
 // settingsKeys are one namespace's keys, under the hash tag {cbns:<ns>}, so the settings scripts
 // run on Redis Cluster.
@@ -19,11 +19,4 @@ func newSettingsKeys(prefix, ns string) settingsKeys {
 // key prefix too).
 const queueNameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 255 bytes"
 
-func queueName(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
-}
+func queueName(s string) bool { return names.Valid(s, 255) }

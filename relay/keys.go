@@ -1,8 +1,9 @@
 package relay
 
 import (
-	"strings"
 	"sync"
+
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // endpointKeys are the Redis keys of one endpoint, in the order every endpoint script receives
@@ -90,11 +91,4 @@ func (c *keyCache) get(endpoint string) endpointKeys {
 // nameRule is the rule for endpoint names and the key prefix.
 const nameRule = "must match ^[-_A-Za-z0-9]+$ and be 1 to 64 bytes"
 
-func validName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
-}
+func validName(s string) bool { return names.Valid(s, 64) }

@@ -1,6 +1,6 @@
 package waitroom
 
-import "strings"
+import "github.com/sluicehq/sluice/internal/names"
 
 // Every key this package writes is built here. All keys of one room share the hash tag {<room>},
 // so every script runs on Redis Cluster:
@@ -37,11 +37,4 @@ func roomsKey(prefix string) string { return prefix + ":waitroom:rooms" }
 // nameRule is the rule for room names: they appear in URLs, cookie names and keys.
 const nameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 128 bytes"
 
-func validName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	return strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
-}
+func validName(s string) bool { return names.Valid(s, 128) }

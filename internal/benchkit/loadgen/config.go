@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // API is the HTTP dialect the load generator speaks.
@@ -161,7 +162,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("config: API %q must be %q or %q", c.API, Native, Lmstfy))
 	}
 	for _, n := range []struct{ field, v string }{{"Namespace", c.Namespace}, {"Queue", c.Queue}} {
-		if !validName(n.v) || len(n.v) > 200 {
+		if !names.Valid(n.v, 200) {
 			errs = append(errs, fmt.Errorf("config: %s %q must match ^[-_A-Za-z0-9]+$ and be at most 200 bytes", n.field, n.v))
 		}
 	}
@@ -199,10 +200,4 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("config: JobTTL must be at least 1s, got %v", c.JobTTL))
 	}
 	return errors.Join(errs...)
-}
-
-func validName(s string) bool {
-	return s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
 }
