@@ -91,7 +91,7 @@ func (cb *Callback) validate() error {
 		return invalid("callback.headers", "%d entries is over the limit of %d", len(cb.Header), MaxCallbackHeaders)
 	}
 	for k, v := range cb.Header {
-		if !validToken(k) || len(k) > 128 {
+		if !outbound.ValidToken(k) || len(k) > 128 {
 			return invalid("callback.headers", "%q is not a header name", k)
 		}
 		if reservedCallbackHeaders[strings.ToLower(k)] {
@@ -125,19 +125,6 @@ func decodeCallback(s string) *Callback {
 	}
 	r.Timeout = time.Duration(r.TimeoutMs) * time.Millisecond
 	return &r.Callback
-}
-
-// validToken reports whether s is an HTTP token (RFC 9110): a header name.
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
-			return false
-		}
-	}
-	return true
 }
 
 // WithCallback makes the produced job a callback: it is delivered to cb.URL when due instead of

@@ -3,9 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/outbound"
 )
 
 // RetryPolicy chooses how long a failed job waits before its next try. The worker asks it after
@@ -42,25 +42,7 @@ var _ RetryPolicy = ExponentialBackoff{}
 
 // RetryDelay returns Base·2^(attempt-1), capped at Max, less up to Jitter of it.
 func (b ExponentialBackoff) RetryDelay(attempt int, _ error) time.Duration {
-	base := b.Base
-	if base <= 0 {
-		base = time.Second
-	}
-	limit := b.Max
-	if limit <= 0 {
-		limit = 10 * time.Minute
-	}
-	attempt = max(attempt, 1)
-	d := limit
-	if attempt <= 62 {
-		if f := float64(base) * math.Pow(2, float64(attempt-1)); f < float64(limit) {
-			d = time.Duration(f)
-		}
-	}
-	if j := min(max(b.Jitter, 0), 1); j > 0 {
-		d -= time.Duration(rand.Float64() * j * float64(d))
-	}
-	return d
+	return outbound.JitteredBackoff(attempt, b.Base, b.Max, b.Jitter)
 }
 
 // NackParamsFor returns the Nack a worker sends when a handler failed delivery d with err: the

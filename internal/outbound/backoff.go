@@ -8,10 +8,15 @@ import (
 
 // Backoff is the wait before retry number attempt (1 for the first retry) of a failed call:
 // base·2^(attempt-1) capped at maxDelay, less a random 0-20% so that calls that failed together do
-// not retry together. It is the curve of queue.ExponentialBackoff, kept here so that the queue
-// package can use this package for callbacks without an import cycle. base <= 0 means 1s;
-// maxDelay <= 0 means 10m.
+// not retry together. base <= 0 means 1s; maxDelay <= 0 means 10m.
 func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
+	return JitteredBackoff(attempt, base, maxDelay, 0.2)
+}
+
+// JitteredBackoff is Backoff less a random 0 to jitter of the delay instead of 0-20% (jitter is
+// clamped to 0..1; 0 means none). It is also the curve of queue.ExponentialBackoff, which lives
+// here because the queue package imports this one for callbacks.
+func JitteredBackoff(attempt int, base, maxDelay time.Duration, jitter float64) time.Duration {
 	if base <= 0 {
 		base = time.Second
 	}
@@ -25,5 +30,8 @@ func Backoff(attempt int, base, maxDelay time.Duration) time.Duration {
 			d = time.Duration(f)
 		}
 	}
-	return d - time.Duration(rand.Float64()*0.2*float64(d))
+	if j := min(max(jitter, 0), 1); j > 0 {
+		d -= time.Duration(rand.Float64() * j * float64(d))
+	}
+	return d
 }

@@ -132,7 +132,7 @@ func (s *Sender) newRequest(ctx context.Context, req Request) (*http.Request, co
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !validMethod(method) {
+	if !ValidToken(method) {
 		return nil, nil, fmt.Errorf("%w: method %q", ErrInvalidRequest, method)
 	}
 	if req.Timeout < 0 {
@@ -178,12 +178,13 @@ func readBounded(r io.Reader, limit int64) ([]byte, bool, error) {
 	return body, false, err
 }
 
-// validMethod reports whether m is an HTTP token (RFC 9110), the form net/http accepts.
-func validMethod(m string) bool {
-	if m == "" {
+// ValidToken reports whether s is an HTTP token (RFC 9110): the form net/http accepts for a
+// method or a header name.
+func ValidToken(s string) bool {
+	if s == "" {
 		return false
 	}
-	for _, c := range m {
+	for _, c := range s {
 		if c > 0x7e || c <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c) {
 			return false
 		}
