@@ -2,8 +2,11 @@
 // retries with backoff, ack/nack, dead letter and dedup.
 //
 // Every state change is one Lua script on the keys of one queue (which share a hash tag, so it
-// runs on Redis Cluster), with time taken from Redis TIME in milliseconds. A process killed at any
-// instant loses no job: a leased job whose consumer dies comes back when its lease (TTR) ends.
+// runs on Redis Cluster), with every time that decides something (due, lease end, expiry) taken
+// from Redis TIME in milliseconds; the publish time of a lone job due now, which decides nothing,
+// comes from the client's reading of Redis's clock, within a bound (docs/job-states.md). A process
+// killed at any instant loses no job: a leased job whose consumer dies comes back when its lease
+// (TTR) ends.
 //
 // The life of a job (docs/job-states.md):
 //

@@ -198,15 +198,18 @@ func (s *Store) Maintain(ctx context.Context, ns string, queues []string) (Maint
 	for i, q := range queues {
 		calls[i] = scriptCall{script: scriptMaintain, keys: s.keys.get(ns, q)}
 	}
+	sent := s.clocks.micros()
 	each, err := readEach(ctx, s, calls, func(i int) (string, string) { return ns, queues[i] },
-		func(_ int, cmd *redis.Cmd) (Maintained, error) {
+		func(i int, cmd *redis.Cmd) (Maintained, error) {
 			f, err := cmd.Slice()
-			if err == nil && len(f) < 3 {
+			if err == nil && len(f) < 5 {
 				err = fmt.Errorf("unexpected reply of %d fields", len(f))
 			}
 			if err != nil {
 				return Maintained{}, err
 			}
+			// Redis's time in the answer is a new reading of its server's clock (clock.go).
+			s.clocks.learn(ctx, calls[i].keys.jobs(), num(f[4]), sent)
 			return Maintained{Promoted: int(num(f[0])), Reaped: int(num(f[1])), Dropped: int(num(f[2]))}, nil
 		})
 	var res Maintained

@@ -42,32 +42,38 @@ type Leased struct {
 // Consume leases up to count ready jobs of one queue (at most 1000) for ttrMs (0: each job's own
 // TTR), running the queue's housekeeping first.
 func (s *Store) Consume(ctx context.Context, ns, q string, count int, ttrMs int64) (Leased, error) {
-	reply, err := s.run(ctx, scriptConsume, s.keys.get(ns, q), count, ttrMs).Slice()
+	k := s.keys.get(ns, q)
+	sent := s.clocks.micros()
+	reply, err := s.run(ctx, scriptConsume, k, count, ttrMs).Slice()
 	if err != nil {
 		return Leased{}, err
 	}
-	return s.parseLeasedReply(ns, q, reply)
+	return s.parseLeasedReply(ctx, k, ns, q, reply, sent)
 }
 
 // ConsumeCallbacks leases up to count jobs of the queue's callback lane, running its housekeeping
 // first.
 func (s *Store) ConsumeCallbacks(ctx context.Context, ns, q string, count int) (Leased, error) {
-	reply, err := s.run(ctx, scriptConsumeCallbacks, s.keys.get(ns, q), count).Slice()
+	k := s.keys.get(ns, q)
+	sent := s.clocks.micros()
+	reply, err := s.run(ctx, scriptConsumeCallbacks, k, count).Slice()
 	if err != nil {
 		return Leased{}, err
 	}
-	return s.parseLeasedReply(ns, q, reply)
+	return s.parseLeasedReply(ctx, k, ns, q, reply, sent)
 }
 
 // parseLeasedReply reads a consume script's answer. A job whose record this client cannot read
 // (one written by a later version, with a field of a kind it cannot skip) is logged and left out
 // rather than failing the call, whose other jobs are leased already: it stays leased, comes back
-// when its lease ends, and reaches the dead letter when its tries run out.
-func (s *Store) parseLeasedReply(ns, q string, reply []any) (Leased, error) {
+// when its lease ends, and reaches the dead letter when its tries run out. Redis's time in the
+// answer of the call sent at sent (local µs) is the new reading of its server's clock (clock.go).
+func (s *Store) parseLeasedReply(ctx context.Context, k queueKeys, ns, q string, reply []any, sent int64) (Leased, error) {
 	if len(reply) < 4 {
 		return Leased{}, fmt.Errorf("unexpected reply of %d fields", len(reply))
 	}
 	r := Leased{Now: num(reply[0]), Next: num(reply[1]), More: num(reply[2]) == 1, Count: int(num(reply[3]))}
+	s.clocks.learn(ctx, k.jobs(), r.Now, sent)
 	if r.Count < 0 || len(reply) != 4+r.Count*fieldsPerLeased {
 		return Leased{}, fmt.Errorf("unexpected reply: %d fields for %d jobs", len(reply), r.Count)
 	}

@@ -15,22 +15,47 @@ func (s *Store) publishesReady(ctx context.Context) bool {
 }
 
 // publishReady publishes one job that dueNowPlain accepts with publish_ready.lua: four keys and
-// three arguments where publish.lua takes twelve and twenty-one, and a record the client encoded.
+// two or three arguments where publish.lua takes twelve and twenty-one. With a fresh reading of
+// Redis's clock (clock.go) the client stamps the whole record and the script stores it without
+// calling TIME; without one it sends the record in two pieces, the script puts Redis's time between
+// them and answers it, and that is the new reading.
 func (s *Store) publishReady(ctx context.Context, k queueKeys, f *NewJob) ([]Published, error) {
-	head, tail := readyRecordAround(f)
+	clock := s.clocks.of(ctx, k.jobs())
+	var now int64
+	stamped := false
+	if clock != nil {
+		now, stamped = s.clocks.nowMs(clock)
+	}
 	ready := k.readyList(f.Priority)
 	fn := s.scripts.Function(string(scriptPublishReady))
+	var args []any
+	if stamped {
+		args = []any{"fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.ID, encodeStampedRecord(f, now)}
+	} else {
+		head, tail := readyRecordAround(f)
+		args = []any{"fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.ID, head, tail}
+	}
+	sent := s.clocks.micros()
 	cmd := s.scripts.Process(ctx, func() *redis.Cmd {
-		cmd := redis.NewCmd(ctx, "fcall", fn, 4, k.jobs(), ready, k.prios(), k.stats(), f.ID, head, tail)
+		cmd := redis.NewCmd(ctx, args...)
 		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
 		return cmd
 	})
-	reply, err := cmd.Result()
+	reply, err := cmd.Int64()
 	if err != nil {
+		if clock != nil {
+			clock.forget() // perhaps another server took this one's place (a failover)
+		}
 		return nil, err
 	}
-	if reply != int64(1) {
-		return nil, fmt.Errorf("unexpected reply %v from %s", reply, fn)
+	switch {
+	case stamped && reply == 1:
+	case !stamped && reply > 1:
+		if clock != nil {
+			s.clocks.learnOn(clock, reply, sent)
+		}
+	default:
+		return nil, fmt.Errorf("unexpected reply %d from %s", reply, fn)
 	}
 	return []Published{{ID: f.ID}}, nil
 }

@@ -3,9 +3,10 @@ package store
 import "encoding/binary"
 
 // A job's record is a cmsgpack array of 20 fields (R_* in lua/lib.lua), written by the scripts.
-// For a lone job due now (publish_ready.lua) the client encodes it instead, all but the publish
-// and due times, which must be Redis's: building the record in Lua (a table of 20 fields, then
-// cmsgpack.pack) was a seventh of what such a publish cost Redis.
+// For jobs due now (publish_ready.lua, publish_batch.lua) the client encodes it instead: building
+// the record in Lua (a table of 20 fields, then cmsgpack.pack) was a seventh of what such a publish
+// cost Redis. The times are Redis's: the scripts put TIME between the pieces the client encoded, or
+// (a lone job without a ttl) the client stamps them with its reading of Redis's clock (clock.go).
 //
 // The encoding here is byte for byte what Redis's cmsgpack makes of the same values (a test
 // checks it against Redis), so a record does not depend on which side encoded it.
@@ -24,6 +25,27 @@ type readyRecord struct {
 // encodeReadyRecord encodes the record of a job of fields f that is due now.
 func encodeReadyRecord(f *NewJob) readyRecord {
 	b := make([]byte, 0, 64+len(f.Attributes)+len(f.Payload))
+	b, expire := appendReadyHead(b, f)
+	due := len(b)
+	b = appendReadyTail(b, f)
+	return readyRecord{s: string(b), expire: expire, due: due}
+}
+
+// encodeStampedRecord encodes the whole record of a job of fields f without a ttl that is due now,
+// published at nowMs (the client's reading of Redis's clock, clock.go), as publish_ready.lua
+// stores it whole.
+func encodeStampedRecord(f *NewJob, nowMs int64) string {
+	b := make([]byte, 0, 82+len(f.Attributes)+len(f.Payload))
+	b, _ = appendReadyHead(b, f)
+	b = appendMsgpackInt(b, nowMs) // R_PUBLISHED
+	b = appendMsgpackInt(b, nowMs) // R_DUE: a job due now is due at its publish time
+	b = appendReadyTail(b, f)
+	return string(b)
+}
+
+// appendReadyHead appends the array header and R_STATE to R_BMAX of the record of a job due now,
+// R_EXPIRE as 0 (right for a job without a ttl) at offset expire.
+func appendReadyHead(b []byte, f *NewJob) (_ []byte, expire int) {
 	b = append(b, 0xdc, 0, recordFields) // array 16
 	b = appendMsgpackInt(b, StateReady)
 	b = appendMsgpackInt(b, f.Priority)
@@ -31,12 +53,16 @@ func encodeReadyRecord(f *NewJob) readyRecord {
 	b = appendMsgpackInt(b, f.Tries) // R_LEFT
 	b = appendMsgpackInt(b, 0)       // R_DELIVERY
 	b = appendMsgpackInt(b, f.TTLMs)
-	expire := len(b)
-	b = appendMsgpackInt(b, 0) // R_EXPIRE, right for a job without a ttl
+	expire = len(b)
+	b = appendMsgpackInt(b, 0) // R_EXPIRE
 	b = appendMsgpackInt(b, f.TTRMs)
 	b = appendMsgpackInt(b, f.BackoffBaseMs)
 	b = appendMsgpackInt(b, f.BackoffMaxMs)
-	due := len(b)
+	return b, expire
+}
+
+// appendReadyTail appends R_LEASE to R_CALLBACK of the record of a job due now.
+func appendReadyTail(b []byte, f *NewJob) []byte {
 	b = appendMsgpackInt(b, 0)            // R_LEASE
 	b = appendMsgpackStr(b, "")           // R_UNIQUE
 	b = appendMsgpackStr(b, f.Attributes) // R_ATTRS
@@ -45,7 +71,7 @@ func encodeReadyRecord(f *NewJob) readyRecord {
 	b = appendMsgpackStr(b, "")           // R_RESULT
 	b = appendMsgpackInt(b, 0)            // R_FINISHED
 	b = appendMsgpackStr(b, "")           // R_CALLBACK
-	return readyRecord{s: string(b), expire: expire, due: due}
+	return b
 }
 
 // head is the array header and R_STATE to R_TTL, mid R_TTR to R_BMAX, tail R_LEASE to

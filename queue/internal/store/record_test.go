@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,9 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
-// The record the client encodes for publish_ready.lua is, byte for byte, what Redis's cmsgpack
-// makes of the same fields, at every size where msgpack changes form.
+// The records the client encodes for publish_ready.lua, in two pieces around Redis's time or whole
+// (stamped), are, byte for byte, what Redis's cmsgpack makes of the same fields, at every size where
+// msgpack changes form.
 func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
@@ -40,12 +42,16 @@ func TestReadyRecordEncodesAsCmsgpack(t *testing.T) {
 		if got != want {
 			t.Fatalf("case %d (number %d, payload %d bytes): encoded\n%x\ncmsgpack made\n%x", i, n, size, got, want)
 		}
+		if got := encodeStampedRecord(&f, now); got != want {
+			t.Fatalf("case %d (number %d, payload %d bytes): stamped\n%x\ncmsgpack made\n%x", i, n, size, got, want)
+		}
 	}
 }
 
 // A job due now is stored as the same record, but for the times, whichever script publishes it:
-// publish_ready.lua (a lone job without a ttl) and publish_batch.lua (a batch) with records the
-// client encoded, and publish.lua with the record built in Lua; with and without a ttl.
+// publish_ready.lua (a lone job without a ttl, the record in two pieces around Redis's time or
+// whole, stamped by the client's reading of Redis's clock) and publish_batch.lua (a batch) with
+// records the client encoded, and publish.lua with the record built in Lua; with and without a ttl.
 func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
@@ -64,7 +70,7 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 			r[7], r[11], r[12] = 0, 0, 0
 			return cmsgpack.pack(r)`
 		for _, ttl := range []time.Duration{0, time.Hour} {
-			jobs := make([]*NewJob, 3)
+			jobs := make([]*NewJob, 4)
 			for i := range jobs {
 				jobs[i] = newJob("payload")
 				jobs[i].Priority, jobs[i].TTLMs, jobs[i].TTRMs = 7, ttl.Milliseconds(), 90_000
@@ -80,9 +86,19 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 				"publish_batch.lua": func() error { _, err := s.publishBatch(ctx, k, jobs[1:2]); return err },
 			}
 			if ttl == 0 {
-				publish["publish_ready.lua"] = func() error { _, err := s.publishReady(ctx, k, jobs[2]); return err }
+				// The first lone publish has no reading of Redis's clock (TIME in the script), the
+				// second the reading the first one's answer gave (stamped).
+				s.clocks = newRedisClocks(env.Client, time.Now)
+				publish["publish_ready.lua, Redis's time"] = func() error { _, err := s.publishReady(ctx, k, jobs[2]); return err }
+				publish["publish_ready.lua, stamped"] = func() error {
+					if _, ok := s.clocks.nowMs(s.clocks.of(ctx, k.jobs())); !ok {
+						return errors.New("no reading of Redis's clock after a publish_ready.lua call")
+					}
+					_, err := s.publishReady(ctx, k, jobs[3])
+					return err
+				}
 			}
-			for i, name := range []string{"publish.lua", "publish_batch.lua", "publish_ready.lua"} {
+			for i, name := range []string{"publish.lua", "publish_batch.lua", "publish_ready.lua, Redis's time", "publish_ready.lua, stamped"} {
 				if publish[name] == nil {
 					continue
 				}
@@ -113,8 +129,8 @@ func TestPublishScriptsStoreTheSameRecord(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Ready != 5 || st.Published != 5 {
-			t.Fatalf("stats: %d ready, %d published; want 5 and 5", st.Ready, st.Published)
+		if st.Ready != 6 || st.Published != 6 {
+			t.Fatalf("stats: %d ready, %d published; want 6 and 6", st.Ready, st.Published)
 		}
 		if n, err := env.Client.ZCard(ctx, k.all[5]).Result(); err != nil || n != 2 {
 			t.Fatalf("%d jobs in the expiry index (%v), want the 2 with a ttl", n, err)

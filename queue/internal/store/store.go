@@ -6,9 +6,9 @@
 // Package queue calls the typed methods of a Store for every read and state change and never
 // chooses a script, a codec or a key itself. The choices made here are speed choices that leave the
 // stored data alike: a lone job due now is published by publish_ready.lua with a record the client
-// encoded, a batch of them by publish_batch.lua, any other publish by publish.lua; acks without a
-// result take ack_noresult.lua, others ack.lua. Whichever script wrote a job, its record is the
-// same bytes.
+// encoded (stamped with the store's reading of Redis's clock when it has a fresh one, clock.go), a
+// batch of them by publish_batch.lua, any other publish by publish.lua; acks without a result take
+// ack_noresult.lua, others ack.lua. Whichever script wrote a job, its record is the same bytes.
 package store
 
 import (
@@ -48,6 +48,9 @@ type Store struct {
 	cfg     Config
 	scripts *redisx.ScriptRunner // runs the scripts on rdb (runner.go)
 	keys    *keyCache
+	// clocks are the readings of the Redis servers' clocks that lone publishes stamp jobs with
+	// (clock.go).
+	clocks *redisClocks
 	// common are the ARGV every script gets after the queue's channel (lib.lua), made once.
 	common []any
 
@@ -67,6 +70,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 		cfg:                 cfg,
 		scripts:             redisx.NewScriptRunner(library, rdb, cfg.Logger, "queue"),
 		keys:                newKeyCache(cfg.Prefix),
+		clocks:              newRedisClocks(rdb, time.Now),
 		registered:          make(map[QueueName]time.Time),
 		registeredCallbacks: make(map[QueueName]time.Time),
 		common: []any{cfg.Batch, cfg.DeadRetention.Milliseconds(), cfg.MaxDead,

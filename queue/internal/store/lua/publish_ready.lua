@@ -5,21 +5,29 @@
 -- takes only the keys it touches and the arguments it always needs (see below).
 -- KEYS[1] jobs, KEYS[2] the ready list of the job's priority, KEYS[3] prios, KEYS[4] stats (the
 --   queue keys of lib.lua, the ready list named in full).
--- ARGV[1] id;
--- ARGV[2] the job's record before its published time (cmsgpack array header and fields R_STATE to
---   R_BMAX), ARGV[3] the record after its due time (R_LEASE to R_CALLBACK), both encoded by the
---   client (record.go) as cmsgpack encodes them; the script puts Redis's time between them.
+-- ARGV[1] id, then the job's record encoded by the client (record.go) as cmsgpack encodes it, in
+--   one of two forms:
+--   - stamped: ARGV[2] the whole record, its publish and due times the client's reading of
+--     Redis's clock (clock.go). That time decides nothing (a job due now is due whatever it says)
+--     and is never ahead of Redis's clock; the script does not call TIME;
+--   - around: ARGV[2] the record before its publish time (cmsgpack array header and fields R_STATE
+--     to R_BMAX), ARGV[3] the record after its due time (R_LEASE to R_CALLBACK); the script puts
+--     Redis's time between them. The client sends this form when it has no fresh reading.
 -- The priority and the notify channel are not arguments: only a push into an empty list needs
 -- them, and it reads them off the key names (keys.go: the ready list's name ends with its
 -- priority, and the channel is the jobs key's name with 'notify' for 'jobs'). Every argument costs
 -- Redis about 1,900 instructions before the script starts, whether the script reads it or not.
--- Returns: 1. The job has no unique key, so it is never a duplicate: the answer is its own id,
--- which the client made. Ids are made per publish, so an id already stored means this call is
--- being sent again (a client retry after a lost reply): it is answered the same and writes nothing.
+-- Returns: 1 for a stamped record; Redis's time (ms) for the other form, which the client keeps as
+-- its new reading. The job has no unique key, so it is never a duplicate: the answer for it is its
+-- own id, which the client made. Ids are made per publish, so an id already stored means this call
+-- is being sent again (a client retry after a lost reply): it writes nothing.
 local id = ARGV[1]
-local now = now_ms()
--- R_PUBLISHED and R_DUE: a job due now is due at its publish time.
-local record = ARGV[2] .. cmsgpack.pack(now, now) .. ARGV[3]
+local record, now = ARGV[2], 1
+if ARGV[3] then
+  now = now_ms()
+  -- R_PUBLISHED and R_DUE: a job due now is due at its publish time.
+  record = record .. cmsgpack.pack(now, now) .. ARGV[3]
+end
 if redis.call('HSETNX', KEYS[1], id, record) == 1 then
   -- A push into an empty list adds the priority to prios and wakes consumers (push_ready).
   if redis.call('RPUSH', KEYS[2], id) == 1 then
@@ -29,4 +37,4 @@ if redis.call('HSETNX', KEYS[1], id, record) == 1 then
   end
   redis.call('HINCRBY', KEYS[4], 'published', '1')
 end
-return 1
+return now
