@@ -2,12 +2,7 @@
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: limit (oldest first; used when no ids are given); ARGV[8..]: ids.
 -- Returns: the number removed.
-local ids = {}
-if #ARGV >= 8 then
-  for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
-else
-  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[7]) - 1)
-end
+local ids = dead_targets(ARGV, 8, tonumber(ARGV[7]))
 local removed = 0
 for _, id in ipairs(ids) do
   local rec = load(id)

@@ -13,12 +13,7 @@
 local now = now_ms()
 local ttl = tonumber(ARGV[7])
 local unique_for = tonumber(ARGV[8])
-local ids = {}
-if #ARGV >= 10 then
-  for i = 10, #ARGV do ids[#ids + 1] = ARGV[i] end
-else
-  ids = redis.call('ZRANGE', K_DEAD, 0, tonumber(ARGV[9]) - 1)
-end
+local ids = dead_targets(ARGV, 10, tonumber(ARGV[9]))
 
 local out = {}
 for _, id in ipairs(ids) do

@@ -372,6 +372,15 @@ local function to_dead(id, rec, now, reason)
   trim(K_DEAD, now, DEAD_RETENTION, DEAD_MAX, 'dead_dropped')
 end
 
+-- dead_targets returns the ids a dead-letter call names, args[first] on, or when it names none the
+-- limit oldest dead jobs.
+local function dead_targets(args, first, limit)
+  if #args < first then return redis.call('ZRANGE', K_DEAD, 0, limit - 1) end
+  local ids = {}
+  for i = first, #args do ids[#ids + 1] = args[i] end
+  return ids
+end
+
 local function expire(id, rec)
   forget(id, rec)
   count('expired', 1)
@@ -663,4 +672,15 @@ local function check_lease(id, delivery, now)
   end
   if redis.call('HEXISTS', K_JOBS, id) == 0 then return nil, 'not_found' end
   return nil, 'lease_lost'
+end
+
+-- take_lease is check_lease for a call that ends the lease (nack, release): on success it also
+-- removes the lease entries, leaving the record to the caller.
+local function take_lease(id, delivery, now)
+  local rec, why = check_lease(id, delivery, now)
+  if rec then
+    redis.call('HDEL', K_LEASE, id)
+    redis.call('ZREM', K_LEASED, id)
+  end
+  return rec, why
 end

@@ -8,10 +8,8 @@
 local now = now_ms()
 local id = ARGV[7]
 local delivery = tonumber(ARGV[8])
-local rec, why = check_lease(id, delivery, now)
+local rec, why = take_lease(id, delivery, now)
 if not rec then return redis.error_reply(string.upper(why)) end
-redis.call('HDEL', K_LEASE, id)
-redis.call('ZREM', K_LEASED, id)
 end_lease(rec, delivery)
 count('nacked', 1)
 local outcome

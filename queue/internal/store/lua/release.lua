@@ -7,10 +7,8 @@
 local now = now_ms()
 local id = ARGV[7]
 local delivery = tonumber(ARGV[8])
-local rec, why = check_lease(id, delivery, now)
+local rec, why = take_lease(id, delivery, now)
 if not rec then return redis.error_reply(string.upper(why)) end
-redis.call('HDEL', K_LEASE, id)
-redis.call('ZREM', K_LEASED, id)
 rec[R_DELIVERY] = delivery
 push_ready(id, rec, true)
 save(id, rec)
