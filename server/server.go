@@ -312,8 +312,12 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	// Stopped after the listeners (deferred before them): it gives back callbacks not yet sent and
 	// lets the ones in flight finish.
 	defer s.deliverer.Stop()
-	s.ui.Start(context.WithoutCancel(ctx))
-	defer s.ui.Stop()
+	if err := s.ui.Sampler().Start(context.WithoutCancel(ctx)); err != nil {
+		_ = public.Close()
+		_ = admin.Close()
+		return fmt.Errorf("server: %w", err)
+	}
+	defer s.ui.Sampler().Stop()
 	if s.dispatcher != nil {
 		if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
 			_ = public.Close()
@@ -396,7 +400,7 @@ func (s *Server) Close() error {
 			s.deliverer.Stop()
 		}
 		if s.ui != nil {
-			s.ui.Stop()
+			s.ui.Sampler().Stop()
 		}
 		if s.dispatcher != nil {
 			s.dispatcher.Stop()

@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/startstop"
 )
 
 // MaintainerConfig configures a Maintainer.
@@ -20,13 +21,12 @@ type MaintainerConfig struct {
 // batches; and it refreshes this process's cached settings of the rooms it serves. Any number of
 // processes may run one: every step is one atomic script.
 type Maintainer struct {
+	startstop.Base
 	client *Client
 	cfg    MaintainerConfig
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
 }
+
+var _ startstop.Service = (*Maintainer)(nil)
 
 // NewMaintainer returns a stopped Maintainer for the client's rooms.
 func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
@@ -34,34 +34,13 @@ func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
 	return &Maintainer{client: client, cfg: cfg}
 }
 
-// Start runs passes until ctx ends or Stop is called. It returns at once; calling it on a running
-// Maintainer is an error.
-func (m *Maintainer) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cancel != nil {
-		return errors.New("waitroom: maintainer already started")
-	}
-	ctx, m.cancel = context.WithCancel(ctx)
-	m.done = make(chan struct{})
-	go m.run(ctx, m.done)
-	return nil
-}
+// Start runs passes until ctx ends or Stop is called, which waits for the pass under way. It
+// returns at once, or startstop.ErrAlreadyStarted while the loop runs.
+func (m *Maintainer) Start(ctx context.Context) error { return m.Run(ctx, m.run) }
 
-// Stop ends the loop and waits for the pass under way.
-func (m *Maintainer) Stop() {
-	m.mu.Lock()
-	cancel, done := m.cancel, m.done
-	m.cancel, m.done = nil, nil
-	m.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
-
-func (m *Maintainer) run(ctx context.Context, done chan struct{}) {
-	defer close(done)
+// run passes every Interval and refreshes the cached settings every ConfigRefresh, each on its
+// own ticker: a refresh is due on its own clock, not after a pass.
+func (m *Maintainer) run(ctx context.Context) {
 	maintain := time.NewTicker(m.cfg.Interval)
 	defer maintain.Stop()
 	refresh := time.NewTicker(m.client.cfg.ConfigRefresh + 1) // +1: a ticker needs a positive period

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/startstop"
 )
 
 //go:embed lua/sample.lua
@@ -29,50 +30,24 @@ const (
 // The hot path (publish, ack) pays nothing for it, and the cost is one small script per queue per
 // SampleInterval.
 type Sampler struct {
-	cfg    Config
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	startstop.Base
+	cfg Config
 }
+
+var _ startstop.Service = (*Sampler)(nil)
 
 func newSampler(cfg Config) *Sampler { return &Sampler{cfg: cfg} }
 
-// Start samples every SampleInterval until Stop or ctx ends. A second Start is a no-op.
-func (s *Sampler) Start(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel != nil {
-		return
-	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(s.cfg.SampleInterval)
-		defer t.Stop()
-		for {
+// Start samples at once and then every SampleInterval until Stop or ctx ends. A second Start
+// while it runs is an error.
+func (s *Sampler) Start(ctx context.Context) error {
+	return s.Run(ctx, func(ctx context.Context) {
+		startstop.Every(ctx, s.cfg.SampleInterval, func(ctx context.Context) {
 			if err := s.SampleOnce(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.Logger.Warn("dashboard throughput sample failed", "error", err)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-}
-
-// Stop ends the sampling started by Start and waits for it.
-func (s *Sampler) Stop() {
-	s.mu.Lock()
-	cancel, done := s.cancel, s.done
-	s.cancel = nil
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
+		})
+	})
 }
 
 // SampleOnce records the current minute's sample of every queue (where none is recorded yet).

@@ -93,8 +93,8 @@ type UI struct {
 	sampler  *Sampler
 }
 
-// New builds the dashboard. Mount Handler under /ui/ on the admin listener, and Start the
-// sampler with the server.
+// New builds the dashboard. Mount Handler under /ui/ on the admin listener, and start the
+// Sampler with the server's other services.
 func New(cfg Config) (*UI, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -114,13 +114,8 @@ func New(cfg Config) (*UI, error) {
 // Handler serves every path under /ui/.
 func (u *UI) Handler() http.Handler { return u.handler }
 
-// Start runs the throughput sampler until Stop (or ctx ends).
-func (u *UI) Start(ctx context.Context) { u.sampler.Start(ctx) }
-
-// Stop stops the sampler and waits for it.
-func (u *UI) Stop() { u.sampler.Stop() }
-
-// Sampler returns the throughput sampler (tests and the server drive it).
+// Sampler returns the throughput sampler: a background service the server starts and stops with
+// its others (tests drive its SampleOnce).
 func (u *UI) Sampler() *Sampler { return u.sampler }
 
 // handler is a page or action: it writes its answer or returns an error, rendered as an HTML page
