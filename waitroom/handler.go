@@ -94,7 +94,7 @@ func WaitURL(room, next string) string {
 // pollLimited applies the per-visitor poll limit. A limiter error (only an ended ctx: the
 // limiter decides by its failure policy without Redis) lets the poll through.
 func (c *Client) pollLimited(ctx context.Context, room *Room, visitor string) (bool, time.Duration) {
-	res, err := c.polls.Allow(ctx, room.name+":"+visitor)
+	res, err := c.polls.Allow(ctx, pollLimitKey(room.name, visitor))
 	if err != nil || res.Allowed {
 		return false, 0
 	}

@@ -6,6 +6,7 @@ import "github.com/sluicehq/sluice/internal/names"
 // so every script runs on Redis Cluster:
 //
 //	<prefix>:waitroom:rooms                 set of room names (for listing and maintenance)
+//	<prefix>:waitroom:pass_key              string: the pass key of SharedPassKey
 //	<prefix>:waitroom:{<room>}:config       hash: the room's settings and their version
 //	<prefix>:waitroom:{<room>}:active       zset: admitted visitor -> last touch (ms)
 //	<prefix>:waitroom:{<room>}:line         zset: waiting visitor -> ticket
@@ -15,9 +16,12 @@ import "github.com/sluicehq/sluice/internal/names"
 //	<prefix>:waitroom:{<room>}:minutes      hash: admissions and abandonments per minute (last minutes)
 //	<prefix>:waitroom:{<room>}:waits        list: the waits of the latest 101 admissions
 //
-// The rooms set is the one key outside a room's slot: it is written beside the room's script
-// (before and after it on create, before it on delete), and a name listed without settings is
-// skipped.
+// The poll limiter's keys (<prefix>:ratelimit:waitroom_polls:{<room>:<visitor>}) are the ratelimit
+// package's, made from pollLimitKey.
+//
+// The rooms set and the pass key are the keys outside a room's slot. The rooms set is written
+// beside the room's script (before and after it on create, before it on delete), and a name
+// listed without settings is skipped; the pass key is written once (SET NX) and only read after.
 
 // roomKeys are a room's keys in the order every script receives them (lua/lib.lua).
 type roomKeys []string
@@ -33,6 +37,14 @@ func newRoomKeys(prefix, room string) roomKeys {
 func (k roomKeys) config() string { return k[0] }
 
 func roomsKey(prefix string) string { return prefix + ":waitroom:rooms" }
+
+// passKeyKey holds the pass key the instances sharing a Redis made for themselves
+// (SharedPassKey).
+func passKeyKey(prefix string) string { return prefix + ":waitroom:pass_key" }
+
+// pollLimitKey is a visitor's key in the status-poll limiter (a ratelimit key: the limiter puts it
+// in its own key's hash tag). The room is in it: a visitor polls each room on its own budget.
+func pollLimitKey(room, visitor string) string { return room + ":" + visitor }
 
 // nameRule is the rule for room names: they appear in URLs, cookie names and keys.
 const nameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 128 bytes"

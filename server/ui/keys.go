@@ -1,7 +1,9 @@
 package ui
 
-// sampleKey is the hash of a queue's per-minute counter samples. Its hash tag is the queue's, so
-// a Cluster keeps it beside the queue's own keys.
-func sampleKey(prefix, ns, q string) string {
-	return prefix + ":ui:throughput:{" + ns + ":" + q + "}"
+// sampleKey is the hash of a queue's per-minute counter samples: the dashboard's own key, carrying
+// the queue's hash tag (queue.Client.HashTag), so a Cluster keeps it beside the queue's own keys:
+//
+//	<prefix>:ui:throughput:{<ns>:<queue>}
+func sampleKey(prefix, queueTag string) string {
+	return prefix + ":ui:throughput:" + queueTag
 }

@@ -74,7 +74,7 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 		}
 		pipe := s.cfg.Redis.Pipeline()
 		for i, name := range names {
-			sampleScript.EvalSha(ctx, pipe, []string{sampleKey(s.cfg.Prefix, ns, name)},
+			sampleScript.EvalSha(ctx, pipe, []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
 				stats[i].Published, stats[i].Acked, window, int(sampleTTL/time.Second))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -97,7 +97,7 @@ func (u *UI) throughput(ctx context.Context, ns string, queues []string) ([]seri
 	tm := pipe.Time(ctx)
 	cmds := make([]*redis.MapStringStringCmd, len(queues))
 	for i, q := range queues {
-		cmds[i] = pipe.HGetAll(ctx, sampleKey(u.cfg.Prefix, ns, q))
+		cmds[i] = pipe.HGetAll(ctx, sampleKey(u.cfg.Prefix, u.cfg.Queue.HashTag(ns, q)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ui: throughput: %w", err)

@@ -56,7 +56,7 @@ func TestSampleOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		key := sampleKey(env.Prefix, "ns", "q")
+		key := env.Prefix + ":ui:throughput:{ns:q}"
 		now, err := env.Client.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestThroughputSeries(t *testing.T) {
 	env := redistest.New(t)
 	u, _ := setup(t, env)
 	ctx := ctxT(t)
-	key := sampleKey(env.Prefix, "ns", "q")
+	key := env.Prefix + ":ui:throughput:{ns:q}"
 	for {
 		now, err := env.Client.Time(ctx).Result()
 		if err != nil {

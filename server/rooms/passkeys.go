@@ -2,22 +2,17 @@ package rooms
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// passKeyKey holds the pass key the servers sharing a Redis made for themselves when none is
-// configured.
-func passKeyKey(prefix string) string { return prefix + ":waitroom:pass_key" }
+	"github.com/sluicehq/sluice/waitroom"
+)
 
 // PassKeys returns the keys that sign the rooms' cookies: the configured ones (comma-separated,
 // each at least 32 bytes; the first signs), or else one kept in Redis, made by the first server
-// that needed it (SET NX), so every instance sharing the Redis signs alike.
+// that needed it (waitroom.SharedPassKey), so every instance sharing the Redis signs alike.
 func PassKeys(ctx context.Context, rdb redis.UniversalClient, prefix, configured string) ([][]byte, error) {
 	if strings.TrimSpace(configured) != "" {
 		var keys [][]byte
@@ -33,16 +28,9 @@ func PassKeys(ctx context.Context, rdb redis.UniversalClient, prefix, configured
 		}
 		return keys, nil
 	}
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	fresh := base64.RawURLEncoding.EncodeToString(b[:])
-	key := passKeyKey(prefix)
-	if err := rdb.SetNX(ctx, key, fresh, 0).Err(); err != nil {
-		return nil, fmt.Errorf("room pass key: %w", err)
-	}
-	k, err := rdb.Get(ctx, key).Result()
+	key, err := waitroom.SharedPassKey(ctx, rdb, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("room pass key: %w", err)
+		return nil, err
 	}
-	return [][]byte{[]byte(k)}, nil
+	return [][]byte{key}, nil
 }
