@@ -77,7 +77,7 @@ func (s *Store[K, V]) GetMany(ctx context.Context, keys []K, load BatchLoader[K,
 		tokens[j] = newToken()
 		calls[j] = scriptCall{key: rks[i], args: acquireArgs(tokens[j], s.cfg.LockTTL.Milliseconds())}
 	}
-	cmds, err := s.evalMany(ctx, s.scripts.acquire, calls)
+	cmds, err := s.evalMany(ctx, scriptAcquire, calls)
 	if err != nil {
 		return s.manyFailed(ctx, uniq, load, err)
 	}
@@ -172,7 +172,7 @@ func (s *Store[K, V]) loadMany(ctx context.Context, uniq []K, sks, rks []string,
 		i := missed[j]
 		calls[n] = scriptCall{key: rks[i], args: []any{tokens[j], s.keys.channel(sks[i])}}
 	}
-	if cmds, err := s.evalMany(lctx, s.scripts.release, calls); err != nil {
+	if cmds, err := s.evalMany(lctx, scriptRelease, calls); err != nil {
 		s.cfg.Logger.Warn("cache: release locks", "error", err)
 	} else {
 		for _, c := range cmds {
@@ -187,7 +187,7 @@ func (s *Store[K, V]) loadMany(ctx context.Context, uniq []K, sks, rks []string,
 func (s *Store[K, V]) fillMany(ctx context.Context, uniq []K, sks []string, missed, toLoad []int, calls []scriptCall,
 	got map[K]V, out map[K]V,
 ) ([]int, error) {
-	cmds, err := s.evalMany(ctx, s.scripts.fill, calls)
+	cmds, err := s.evalMany(ctx, scriptFill, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -367,29 +367,17 @@ type scriptCall struct {
 	args []any
 }
 
-// evalMany runs script once per call: directly for one call, pipelined (EVALSHA, after loading the
-// scripts on every master) for more, retrying a call that met NOSCRIPT (a flushed script cache or a
-// failover) on its own.
-func (s *Store[K, V]) evalMany(ctx context.Context, script *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
-	if len(calls) == 1 {
-		return []*redis.Cmd{script.Run(ctx, s.rdb, []string{calls[0].key}, calls[0].args...)}, nil
-	}
-	if !s.scriptsLoaded.Load() {
-		if err := redisx.LoadScripts(ctx, s.rdb, s.scripts.all()...); err != nil {
-			return nil, s.redisErr(err)
-		}
-		s.scriptsLoaded.Store(true)
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
+// evalMany runs script once per call, in one pipelined round trip (redisx.ScriptRunner.RunMany:
+// a call that found its script missing on a flushed or failed-over node runs once more after a
+// reload, and no call runs twice). Each command holds its own reply or error.
+func (s *Store[K, V]) evalMany(ctx context.Context, script string, calls []scriptCall) ([]*redis.Cmd, error) {
+	runs := make([]redisx.ScriptCall, len(calls))
 	for i, c := range calls {
-		cmds[i] = script.EvalSha(ctx, pipe, []string{c.key}, c.args...)
+		runs[i] = redisx.ScriptCall{Name: script, Keys: []string{c.key}, Args: c.args}
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
-	for i, c := range cmds {
-		if redisx.IsNoScript(c.Err()) {
-			cmds[i] = script.Run(ctx, s.rdb, []string{calls[i].key}, calls[i].args...)
-		}
+	cmds, err := s.scripts.runner.RunMany(ctx, runs)
+	if err != nil {
+		return nil, s.redisErr(err)
 	}
 	return cmds, nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"log/slog"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply. Each starts
@@ -25,27 +28,44 @@ var (
 	setLua string
 )
 
-// scripts holds the Store's Lua scripts. Go code calls them only through the typed wrappers below.
-type scripts struct {
-	acquire *redis.Script
-	fill    *redis.Script
-	release *redis.Script
-	delete  *redis.Script
-	set     *redis.Script
+// The scripts' names in the library.
+const (
+	scriptAcquire = "acquire"
+	scriptFill    = "fill"
+	scriptRelease = "release"
+	scriptDelete  = "delete"
+	scriptSet     = "set"
+)
+
+// library is the Store's scripts, built once per process, run as functions of one Redis library
+// where Redis has FUNCTION and as EVALSHA scripts elsewhere (redisx.Library, as in the other
+// packages), with lib.lua's helpers (created once, when the library loads). Flags (see redisx.LibraryScript.Flag): taking a lock
+// and writing a value may add memory, so a Redis over maxmemory refuses them; giving a lock back
+// and deleting (or fencing) a value only free or rewrite a record, so they work on a full Redis
+// (allow-oom) and no stale value outlives a delete there.
+var library = redisx.NewLibrary(redisx.LibrarySpec{
+	Name:    "sluice_cache",
+	Helpers: libLua,
+	Scripts: []redisx.LibraryScript{
+		{Name: scriptAcquire, Body: acquireLua},
+		{Name: scriptFill, Body: fillLua},
+		{Name: scriptRelease, Body: releaseLua, Flag: "allow-oom"},
+		{Name: scriptDelete, Body: deleteLua, Flag: "allow-oom"},
+		{Name: scriptSet, Body: setLua},
+	},
+})
+
+// scripts runs the Store's Lua scripts on its Redis. Go code calls them only through the typed
+// wrappers below.
+type scripts struct{ runner *redisx.ScriptRunner }
+
+func newScripts(rdb redis.UniversalClient, logger *slog.Logger) scripts {
+	return scripts{runner: redisx.NewScriptRunner(library, rdb, logger, "cache")}
 }
 
-func newScripts() scripts {
-	return scripts{
-		acquire: redis.NewScript(libLua + acquireLua),
-		fill:    redis.NewScript(libLua + fillLua),
-		release: redis.NewScript(libLua + releaseLua),
-		delete:  redis.NewScript(libLua + deleteLua),
-		set:     redis.NewScript(libLua + setLua),
-	}
-}
-
-func (s scripts) all() []*redis.Script {
-	return []*redis.Script{s.acquire, s.fill, s.release, s.delete, s.set}
+// run runs script name on one key.
+func (s scripts) run(ctx context.Context, name, key string, args ...any) *redis.Cmd {
+	return s.runner.Run(ctx, name, []string{key}, args...)
 }
 
 // acquire result codes.
@@ -84,8 +104,8 @@ func parseAcquire(v any) (acquireResult, error) {
 func acquireArgs(token string, lockTTLms int64) []any { return []any{token, lockTTLms} }
 
 // runAcquire runs acquire.lua on one key.
-func (s scripts) runAcquire(ctx context.Context, c redis.Scripter, key, token string, lockTTLms int64) (acquireResult, error) {
-	v, err := s.acquire.Run(ctx, c, []string{key}, acquireArgs(token, lockTTLms)...).Result()
+func (s scripts) runAcquire(ctx context.Context, key, token string, lockTTLms int64) (acquireResult, error) {
+	v, err := s.run(ctx, scriptAcquire, key, acquireArgs(token, lockTTLms)...).Result()
 	if err != nil {
 		return acquireResult{}, err
 	}
@@ -119,8 +139,8 @@ func parseFill(v any) (written bool, now int64, err error) {
 }
 
 // runFill runs fill.lua on one key.
-func (s scripts) runFill(ctx context.Context, c redis.Scripter, key string, a fillArgs) (written bool, now int64, err error) {
-	v, err := s.fill.Run(ctx, c, []string{key}, a.args()...).Result()
+func (s scripts) runFill(ctx context.Context, key string, a fillArgs) (written bool, now int64, err error) {
+	v, err := s.run(ctx, scriptFill, key, a.args()...).Result()
 	if err != nil {
 		return false, 0, err
 	}
@@ -128,11 +148,11 @@ func (s scripts) runFill(ctx context.Context, c redis.Scripter, key string, a fi
 }
 
 // runRelease runs release.lua on one key.
-func (s scripts) runRelease(ctx context.Context, c redis.Scripter, key, token, channel string) error {
-	return s.release.Run(ctx, c, []string{key}, token, channel).Err()
+func (s scripts) runRelease(ctx context.Context, key, token, channel string) error {
+	return s.run(ctx, scriptRelease, key, token, channel).Err()
 }
 
 // runSet runs set.lua on one key and returns Redis's time.
-func (s scripts) runSet(ctx context.Context, c redis.Scripter, key string, state byte, payload []byte, ttlms, afterms int64, channel string) (int64, error) {
-	return s.set.Run(ctx, c, []string{key}, string(state), payload, ttlms, afterms, channel).Int64()
+func (s scripts) runSet(ctx context.Context, key string, state byte, payload []byte, ttlms, afterms int64, channel string) (int64, error) {
+	return s.run(ctx, scriptSet, key, string(state), payload, ttlms, afterms, channel).Int64()
 }

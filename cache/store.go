@@ -37,7 +37,6 @@ type Store[K comparable, V any] struct {
 	bypassDeletes atomic.Bool
 	clockOffset   atomic.Int64 // Redis time minus local time, in ms
 	clockKnown    atomic.Bool
-	scriptsLoaded atomic.Bool
 	stats         counters
 	jsonCodec     bool // Codec is JSON: string values decode without a copy
 
@@ -63,7 +62,7 @@ func New[K comparable, V any](rdb redis.UniversalClient, cfg Config) (*Store[K, 
 		rdb:        rdb,
 		cfg:        cfg,
 		keys:       ks,
-		scripts:    newScripts(),
+		scripts:    newScripts(rdb, cfg.Logger),
 		notify:     newNotifier(rdb, ks.pattern),
 		degradeSem: make(chan struct{}, cfg.DegradedConcurrency),
 		closeCtx:   closeCtx,
@@ -140,7 +139,7 @@ func (s *Store[K, V]) Set(ctx context.Context, key K, value V) error {
 	}
 	sk := keyString(key)
 	ttl, after := s.ttls(stateValue)
-	now, err := s.scripts.runSet(ctx, s.rdb, s.keys.record(sk), stateValue, payload, ttl, after, s.keys.channel(sk))
+	now, err := s.scripts.runSet(ctx, s.keys.record(sk), stateValue, payload, ttl, after, s.keys.channel(sk))
 	if err != nil {
 		return s.redisErr(err)
 	}
@@ -165,7 +164,7 @@ func (s *Store[K, V]) Delete(ctx context.Context, keys ...K) error {
 		sk := keyString(k)
 		calls[i] = scriptCall{key: s.keys.record(sk), args: []any{mode, s.keys.channel(sk)}}
 	}
-	cmds, err := s.evalMany(ctx, s.scripts.delete, calls)
+	cmds, err := s.evalMany(ctx, scriptDelete, calls)
 	if err != nil {
 		return err
 	}
@@ -399,7 +398,7 @@ func (s *Store[K, V]) loadAndFill(ctx context.Context, key K, sk, token string, 
 	if decided != nil {
 		*decided = time.Now()
 	}
-	written, now, ferr := s.scripts.runFill(ctx, s.rdb, s.keys.record(sk), fillArgs{
+	written, now, ferr := s.scripts.runFill(ctx, s.keys.record(sk), fillArgs{
 		token: token, state: state, payload: payload, ttlms: ttl, afterms: after,
 		channel: s.keys.channel(sk),
 	})
@@ -440,7 +439,7 @@ func (s *Store[K, V]) callLoader(ctx context.Context, key K, sk string, load Loa
 
 // acquire runs acquire.lua for a key.
 func (s *Store[K, V]) acquire(ctx context.Context, sk, token string) (acquireResult, error) {
-	res, err := s.scripts.runAcquire(ctx, s.rdb, s.keys.record(sk), token, s.cfg.LockTTL.Milliseconds())
+	res, err := s.scripts.runAcquire(ctx, s.keys.record(sk), token, s.cfg.LockTTL.Milliseconds())
 	if err != nil {
 		return res, s.redisErr(err)
 	}
@@ -450,7 +449,7 @@ func (s *Store[K, V]) acquire(ctx context.Context, sk, token string) (acquireRes
 
 // release gives up the lock held by token, logging a failure (the lock then expires by itself).
 func (s *Store[K, V]) release(ctx context.Context, sk, token string) {
-	if err := s.scripts.runRelease(ctx, s.rdb, s.keys.record(sk), token, s.keys.channel(sk)); err != nil {
+	if err := s.scripts.runRelease(ctx, s.keys.record(sk), token, s.keys.channel(sk)); err != nil {
 		s.cfg.Logger.Warn("cache: release lock", "key", sk, "error", s.redisErr(err))
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // ErrLeaseLost is returned by Release and Extend for a lease that is not held: it expired (and
@@ -30,7 +32,7 @@ type ConcurrencyConfig struct {
 type Concurrency struct {
 	client  redis.UniversalClient
 	prefix  string
-	scripts *scripts
+	scripts *redisx.ScriptRunner
 
 	// now, when set (by tests only), replaces Redis TIME in the scripts (µs since the epoch).
 	now func() int64
@@ -58,7 +60,7 @@ func NewConcurrency(client redis.UniversalClient, cfg ConcurrencyConfig) (*Concu
 	if err := validName("Prefix", cfg.Prefix); err != nil {
 		return nil, err
 	}
-	return &Concurrency{client: client, prefix: cfg.Prefix, scripts: newScripts()}, nil
+	return &Concurrency{client: client, prefix: cfg.Prefix, scripts: redisx.NewScriptRunner(library, client, nil, "ratelimit")}, nil
 }
 
 // Acquire takes a lease on key if fewer than limit are held, without waiting. The lease ends
@@ -75,7 +77,7 @@ func (c *Concurrency) Acquire(ctx context.Context, key string, limit int, lease 
 	if c.now != nil {
 		args = append(args, c.now())
 	}
-	v, err := c.scripts.acquire.Run(ctx, c.client, []string{semaphoreKey(c.prefix, key)}, args...).Int64Slice()
+	v, err := c.scripts.Run(ctx, scriptAcquire, []string{semaphoreKey(c.prefix, key)}, args...).Int64Slice()
 	if err != nil {
 		return AcquireResult{}, fmt.Errorf("ratelimit: acquire %q: %w", key, err)
 	}
@@ -149,7 +151,7 @@ func (c *Concurrency) Release(ctx context.Context, key, leaseID string) error {
 		args = append(args, c.now())
 	}
 	keys := []string{semaphoreKey(c.prefix, key), releasedChannel(c.prefix, key)}
-	n, err := c.scripts.release.Run(ctx, c.client, keys, args...).Int64()
+	n, err := c.scripts.Run(ctx, scriptRelease, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("ratelimit: release %q: %w", key, err)
 	}
@@ -170,7 +172,7 @@ func (c *Concurrency) Extend(ctx context.Context, key, leaseID string, lease tim
 	if c.now != nil {
 		args = append(args, c.now())
 	}
-	n, err := c.scripts.extend.Run(ctx, c.client, []string{semaphoreKey(c.prefix, key)}, args...).Int64()
+	n, err := c.scripts.Run(ctx, scriptExtend, []string{semaphoreKey(c.prefix, key)}, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("ratelimit: extend %q: %w", key, err)
 	}

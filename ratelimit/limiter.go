@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // Result is one decision. A denial is a Result with Allowed false, never an error.
@@ -39,11 +41,12 @@ type Stats struct {
 // Limiter limits the rate of events per key, with one Redis round trip (one Lua script on one
 // key) per decision. It is safe for concurrent use; make one per limit and share it.
 type Limiter struct {
-	client redis.UniversalClient
-	cfg    Config
-	script *redis.Script
-	args   []any // the script's fixed ARGV, see scriptArgs
-	local  *localLimiter
+	client  redis.UniversalClient
+	cfg     Config
+	scripts *redisx.ScriptRunner
+	script  string // the algorithm's script
+	args    []any  // the script's fixed ARGV, see scriptArgs
+	local   *localLimiter
 
 	allowed, denied, redisErrors, fallback atomic.Uint64
 	// downUntil is when (Unix ns) Redis is tried again after an error; degraded says a warning was
@@ -66,17 +69,16 @@ func New(client redis.UniversalClient, cfg Config) (*Limiter, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := newScripts()
-	l := &Limiter{client: client, cfg: cfg}
+	l := &Limiter{client: client, cfg: cfg, scripts: redisx.NewScriptRunner(library, client, cfg.Logger, "ratelimit")}
 	switch cfg.Algorithm {
 	case GCRA:
-		l.script = s.gcra
+		l.script = scriptGCRA
 	case SlidingLog:
-		l.script = s.slidingLog
+		l.script = scriptSlidingLog
 	case SlidingWindow:
-		l.script = s.slidingWindow
+		l.script = scriptSlidingWindow
 	case FixedWindow:
-		l.script = s.fixedWindow
+		l.script = scriptFixedWindow
 	}
 	l.args = l.scriptArgs()
 	if cfg.FailurePolicy == FailLocal {
@@ -230,7 +232,7 @@ func (l *Limiter) run(ctx context.Context, key string, n int) (Result, error) {
 		args = append(args, l.now())
 	}
 	keys := []string{limiterKey(l.cfg.Prefix, l.cfg.Name, key)}
-	v, err := l.script.Run(ctx, l.client, keys, args...).Int64Slice()
+	v, err := l.scripts.Run(ctx, l.script, keys, args...).Int64Slice()
 	if err != nil {
 		return Result{}, err
 	}

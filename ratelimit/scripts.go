@@ -3,7 +3,7 @@ package ratelimit
 import (
 	_ "embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply. Each starts
@@ -27,22 +27,32 @@ var (
 	extendLua string
 )
 
-// scripts holds the compiled scripts of one Limiter or Concurrency. They are values, not package
-// state: redis.Script is immutable, but keeping them per instance keeps the package free of
-// globals.
-type scripts struct {
-	gcra, slidingLog, slidingWindow, fixedWindow *redis.Script
-	acquire, release, extend                     *redis.Script
-}
+// The scripts' names in the library.
+const (
+	scriptGCRA          = "gcra"
+	scriptSlidingLog    = "sliding_log"
+	scriptSlidingWindow = "sliding_window"
+	scriptFixedWindow   = "fixed_window"
+	scriptAcquire       = "concurrency_acquire"
+	scriptRelease       = "concurrency_release"
+	scriptExtend        = "concurrency_extend"
+)
 
-func newScripts() *scripts {
-	return &scripts{
-		gcra:          redis.NewScript(libLua + gcraLua),
-		slidingLog:    redis.NewScript(libLua + slidingLogLua),
-		slidingWindow: redis.NewScript(libLua + slidingWindowLua),
-		fixedWindow:   redis.NewScript(libLua + fixedWindowLua),
-		acquire:       redis.NewScript(libLua + acquireLua),
-		release:       redis.NewScript(libLua + releaseLua),
-		extend:        redis.NewScript(libLua + extendLua),
-	}
-}
+// library is the package's scripts, built once per process, run as functions of one Redis library
+// where Redis has FUNCTION and as EVALSHA scripts elsewhere (redisx.Library, as in the other
+// packages), with lib.lua's helpers (created once, when the library loads). Flags (see redisx.LibraryScript.Flag): a decision or an
+// acquire may add a key, so a Redis over maxmemory refuses it (Limiter's failure policy decides
+// then); a release only frees memory, so it works on a full Redis (allow-oom).
+var library = redisx.NewLibrary(redisx.LibrarySpec{
+	Name:    "sluice_ratelimit",
+	Helpers: libLua,
+	Scripts: []redisx.LibraryScript{
+		{Name: scriptGCRA, Body: gcraLua},
+		{Name: scriptSlidingLog, Body: slidingLogLua},
+		{Name: scriptSlidingWindow, Body: slidingWindowLua},
+		{Name: scriptFixedWindow, Body: fixedWindowLua},
+		{Name: scriptAcquire, Body: acquireLua},
+		{Name: scriptRelease, Body: releaseLua, Flag: "allow-oom"},
+		{Name: scriptExtend, Body: extendLua},
+	},
+})

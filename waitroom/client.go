@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/ratelimit"
 )
 
@@ -24,7 +25,7 @@ var ErrRoomNotFound = errors.New("waitroom: room not found")
 type Client struct {
 	rdb     redis.UniversalClient
 	cfg     Config
-	scripts *scripts
+	scripts *redisx.ScriptRunner
 	signer  signer
 	polls   *ratelimit.Limiter
 	page    *template.Template // the built-in waiting page
@@ -56,7 +57,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	return &Client{
 		rdb:     rdb,
 		cfg:     cfg,
-		scripts: newScripts(),
+		scripts: redisx.NewScriptRunner(library, rdb, cfg.Logger, "waitroom"),
 		signer:  signer{keys: slices.Clone(cfg.PassKeys)},
 		polls:   polls,
 		page:    builtinPage(),
@@ -133,7 +134,7 @@ func (c *Client) SetRoom(ctx context.Context, name string, cfg RoomConfig) (Room
 	if err := list(); err != nil {
 		return RoomConfig{}, err
 	}
-	version, err := c.scripts.configure.Run(ctx, c.rdb, r.keys, cfg.fields()...).Int64()
+	version, err := c.scripts.Run(ctx, scriptConfigure, r.keys, cfg.fields()...).Int64()
 	if err != nil {
 		return RoomConfig{}, fmt.Errorf("waitroom: set room %s: %w", name, err)
 	}
@@ -179,7 +180,7 @@ func (c *Client) DeleteRoom(ctx context.Context, name string) error {
 	// maintainer visited, and its silent visitors blocked the line for good. A name left listed
 	// without settings is taken off the list by the next maintenance pass.
 	ctx = context.WithoutCancel(ctx)
-	existed, err := c.scripts.reset.Run(ctx, c.rdb, r.keys, 1).Int()
+	existed, err := c.scripts.Run(ctx, scriptReset, r.keys, 1).Int()
 	if err != nil {
 		return fmt.Errorf("waitroom: delete room %s: %w", name, err)
 	}
@@ -200,7 +201,7 @@ func (c *Client) ResetRoom(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	existed, err := c.scripts.reset.Run(ctx, c.rdb, r.keys, 0).Int()
+	existed, err := c.scripts.Run(ctx, scriptReset, r.keys, 0).Int()
 	if err != nil {
 		return fmt.Errorf("waitroom: reset room %s: %w", name, err)
 	}

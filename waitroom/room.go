@@ -203,7 +203,7 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 	var shuffle [8]byte
 	_, _ = rand.Read(shuffle[:])
 	ticket := binary.LittleEndian.Uint64(shuffle[:]) >> 12 // below 2^52
-	vals, err := r.c.scripts.arrive.Run(ctx, r.c.rdb, r.keys, visitor, ticket, r.c.cfg.Batch).Int64Slice()
+	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys, visitor, ticket, r.c.cfg.Batch).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Status{}, ctx.Err()
@@ -302,7 +302,7 @@ func (r *Room) Touch(ctx context.Context, visitor string) (held bool, pass strin
 		return true, "", time.Time{}, nil
 	}
 	r.touchCount.Add(1)
-	code, err := r.c.scripts.touch.Run(ctx, r.c.rdb, r.keys, visitor, r.c.cfg.Batch).Int()
+	code, err := r.c.scripts.Run(ctx, scriptTouch, r.keys, visitor, r.c.cfg.Batch).Int()
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, "", time.Time{}, ctx.Err()
@@ -336,7 +336,7 @@ func (r *Room) Release(ctx context.Context, visitor string) (bool, error) {
 		return false, errors.New("waitroom: visitor id must be 1 to 128 bytes")
 	}
 	r.touches.forget(visitor)
-	code, err := r.c.scripts.release.Run(ctx, r.c.rdb, r.keys, visitor).Int()
+	code, err := r.c.scripts.Run(ctx, scriptRelease, r.keys, visitor).Int()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: release in room %s: %w", r.name, err)
 	}
@@ -364,7 +364,7 @@ type RoomStats struct {
 
 // Stats reads the room's live figures in one script call.
 func (r *Room) Stats(ctx context.Context) (RoomStats, error) {
-	vals, err := r.c.scripts.stats.Run(ctx, r.c.rdb, r.keys).Int64Slice()
+	vals, err := r.c.scripts.Run(ctx, scriptStats, r.keys).Int64Slice()
 	if err != nil {
 		return RoomStats{}, fmt.Errorf("waitroom: stats of room %s: %w", r.name, err)
 	}
@@ -390,7 +390,7 @@ func (r *Room) Stats(ctx context.Context) (RoomStats, error) {
 
 // maintain runs one housekeeping step on the room.
 func (r *Room) maintain(ctx context.Context) (freed, abandoned int, err error) {
-	vals, err := r.c.scripts.maintain.Run(ctx, r.c.rdb, r.keys, r.c.cfg.Batch).Int64Slice()
+	vals, err := r.c.scripts.Run(ctx, scriptMaintain, r.keys, r.c.cfg.Batch).Int64Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, 0, fmt.Errorf("waitroom: maintain room %s: %w", r.name, err)
 	}

@@ -3,32 +3,46 @@ package waitroom
 import (
 	"embed"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// scripts are the room scripts, each lib.lua followed by one script file. redis.Script runs them
-// with EVALSHA and falls back to EVAL when a node's script cache does not have them (a new or
-// flushed node), so they need no loading step.
-type scripts struct {
-	arrive, touch, release, maintain, configure, stats, reset *redis.Script
+// The room scripts, one .lua file each, all starting with lua/lib.lua.
+const (
+	scriptArrive    = "arrive"
+	scriptTouch     = "touch"
+	scriptRelease   = "release"
+	scriptMaintain  = "maintain"
+	scriptConfigure = "configure"
+	scriptStats     = "stats"
+	scriptReset     = "reset"
+)
+
+// scriptFlags are the Redis function flags of the scripts (see redisx.LibraryScript.Flag): stats
+// only reads (no-writes); release, maintain and reset free slots, lines and rooms, so they work
+// on a Redis over maxmemory (allow-oom) and a full Redis can drain; arrivals, touches and settings
+// may add memory, so a full Redis refuses them (and the room's fail_open decides).
+var scriptFlags = map[string]string{
+	scriptStats:   "no-writes",
+	scriptRelease: "allow-oom", scriptMaintain: "allow-oom", scriptReset: "allow-oom",
 }
 
-func newScripts() *scripts {
-	lib := mustRead("lib.lua")
-	s := func(name string) *redis.Script { return redis.NewScript(lib + "\n" + mustRead(name+".lua")) }
-	return &scripts{
-		arrive:    s("arrive"),
-		touch:     s("touch"),
-		release:   s("release"),
-		maintain:  s("maintain"),
-		configure: s("configure"),
-		stats:     s("stats"),
-		reset:     s("reset"),
+// library is the room scripts, lib.lua's helpers first, built once per process: as functions of one
+// Redis library and as EVALSHA scripts (redisx.Library, as in the other packages).
+var library = func() *redisx.Library {
+	spec := redisx.LibrarySpec{
+		Name:             "sluice_waitroom",
+		Helpers:          mustRead("lib.lua"),
+		EvalPrologue:     "bind(KEYS)",
+		FunctionPrologue: "bind(KEYS)",
 	}
-}
+	for _, name := range []string{scriptArrive, scriptTouch, scriptRelease, scriptMaintain, scriptConfigure, scriptStats, scriptReset} {
+		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name + ".lua"), Flag: scriptFlags[name]})
+	}
+	return redisx.NewLibrary(spec)
+}()
 
 // mustRead reads an embedded script. The scripts are fixed at build time, so a failure is a broken
 // build, not a runtime condition.

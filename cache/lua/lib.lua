@@ -1,6 +1,7 @@
--- lib.lua: helpers shared by the cache scripts. Not a script itself: scripts.go puts it in front
--- of every script. Record format: <state>|<refresh_at>|<lock_until>|<owner>|<payload> (see
--- record.go).
+-- lib.lua: helpers shared by the cache scripts. Not a script itself: scripts.go builds a Redis
+-- function library from it and the scripts (Redis 7+: the helpers are created once, when the
+-- library loads), and, for stores without FUNCTION, EVAL scripts that start with it.
+-- Record format: <state>|<refresh_at>|<lock_until>|<owner>|<payload> (see record.go).
 
 -- now_ms is Redis's time in milliseconds.
 local function now_ms()

@@ -1,5 +1,6 @@
--- lib.lua: helpers shared by the rate limit scripts. Not a script itself: scripts.go puts it in
--- front of every script.
+-- lib.lua: helpers shared by the rate limit scripts. Not a script itself: scripts.go builds a Redis
+-- function library from it and the scripts (Redis 7+: the helpers are created once, when the
+-- library loads), and, for stores without FUNCTION, EVAL scripts that start with it.
 
 -- now_us is the script's "now" in microseconds: given (the optional ARGV tests pass) when set,
 -- else Redis TIME.

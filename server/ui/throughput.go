@@ -10,13 +10,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/startstop"
 )
 
 //go:embed lua/sample.lua
 var sampleLua string
 
-var sampleScript = redis.NewScript(sampleLua)
+// library is the dashboard's one script, run as a Redis function where Redis has FUNCTION and as
+// an EVALSHA script elsewhere (redisx.Library, as in the library packages).
+var library = redisx.NewLibrary(redisx.LibrarySpec{
+	Name:    "sluice_ui",
+	Scripts: []redisx.LibraryScript{{Name: "sample", Body: sampleLua}},
+})
 
 const (
 	// window is the chart's span in minutes.
@@ -31,12 +37,15 @@ const (
 // SampleInterval.
 type Sampler struct {
 	startstop.Base
-	cfg Config
+	cfg     Config
+	scripts *redisx.ScriptRunner
 }
 
 var _ startstop.Service = (*Sampler)(nil)
 
-func newSampler(cfg Config) *Sampler { return &Sampler{cfg: cfg} }
+func newSampler(cfg Config) *Sampler {
+	return &Sampler{cfg: cfg, scripts: redisx.NewScriptRunner(library, cfg.Redis, cfg.Logger, "ui")}
+}
 
 // Start samples at once and then every SampleInterval until Stop or ctx ends. A second Start
 // while it runs is an error.
@@ -69,16 +78,19 @@ func (s *Sampler) SampleOnce(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := sampleScript.Load(ctx, s.cfg.Redis).Err(); err != nil {
+		calls := make([]redisx.ScriptCall, len(names))
+		for i, name := range names {
+			calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
+				Args: []any{stats[i].Published, stats[i].Acked, window, int(sampleTTL / time.Second)}}
+		}
+		cmds, err := s.scripts.RunMany(ctx, calls)
+		if err != nil {
 			return fmt.Errorf("ui: load sample script: %w", err)
 		}
-		pipe := s.cfg.Redis.Pipeline()
-		for i, name := range names {
-			sampleScript.EvalSha(ctx, pipe, []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
-				stats[i].Published, stats[i].Acked, window, int(sampleTTL/time.Second))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ui: sample %s: %w", ns, err)
+		for _, cmd := range cmds {
+			if err := cmd.Err(); err != nil {
+				return fmt.Errorf("ui: sample %s: %w", ns, err)
+			}
 		}
 	}
 	return nil

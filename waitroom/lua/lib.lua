@@ -1,5 +1,7 @@
--- lib.lua: helpers shared by every waitroom script. Not a script itself: scripts.go puts it in
--- front of each script.
+-- lib.lua: helpers shared by every waitroom script. Not a script itself: scripts.go builds a Redis
+-- function library from it and the scripts (Redis 7+: the helpers are created once, when the
+-- library loads), and, for stores without FUNCTION, EVAL scripts that start with it. Either way a
+-- script's first step is bind(KEYS), which points the helpers at the call's room.
 --
 -- Every waitroom script receives the same KEYS, all of one room and all sharing its hash tag:
 --   KEYS[1]  config   hash   the room's settings (config.go: max_active, new_users_per_minute,
@@ -21,8 +23,13 @@
 --   KEYS[8]  waits    list   the waits (ms) of the latest admissions, newest first, at most 101
 -- Script-specific arguments are in ARGV.
 
-local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+-- The keys of the current call's room, set by bind.
+local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS
+
+local function bind(keys)
+  K_CONFIG, K_ACTIVE, K_LINE, K_SEEN = keys[1], keys[2], keys[3], keys[4]
+  K_SINCE, K_STATS, K_MINUTES, K_WAITS = keys[5], keys[6], keys[7], keys[8]
+end
 
 -- How many minutes of admissions the ETA looks back at, and how many minute fields are kept.
 local RATE_MINUTES = 5
