@@ -2,6 +2,7 @@ package waitroom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/waitroom"
@@ -28,8 +30,8 @@ func TestMaintainerRemovesSilentVisitorsAndRefreshesSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Stop()
-	if err := m.Start(ctx); err == nil {
-		t.Fatal("a second Start succeeded")
+	if err := m.Start(ctx); !errors.Is(err, startstop.ErrAlreadyStarted) {
+		t.Fatalf("a second Start: %v, want ErrAlreadyStarted", err)
 	}
 	arrive(t, room, "in")
 	arrive(t, room, "gone")
