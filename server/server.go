@@ -34,6 +34,7 @@ import (
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
@@ -59,10 +60,8 @@ type Server struct {
 	jobs       *jobs.API
 	lmstfy     *lmstfy.API
 	namespaces *tenant.NamespaceStore
-	maintainer *queue.Maintainer
 	waitroom   *waitroom.Client
 	rooms      *rooms.API
-	roomsMaint *waitroom.Maintainer
 	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
 	deliverer *callback.Deliverer
 	callbacks *callbacks.API
@@ -77,6 +76,9 @@ type Server struct {
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
 	onUnavailable func()
 	embedded      *embeddedRedis // nil with an external Redis
+	// services are the background loops (maintainers, deliverer, sampler, dispatcher) in the order
+	// Serve starts them; it stops them in reverse once the listeners have drained.
+	services []startstop.Service
 
 	public http.Handler
 	admin  http.Handler
@@ -133,7 +135,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
 	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
-	s.maintainer = queue.NewMaintainer(q, queue.MaintainerConfig{Interval: cfg.MaintainInterval, Logger: s.log})
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
 	// The request queue before the deliverer, whose callbacks under an endpoint's target URL take
@@ -165,6 +166,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	s.services = s.backgroundServices()
 	pub, err := s.publicMux()
 	if err != nil {
 		_ = s.Close()
@@ -208,8 +210,25 @@ func (s *Server) setupRooms(ctx context.Context) error {
 		return fmt.Errorf("server: proxy_rooms: %w", err)
 	}
 	s.rooms = rooms.New(rooms.Config{Client: s.waitroom, ProxyHosts: hosts})
-	s.roomsMaint = waitroom.NewMaintainer(s.waitroom, waitroom.MaintainerConfig{})
 	return nil
+}
+
+// backgroundServices lists the server's background loops in the order Serve starts them: the job
+// queue's and the waiting rooms' maintainers, the callback deliverer (stopped after the listeners
+// drained, it gives back the callbacks not yet sent and lets the ones in flight finish), the
+// dashboard's throughput sampler and the request queue's dispatcher (its calls under way finish
+// and are stored).
+func (s *Server) backgroundServices() []startstop.Service {
+	services := []startstop.Service{
+		queue.NewMaintainer(s.queue, queue.MaintainerConfig{Interval: s.cfg.MaintainInterval, Logger: s.log}),
+		waitroom.NewMaintainer(s.waitroom, waitroom.MaintainerConfig{}),
+		s.deliverer,
+		s.ui.Sampler(),
+	}
+	if s.dispatcher != nil { // RelayWorkers negative: no dispatcher here
+		services = append(services, s.dispatcher)
+	}
+	return services
 }
 
 // PublicHandler serves the public API: /v1, the lmstfy-compatible routes, /healthz and /readyz.
@@ -284,7 +303,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve serves the public and admin APIs on the listeners until ctx ends. Then it shuts down
 // gracefully: it stops accepting connections, releases blocked consumes (they answer with no
-// jobs), waits up to ShutdownTimeout for in-flight requests and stops the maintainer. The
+// jobs), waits up to ShutdownTimeout for in-flight requests and stops the background services
+// (maintainers, deliverer, sampler, dispatcher), which it started before it listened. The
 // listeners are closed when it returns.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	servers := []*http.Server{
@@ -292,46 +312,20 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		{Handler: s.admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
 	}
 	listeners := []net.Listener{public, admin}
-	if err := s.maintainer.Start(context.WithoutCancel(ctx)); err != nil {
+	// The HTTP servers close the listeners when they stop; this closes them on the early returns
+	// too (a second Close is harmless).
+	defer func() {
 		_ = public.Close()
 		_ = admin.Close()
+	}()
+	if err := startstop.StartAll(context.WithoutCancel(ctx), s.services...); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	defer s.maintainer.Stop()
-	if err := s.roomsMaint.Start(context.WithoutCancel(ctx)); err != nil {
-		_ = public.Close()
-		_ = admin.Close()
-		return fmt.Errorf("server: %w", err)
-	}
-	defer s.roomsMaint.Stop()
-	if err := s.deliverer.Start(context.WithoutCancel(ctx)); err != nil {
-		_ = public.Close()
-		_ = admin.Close()
-		return fmt.Errorf("server: %w", err)
-	}
-	// Stopped after the listeners (deferred before them): it gives back callbacks not yet sent and
-	// lets the ones in flight finish.
-	defer s.deliverer.Stop()
-	if err := s.ui.Sampler().Start(context.WithoutCancel(ctx)); err != nil {
-		_ = public.Close()
-		_ = admin.Close()
-		return fmt.Errorf("server: %w", err)
-	}
-	defer s.ui.Sampler().Stop()
-	if s.dispatcher != nil {
-		if err := s.dispatcher.Start(context.WithoutCancel(ctx)); err != nil {
-			_ = public.Close()
-			_ = admin.Close()
-			return fmt.Errorf("server: %w", err)
-		}
-		// Stopped after the listeners drained: calls under way finish and are stored.
-		defer s.dispatcher.Stop()
-	}
+	// Deferred before the shutdown below runs: the services stop after the listeners drained.
+	defer startstop.StopAll(s.services...)
 	s.log.Info("sluice server listening", "public", public.Addr().String(), "admin", admin.Addr().String())
 	if s.embedded != nil {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
-			_ = public.Close()
-			_ = admin.Close()
 			return fmt.Errorf("server: embedded mode: %w", err)
 		}
 	}
@@ -390,21 +384,7 @@ func boolInt(b bool) int {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.drain()
-		if s.maintainer != nil {
-			s.maintainer.Stop()
-		}
-		if s.roomsMaint != nil {
-			s.roomsMaint.Stop()
-		}
-		if s.deliverer != nil {
-			s.deliverer.Stop()
-		}
-		if s.ui != nil {
-			s.ui.Sampler().Stop()
-		}
-		if s.dispatcher != nil {
-			s.dispatcher.Stop()
-		}
+		startstop.StopAll(s.services...) // stopped already when Serve returned
 		if s.relay != nil {
 			_ = s.relay.Close()
 		}
