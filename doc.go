@@ -39,9 +39,10 @@
 //   - [github.com/sluicehq/sluice/server/callbacks]: the admin routes of callback settings;
 //   - [github.com/sluicehq/sluice/server/rooms]: the waiting rooms' routes and reverse proxy;
 //   - [github.com/sluicehq/sluice/server/ui]: the dashboard on the admin listener (/ui/);
-//   - internal/tenant: namespaces, tokens and per-token limits, shared by every system's routes;
-//   - internal/httpapi: the error registry, JSON helpers and the Route description that route
-//     packages declare and the server mounts;
+//   - [github.com/sluicehq/sluice/server/tenant]: namespaces, tokens and per-token limits, shared
+//     by every system's routes;
+//   - server/internal/httpapi: the error registry, JSON helpers and the Route description that
+//     route packages declare and the server mounts;
 //   - internal/adminguard: the admin listener's checks against web pages (Host, Origin, body
 //     type);
 //   - internal/outbound: the one HTTP engine of every call Sluice sends (request queue, callbacks).

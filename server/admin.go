@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 type createNamespaceRequest struct {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // authorize authenticates the bearer token of a native request and checks that it belongs to the

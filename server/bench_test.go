@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/tenant"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )

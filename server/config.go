@@ -11,9 +11,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/rooms"
 	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // Config configures a Server. The zero value is usable: every field has a default, and with no

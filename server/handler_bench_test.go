@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // BenchmarkHandlerConsumeAck runs one job's consume and ack through the public handler directly

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 func TestBadPublishRequests(t *testing.T) {

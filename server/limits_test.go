@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // limitEnv is a test server with one token of namespace "rl" that both APIs can use.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/adminguard"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/lmstfy"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // saneRequestID reports whether an incoming X-Request-Id can be reused: 1..128 bytes of

@@ -5,14 +5,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/rooms"
 	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
-// errorMap is how the server answers errors: the kernel's own cases (internal/httpapi) and the
+// errorMap is how the server answers errors: the kernel's own cases (server/internal/httpapi) and the
 // mapper of each system whose library's errors its routes return. Every request of both listeners
 // carries it (wrap), so a system's error reads the same from its own routes, the dashboard and
 // lmstfy's API. A new system with errors of its own adds its route package's Errors here.

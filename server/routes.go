@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // publicRoutes are the native routes of the public listener: the health checks, the job routes

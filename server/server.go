@@ -13,9 +13,10 @@
 //   - server/lmstfy: the lmstfy-compatible API, /api/... and its admin routes (its own shapes);
 //   - admin.go here: namespaces, tokens and their limits on the admin listener.
 //
-// Tenancy (namespaces, tokens, limits) is internal/tenant; what route packages share (the error
-// registry, JSON helpers, Route, the rate-limit wrapper) is internal/httpapi. docs/server.md is
-// the guide, and its section "Adding a system's routes" says how a new system plugs in.
+// Tenancy (namespaces, tokens, limits) is server/tenant; what route packages share (the error
+// registry, JSON helpers, Route, the rate-limit wrapper) is server/internal/httpapi.
+// docs/server.md is the guide, and its section "Adding a system's routes" says how a new system
+// plugs in.
 package server
 
 import (
@@ -32,18 +33,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/callback"
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/startstop"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/relay/mysqlarchive"
 	"github.com/sluicehq/sluice/server/callbacks"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
 	"github.com/sluicehq/sluice/server/rooms"
 	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/tenant"
 	"github.com/sluicehq/sluice/server/ui"
 	"github.com/sluicehq/sluice/waitroom"
 )

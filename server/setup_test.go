@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // BenchmarkHTTPTasksEndToEnd measures offline tasks through the server, end to end: POST

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/tasks"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // relayServer is a test server whose relay may call loopback targets.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/server/tenant"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

@@ -6,7 +6,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // defaultNamespace is the namespace embedded mode creates on its first start.

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/callback"
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // Config is what the callback settings routes need from the server.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 
 	"github.com/sluicehq/sluice/queue"
 )

@@ -4,7 +4,7 @@
 //
 // It declares its routes (Routes) and the server mounts them behind its middleware, token
 // authentication, per-token rate limits and error rendering; a handler finds its token with
-// tenant.FromContext and returns errors from the registry in internal/httpapi. The hot requests
+// tenant.FromContext and returns errors from the registry in server/internal/httpapi. The hot requests
 // (publish one job, consume, ack) are decoded and answered without reflection (fastjson.go,
 // jsonwrite.go), byte for byte as encoding/json would.
 package jobs

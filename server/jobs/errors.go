@@ -4,8 +4,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // Errors maps the job queue's errors (package queue) to the registry: an *httpapi.Error for the

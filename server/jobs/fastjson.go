@@ -1,8 +1,8 @@
 package jobs
 
 import (
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/internal/jsonscan"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // The hot job requests (publish one job, consume, ack) are decoded here without reflection when

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // fastCase pairs a request type's fast path with a fresh value for the general path.

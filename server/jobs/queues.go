@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 
 	"github.com/sluicehq/sluice/queue"
 )

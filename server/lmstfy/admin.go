@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/version"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // lmstfy's admin routes. Tokens are Sluice's namespace tokens (stored hashed, with every

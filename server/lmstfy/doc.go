@@ -7,6 +7,6 @@
 //
 // Handlers return errors: an *Error for an answer in lmstfy's error shape ({"error": msg} with
 // lmstfy's status), anything else for a failure, rendered by writeError in one place with the
-// server's error registry (internal/httpapi) deciding its status. Tokens, permissions and limits
-// are the server's tenancy (internal/tenant): an lmstfy token is a namespace token.
+// server's error registry (server/internal/httpapi) deciding its status. Tokens, permissions and limits
+// are the server's tenancy (server/tenant): an lmstfy token is a namespace token.
 package lmstfy

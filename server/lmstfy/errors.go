@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // Error is an answer in lmstfy's error shape: Status with {"error": Message}.

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // encodingJSON is what httpapi.WriteJSON, the reflection-based writer, sends for v: the hand-written

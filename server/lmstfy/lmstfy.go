@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // lmstfy's defaults for parameters a request leaves out (whole seconds).

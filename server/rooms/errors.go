@@ -3,7 +3,7 @@ package rooms
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

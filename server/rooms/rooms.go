@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/waitroom"
 )
 

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // EndpointJSON is an endpoint's settings as the admin API reads and writes them; durations are

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // Errors maps the request queue's errors (package relay) to the registry: an *httpapi.Error for

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // live is the numbers of a page by element key: rendered into the page and served as JSON by the

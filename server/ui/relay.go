@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
 	"github.com/sluicehq/sluice/relay"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 // errNoRelay answers the request-queue pages of a server without a request queue.

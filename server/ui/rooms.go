@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/httpapi"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
 var errNoRooms = &httpapi.Error{Code: httpapi.CodeNotFound, Message: "this server has no waiting rooms"}

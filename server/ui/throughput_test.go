@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

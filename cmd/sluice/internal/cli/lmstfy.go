@@ -9,7 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/lmstfyimport"
 	"github.com/sluicehq/sluice/internal/redisx"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // importStep is one line of `sluice lmstfy import`'s report.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/internal/tenant"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // lmstfy tokens as lmstfy's admin Redis holds them: generated ones and one a deployment chose.

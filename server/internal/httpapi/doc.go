@@ -10,6 +10,6 @@
 // waitroom, nor their HTTP packages) and never the server: a system registers its errors (an
 // ErrorMapper the server puts in its ErrorMap), as net/http handlers register with a mux. Route
 // packages (server/jobs, server/lmstfy, and the systems added beside them) import it without
-// cycles. What every package shares is below it: tenancy (internal/tenant) and the field error
+// cycles. What every package shares is below it: tenancy (server/tenant) and the field error
 // (sluice.FieldError).
 package httpapi

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // TestErrorOfMapsKernelErrors: the errors every route meets (field errors of any package,

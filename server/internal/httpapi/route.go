@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // Handler is a route's handler: it writes its success response and returns errors, which one

@@ -5,5 +5,5 @@
 // (WithToken, FromContext). All of its Redis keys are built in keys.go.
 //
 // The package knows nothing of HTTP error shapes: it returns *sluice.FieldError, NotFoundError and
-// ErrUnauthenticated, which the server's error registry (internal/httpapi) maps to its codes.
+// ErrUnauthenticated, which the server's error registry (server/internal/httpapi) maps to its codes.
 package tenant

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/tenant"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // Limiter charges requests to their token's rate limit (tenant.LimitStore), for every API that
