@@ -22,11 +22,12 @@ type Client struct {
 	rdb redis.UniversalClient
 	cfg Config
 
-	keys keyCache
-	reg  registryKeys
-	ch   channels
-	ids  idGen
-	eps  endpointCache
+	keys    keyCache
+	reg     registryKeys
+	ch      channels
+	ids     idGen
+	eps     endpointCache
+	changes settingsWatch // endpoint changes pushed by other Clients (endpoint_watch.go)
 
 	finishedMs, readMs int64
 	archiving          int // 1 with an archive: finished tasks are remembered for it
@@ -60,6 +61,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		finishedMs: ms(cfg.FinishedRetention),
 		readMs:     ms(cfg.ReadRetention),
 		scripts:    redisx.NewScriptRunner(library, rdb, cfg.Logger, "relay"),
+		changes:    settingsWatch{id: newClientID()},
 	}
 	if cfg.Archive != nil {
 		c.archiving = 1
@@ -77,13 +79,14 @@ func (c *Client) notifier() *notify.Notifier {
 	return c.notify
 }
 
-// Close ends the Client's Pub/Sub subscription (waking every Wait under way, which then returns
+// Close ends the Client's Pub/Sub subscriptions (waking every Wait under way, which then returns
 // ErrClosed). It does not close the redis client.
 func (c *Client) Close() error {
 	c.notifyOnce.Do(func() {}) // no notifier after Close
 	if c.notify != nil {
 		c.notify.Close()
 	}
+	c.closeWatch()
 	return nil
 }
 

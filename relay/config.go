@@ -28,8 +28,9 @@ type Config struct {
 	ReadRetention time.Duration
 
 	// RefreshInterval is how often a Client checks whether endpoint settings changed (one GET of
-	// a version counter). A change made anywhere applies on every Client within about this long.
-	// Default 250ms.
+	// a version counter). Changes are pushed to every Client before SetEndpoint returns; this
+	// bounds how long one the push missed (a Client reconnecting to Redis at that moment) goes
+	// unseen. Default 250ms.
 	RefreshInterval time.Duration
 
 	// MaxBodyBytes bounds a task's request body. Default 1 MiB.

@@ -28,6 +28,7 @@ func (d *Dispatcher) loop(ctx context.Context, stop <-chan struct{}, w *notify.W
 			return
 		default:
 		}
+		changed := d.c.eps.changedC() // before the read: a change after it wakes the loop
 		snap, err := d.c.endpoints(ctx)
 		if err != nil {
 			d.log.Warn("relay: dispatcher: read endpoints", slog.Any("error", err))
@@ -105,6 +106,7 @@ func (d *Dispatcher) loop(ctx context.Context, stop <-chan struct{}, w *notify.W
 		case <-stop:
 			return
 		case <-w.C:
+		case <-changed:
 		case <-freed:
 		case <-timer.C:
 		}

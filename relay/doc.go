@@ -7,9 +7,11 @@
 // An Endpoint is a slow service with its limits: QPS (calls started per second), Concurrency
 // (calls in flight), Timeout, QueueTimeout, MaxQueued, MaxQueuedPerSubject, Tries. Its settings
 // live in Redis (Client.SetEndpoint, Endpoint, Endpoints, DeleteEndpoint) and every Client caches
-// them, checking a version counter every Config.RefreshInterval (250ms), so a change applies on
-// every instance within about that long. A task may only call its endpoint's TargetURL or a URL
-// under it: there is no open relay.
+// them. A change is pushed to every Client (Pub/Sub), which drops its cache and confirms, before
+// SetEndpoint returns, so the next call anywhere sees it; a name the cache lacks is looked for in
+// Redis before a submit answers ErrNotFound; and a version counter checked every
+// Config.RefreshInterval (250ms) covers a Client the push missed. A task may only call its
+// endpoint's TargetURL or a URL under it: there is no open relay.
 //
 // # Tasks
 //

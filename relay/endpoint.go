@@ -20,7 +20,8 @@ import (
 )
 
 // Endpoint is a slow service that tasks call, with the limits that protect it. Its settings live
-// in Redis and every Client caches them, refreshed within Config.RefreshInterval of a change.
+// in Redis and every Client caches them; a change applies on every Client before SetEndpoint
+// returns (and within Config.RefreshInterval where the change could not be pushed).
 type Endpoint struct {
 	// Name identifies the endpoint (and starts the ids of its tasks): 1 to 64 bytes of
 	// [-_A-Za-z0-9].
@@ -154,8 +155,8 @@ func (e Endpoint) burst() int64 {
 }
 
 // SetEndpoint creates or replaces an endpoint. Unset fields get their defaults; a bad field is a
-// *sluice.FieldError naming it. The change applies on every Client within
-// Config.RefreshInterval.
+// *sluice.FieldError naming it. The change applies on every Client before it returns (each one
+// confirms it; endpoint_watch.go), so a task submitted anywhere next sees it.
 func (c *Client) SetEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) {
 	if err := e.validate(c.cfg.PendingRetention); err != nil {
 		return Endpoint{}, err
@@ -166,40 +167,58 @@ func (c *Client) SetEndpoint(ctx context.Context, e Endpoint) (Endpoint, error) 
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("relay: encode endpoint: %w", err)
 	}
-	r := c.reg
-	if err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, e.Name, b).Err(); err != nil {
+	if _, err := c.changeEndpoint(ctx, e.Name, b); err != nil {
 		return Endpoint{}, fmt.Errorf("relay: set endpoint %s: %w", e.Name, err)
 	}
-	c.eps.invalidate()
 	return e, nil
 }
 
-// DeleteEndpoint removes an endpoint (ErrNotFound when there is none). Its waiting tasks are
-// cancelled by the next maintenance pass; calls under way finish.
+// DeleteEndpoint removes an endpoint (ErrNotFound when there is none), on every Client before it
+// returns. Its waiting tasks are cancelled by the next maintenance pass; calls under way finish.
 func (c *Client) DeleteEndpoint(ctx context.Context, name string) error {
 	if !validName(name) {
 		return ErrNotFound
 	}
-	r := c.reg
-	existed, err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, name, "").Int()
+	existed, err := c.changeEndpoint(ctx, name, "")
 	if err != nil {
 		return fmt.Errorf("relay: delete endpoint %s: %w", name, err)
 	}
-	c.eps.invalidate()
-	if existed == 0 {
+	if !existed {
 		return ErrNotFound
 	}
 	return nil
 }
 
-// Endpoint returns an endpoint's settings as this Client last saw them (at most
-// Config.RefreshInterval old), or ErrNotFound.
+// changeEndpoint stores an endpoint's settings (settings "" deletes it), then waits for every
+// Client to apply the change. It reports whether the endpoint existed.
+func (c *Client) changeEndpoint(ctx context.Context, name string, settings any) (bool, error) {
+	r := c.reg
+	res, err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, name, settings, c.ch.settings).Int64Slice()
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 3 {
+		return false, fmt.Errorf("unexpected reply %v", res)
+	}
+	c.eps.invalidate()
+	c.awaitApplied(ctx, res[1], res[2])
+	return res[0] == 1, nil
+}
+
+// Endpoint returns an endpoint's settings, or ErrNotFound. An endpoint missing from this Client's
+// cached settings is looked for in Redis before the answer is ErrNotFound.
 func (c *Client) Endpoint(ctx context.Context, name string) (Endpoint, error) {
 	snap, err := c.endpoints(ctx)
 	if err != nil {
 		return Endpoint{}, err
 	}
 	e, ok := snap.byName[name]
+	if !ok && validName(name) {
+		if snap, err = c.endpointsReadSince(ctx, time.Now()); err != nil {
+			return Endpoint{}, err
+		}
+		e, ok = snap.byName[name]
+	}
 	if !ok {
 		return Endpoint{}, ErrNotFound
 	}
@@ -252,33 +271,68 @@ func (snap *endpointSnapshot) covering(rawURL string) (Endpoint, bool) {
 
 // endpointCache holds the latest snapshot. A read older than the refresh interval checks the
 // version counter (one GET) and reloads the settings only when it moved. One refresh runs at a
-// time; other callers meanwhile use the snapshot they have, unless this Client changed an
-// endpoint since it was loaded: they then wait for a snapshot loaded after the change, so a
-// Client reads its own changes at once (a callback published just after its endpoint was set
-// counts against it).
+// time; other callers meanwhile use the snapshot they have, unless the settings changed since it
+// was loaded (a change made through this Client, or one another Client published): they then
+// wait for a snapshot loaded after the change, so a change applies at once (a callback published
+// just after its endpoint was set counts against it).
 type endpointCache struct {
 	snap atomic.Pointer[endpointSnapshot]
 	mu   sync.Mutex // one refresh at a time
-	// gen counts this Client's changes; a snapshot remembers the gen read before its load began,
-	// and one from an older gen is not used while a newer one can be loaded.
+	// gen counts the changes this Client learnt of; a snapshot remembers the gen read before its
+	// load began, and one from an older gen is not used while a newer one can be loaded.
 	gen atomic.Int64
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed by the next invalidate (made by changedC)
 }
 
-func (ec *endpointCache) invalidate() { ec.gen.Add(1) }
+// invalidate drops the snapshot: the next read loads the settings again.
+func (ec *endpointCache) invalidate() {
+	ec.gen.Add(1)
+	ec.changedMu.Lock()
+	if ec.changed != nil {
+		close(ec.changed)
+		ec.changed = nil
+	}
+	ec.changedMu.Unlock()
+}
+
+// changedC returns a channel closed at the next invalidate, so a Dispatcher asleep applies a
+// change (a higher concurrency or rate) at once.
+func (ec *endpointCache) changedC() <-chan struct{} {
+	ec.changedMu.Lock()
+	defer ec.changedMu.Unlock()
+	if ec.changed == nil {
+		ec.changed = make(chan struct{})
+	}
+	return ec.changed
+}
 
 // endpoints returns a snapshot no older than the refresh interval (or the last one, when a
 // refresh by another caller is under way, or Redis cannot be read and a snapshot exists).
 func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
+	return c.snapshot(ctx, time.Time{})
+}
+
+// endpointsReadSince returns a snapshot whose version was read from Redis at or after since: the
+// read-through of a name or URL the cached settings lack, so that an endpoint created a moment
+// ago elsewhere is found rather than answered ErrNotFound. Callers that ask together share a
+// read, so a flood of unknown names costs one GET at a time.
+func (c *Client) endpointsReadSince(ctx context.Context, since time.Time) (*endpointSnapshot, error) {
+	return c.snapshot(ctx, since)
+}
+
+func (c *Client) snapshot(ctx context.Context, since time.Time) (*endpointSnapshot, error) {
 	ec := &c.eps
 	current := func(s *endpointSnapshot) bool { return s != nil && s.gen == ec.gen.Load() }
 	fresh := func(s *endpointSnapshot) bool {
-		return current(s) && time.Since(s.checked) < c.cfg.RefreshInterval
+		return current(s) && time.Since(s.checked) < c.cfg.RefreshInterval && !s.checked.Before(since)
 	}
 	snap := ec.snap.Load()
 	if fresh(snap) {
 		return snap, nil
 	}
-	if current(snap) {
+	if current(snap) && since.IsZero() {
 		// Only old: one caller refreshes, the others keep using what they have.
 		if !ec.mu.TryLock() {
 			return snap, nil
@@ -290,15 +344,18 @@ func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
 	if snap = ec.snap.Load(); fresh(snap) {
 		return snap, nil
 	}
-	gen := ec.gen.Load() // read before the load, so a later change is not lost
-	force := snap != nil && snap.gen != gen
 	// The load is shared by every caller: it does not end with this caller's context.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	// Subscribed before the load, so no change falls between the two.
+	c.watchSettings(lctx)
+	gen := ec.gen.Load() // read before the load, so a later change is not lost
+	force := snap != nil && snap.gen != gen
 	next, err := c.loadEndpoints(lctx, snap, force)
 	if err != nil {
-		// The snapshot kept is not current after a change: the next call tries again.
-		if snap != nil {
+		// The snapshot kept is not current after a change: the next call tries again. A
+		// read-through answers the error: the name it looks for may exist.
+		if snap != nil && since.IsZero() {
 			c.cfg.Logger.Warn("relay: refresh endpoint settings", "error", err)
 			return snap, nil
 		}
@@ -310,11 +367,11 @@ func (c *Client) endpoints(ctx context.Context) (*endpointSnapshot, error) {
 }
 
 func (c *Client) loadEndpoints(ctx context.Context, prev *endpointSnapshot, force bool) (*endpointSnapshot, error) {
+	now := time.Now() // before the read: the snapshot holds every change made before now
 	v, err := c.rdb.Get(ctx, c.reg.version).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("relay: read endpoint version: %w", err)
 	}
-	now := time.Now()
 	if prev != nil && prev.version == v && !force {
 		next := *prev
 		next.checked = now
@@ -347,6 +404,23 @@ func (c *Client) loadEndpoints(ctx context.Context, prev *endpointSnapshot, forc
 	}
 	snap.match = outbound.ParsePrefixes(targets)
 	return snap, nil
+}
+
+// resolve finds the endpoint of a task and the URL it calls (snapshot.resolve); an endpoint the
+// cached settings lack is looked for in Redis before the answer is ErrNotFound.
+func (c *Client) resolve(ctx context.Context, name, targetURL string) (Endpoint, string, error) {
+	snap, err := c.endpoints(ctx)
+	if err != nil {
+		return Endpoint{}, "", err
+	}
+	e, target, err := snap.resolve(name, targetURL)
+	if errors.Is(err, ErrNotFound) && (name == "" || validName(name)) {
+		if snap, err = c.endpointsReadSince(ctx, time.Now()); err != nil {
+			return Endpoint{}, "", err
+		}
+		e, target, err = snap.resolve(name, targetURL)
+	}
+	return e, target, err
 }
 
 // resolve finds the endpoint of a task and the URL it calls: by name (the URL is the endpoint's

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -40,5 +42,42 @@ func TestEndpointCacheReadsOwnChangesPastARefreshUnderWay(t *testing.T) {
 	ec.mu.Unlock()
 	if e, err := c.Endpoint(ctx, "new"); err != nil || e.TargetURL != "http://127.0.0.1:9/new" {
 		t.Fatalf("Endpoint(new) right after SetEndpoint = %+v, %v", e, err)
+	}
+}
+
+// A submit naming an endpoint this Client's cached settings lack reads Redis before it answers
+// ErrNotFound: here the endpoint was stored without a push reaching the Client (as by a writer
+// whose message was lost), and the Client caches settings for an hour.
+func TestSubmitReadsThroughForAnUnknownEndpoint(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c, err := NewClient(env.Client, Config{Prefix: env.Prefix, RefreshInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	if _, err := c.Submit(ctx, SubmitParams{Endpoint: "quiet"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("before the endpoint exists: %v", err)
+	}
+	e := Endpoint{Name: "quiet", TargetURL: "https://quiet.example.com/api"}.withDefaults(c.cfg.PendingRetention)
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.HSet(ctx, c.reg.settings, "quiet", b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Incr(ctx, c.reg.version).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(ctx, SubmitParams{Endpoint: "quiet"}); err != nil {
+		t.Fatalf("by name: %v", err)
+	}
+	if r, err := c.Submit(ctx, SubmitParams{TargetURL: "https://quiet.example.com/api/x"}); err != nil || r.Endpoint != "quiet" {
+		t.Fatalf("by target URL: %+v, %v", r, err)
+	}
+	if _, err := c.Submit(ctx, SubmitParams{Endpoint: "still-unknown"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an endpoint that does not exist: %v", err)
 	}
 }

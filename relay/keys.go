@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strconv"
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/names"
@@ -40,12 +41,17 @@ type registryKeys struct {
 	settings string // hash name -> json
 	version  string // bumped on every change
 	known    string // zset name -> last change (ms)
+	applied  string // prefix of applied(version)
 }
 
 func newRegistryKeys(prefix string) registryKeys {
 	base := prefix + ":relay:{relay}:"
-	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known"}
+	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known", applied: base + "applied:"}
 }
+
+// appliedKey is the set of the Clients that applied the change that made version v (short-lived:
+// endpoint_applied.lua gives it a TTL).
+func (r registryKeys) appliedKey(v int64) string { return r.applied + strconv.FormatInt(v, 10) }
 
 // sharedPermitKeyKey holds the permit key that processes given none share (SharedPermitKey). Its
 // name is the one the server first stored it under, kept so that stored keys go on working.
@@ -55,10 +61,14 @@ func sharedPermitKeyKey(prefix string) string { return prefix + ":server:relay-p
 type channels struct {
 	wake string // payload: endpoint name; a task or a slot became free
 	task string // prefix: task channel = task + id; payload: the new status
+	// settings: payload the registry version of an endpoint change. It carries the registry's
+	// hash tag, so on Redis Cluster every Client subscribes to it on the node that runs
+	// endpoint_set.lua, whose PUBLISH then counts them all.
+	settings string
 }
 
 func newChannels(prefix string) channels {
-	return channels{wake: prefix + ":relay:wake", task: prefix + ":relay:task:"}
+	return channels{wake: prefix + ":relay:wake", task: prefix + ":relay:task:", settings: prefix + ":relay:{relay}:settings"}
 }
 
 // maxCachedKeys bounds keyCache: past it the cache starts over.

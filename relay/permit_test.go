@@ -69,7 +69,7 @@ func TestOnlinePermits(t *testing.T) {
 		if code := call(forged); code != http.StatusForbidden {
 			t.Fatalf("forged permit: %d, want 403", code)
 		}
-		other, _ := relay.NewClient(env.Client, relay.Config{Prefix: env.Prefix, PermitKeys: [][]byte{[]byte(strings.Repeat("x", 32))}})
+		other := newClient(t, env, relay.Config{PermitKeys: [][]byte{[]byte(strings.Repeat("x", 32))}})
 		if _, err := other.CheckPermit(ctxT(t), first.Permit); !errors.Is(err, relay.ErrPermitInvalid) {
 			t.Fatalf("permit checked with another key: %v, want ErrPermitInvalid", err)
 		}

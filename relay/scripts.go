@@ -44,8 +44,9 @@ var functionFlags = map[string]string{
 
 // The registry scripts (endpoint settings) are rare calls on other keys: plain EVALSHA scripts.
 var (
-	scriptEndpointSet    = redis.NewScript(mustRead("endpoint_set"))
-	scriptEndpointForget = redis.NewScript(mustRead("endpoint_forget"))
+	scriptEndpointSet     = redis.NewScript(mustRead("endpoint_set"))
+	scriptEndpointApplied = redis.NewScript(mustRead("endpoint_applied"))
+	scriptEndpointForget  = redis.NewScript(mustRead("endpoint_forget"))
 )
 
 // library is the endpoint scripts, lib.lua's helpers first, built once per process: as functions

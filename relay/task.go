@@ -139,11 +139,7 @@ type Task struct {
 // covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full; a
 // *sluice.FieldError names a bad field.
 func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, error) {
-	snap, err := c.endpoints(ctx)
-	if err != nil {
-		return SubmitResult{}, err
-	}
-	e, target, err := snap.resolve(p.Endpoint, p.TargetURL)
+	e, target, err := c.resolve(ctx, p.Endpoint, p.TargetURL)
 	if err != nil {
 		return SubmitResult{}, err
 	}

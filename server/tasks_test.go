@@ -452,22 +452,39 @@ func TestTaskBatchSubmit(t *testing.T) {
 	wantStatus(t, ts.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": []map[string]any{}}), http.StatusBadRequest, "invalid_argument")
 }
 
-// An endpoint changed on one instance applies on another within the refresh interval.
-func TestEndpointChangeReachesOtherInstances(t *testing.T) {
+// An endpoint changed on one instance applies on another before the PUT (or DELETE) returns: a
+// submit on the other instance right after it sees the change, every time.
+func TestEndpointChangeAppliesOnOtherInstancesAtOnce(t *testing.T) {
 	t.Parallel()
 	a := relayServer(t, noDispatch)
 	b := newTestServerOn(t, a.env, noDispatch)
 	tok := a.taskToken(t, "shop", -1)
 	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusNotFound, "not_found")
+	for i := range 50 {
+		name := fmt.Sprintf("new-%d", i)
+		a.putEndpoint(t, name, map[string]any{"target_url": "http://127.0.0.1:9/" + name})
+		r := b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": name})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("submit %d on b right after the PUT on a: %d %s", i, r.Status, r.Body)
+		}
+	}
+	// Changed limits apply on b at once: max_queued 1 is full after one task, a raise to 2 lets
+	// one more in, a lowering to 1 shuts it again.
 	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 1})
-	testwait.Until(t, 5*time.Second, "b to know the new endpoint", func() bool {
-		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
-	})
-	// A lowered bound reaches b too: max_queued 1 is full now, then raised to 2.
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusCreated, "")
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusConflict, "queue_full")
 	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 2})
-	testwait.Until(t, 5*time.Second, "b to apply the raised max_queued", func() bool {
-		return b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}).Status == http.StatusCreated
-	})
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusCreated, "")
+	var seen tasks.EndpointWithStats
+	b.adminDo(t, http.MethodGet, "/v1/endpoints/late", nil).JSON(t, &seen)
+	if seen.MaxQueued != 2 || seen.Stats.Queued != 2 {
+		t.Fatalf("b's view of the endpoint: %+v", seen)
+	}
+	a.putEndpoint(t, "late", map[string]any{"target_url": "http://127.0.0.1:9/x", "max_queued": 1})
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusConflict, "queue_full")
+	// A deletion too.
+	wantStatus(t, a.adminDo(t, http.MethodDelete, "/v1/endpoints/late", nil), http.StatusNoContent, "")
+	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"endpoint": "late"}), http.StatusNotFound, "not_found")
 }
 
 // A graceful shutdown drains the listeners first, then stops the dispatcher, which waits for the
