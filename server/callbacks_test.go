@@ -199,7 +199,7 @@ func TestCallbackSettingsAdminRoutes(t *testing.T) {
 // server: its slot shows in the endpoint's stats and metrics.
 func TestCallbackCountsAgainstItsEndpointThroughTheServer(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	ts := relayServer(t) // the endpoint is on loopback, as the receiver is
 	tok := ts.token(t, "shop")
 	recv := newHookReceiver(t)
 	r := ts.adminDo(t, http.MethodPost, cbpath+"/secrets", nil)

@@ -49,6 +49,9 @@ func (s *Server) startRelay(ctx context.Context) error {
 	slices.Sort(names)
 	for _, name := range names {
 		e, err := tasks.EndpointParams(name, cfg.RelayEndpoints[name])
+		if err == nil {
+			err = tasks.CheckTarget(ctx, e.TargetURL, cfg.RelayAllowPrivate)
+		}
 		if err != nil {
 			return fmt.Errorf("server: relay_endpoints: %s: %w", name, err)
 		}
@@ -70,7 +73,7 @@ func (s *Server) startRelay(ctx context.Context) error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
-	s.tasks = tasks.New(tasks.Config{Relay: s.relay, MaxWait: cfg.MaxConsumeTimeout, Drain: s.drainCtx})
+	s.tasks = tasks.New(tasks.Config{Relay: s.relay, MaxWait: cfg.MaxConsumeTimeout, Drain: s.drainCtx, AllowPrivateTargets: cfg.RelayAllowPrivate})
 	return nil
 }
 

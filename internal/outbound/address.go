@@ -1,10 +1,15 @@
 package outbound
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"net/url"
 	"syscall"
+	"time"
 )
 
 // ErrDestinationRefused is the error (wrapped) of a call whose destination Sluice will not reach:
@@ -93,4 +98,37 @@ func dialControl(_, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: cannot parse dialled address %q", ErrDestinationRefused, address)
 	}
 	return CheckAddr(ap.Addr())
+}
+
+// CheckURLHost says in advance whether calls to rawURL would be refused: it returns an error
+// wrapping ErrDestinationRefused when rawURL's host is a literal address a call may not reach
+// without Config.AllowPrivate, or a name (localhost included) whose every address is one. It is
+// for configuration, which can then refuse a destination with a clear message instead of every
+// call failing later; the Sender still judges each address it dials (a name may change its
+// answer). A name that does not resolve (within 2 s) is not refused: it may resolve later. With a
+// name that resolves to public and private addresses, calls reach the public ones.
+func CheckURLHost(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return nil // not a URL: its own check says so
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return CheckAddr(ip)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return nil
+	}
+	var first error
+	for _, ip := range ips {
+		err := CheckAddr(ip)
+		if err == nil {
+			return nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return fmt.Errorf("%w (%s resolves to it)", first, host)
 }

@@ -1,6 +1,7 @@
 package outbound_test
 
 import (
+	"context"
 	"errors"
 	"net/netip"
 	"testing"
@@ -30,6 +31,23 @@ func TestCheckAddr(t *testing.T) {
 	for _, s := range allowed {
 		if err := outbound.CheckAddr(netip.MustParseAddr(s)); err != nil {
 			t.Errorf("%s: %v, want allowed", s, err)
+		}
+	}
+}
+
+// CheckURLHost refuses a URL whose host is, or only resolves to, an address a call may not reach,
+// and lets a public one (or a name that does not resolve) through.
+func TestCheckURLHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, u := range []string{"http://127.0.0.1:9/x", "https://[::1]/", "http://10.0.0.7/api", "http://169.254.169.254/latest", "http://localhost:8080/"} {
+		if err := outbound.CheckURLHost(ctx, u); !errors.Is(err, outbound.ErrDestinationRefused) {
+			t.Errorf("%s: %v, want refused", u, err)
+		}
+	}
+	for _, u := range []string{"https://93.184.216.34/", "https://[2606:4700:4700::1111]/", "https://name.invalid/", "not a url"} {
+		if err := outbound.CheckURLHost(ctx, u); err != nil {
+			t.Errorf("%s: %v, want allowed", u, err)
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package tasks
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
@@ -77,6 +80,22 @@ func EndpointParams(name string, b EndpointBody) (relay.Endpoint, error) {
 	return e, nil
 }
 
+// CheckTarget refuses (400 on target_url, naming the setting that allows it) a target URL that
+// is, or resolves only to, a loopback or private address while allowPrivate (the server's
+// relay_allow_private) is false: every offline call to it would fail with "destination refused".
+// The dispatcher still checks the address of each call it makes.
+func CheckTarget(ctx context.Context, targetURL string, allowPrivate bool) error {
+	if allowPrivate {
+		return nil
+	}
+	if err := outbound.CheckURLHost(ctx, targetURL); err != nil {
+		return httpapi.InvalidArg("target_url", "%s: offline calls to it would be refused; set relay_allow_private "+
+			"(SLUICE_RELAY_ALLOW_PRIVATE) to let Sluice call loopback and private addresses",
+			strings.TrimPrefix(err.Error(), "outbound: "))
+	}
+	return nil
+}
+
 func endpointJSON(e relay.Endpoint) EndpointJSON {
 	return EndpointJSON{
 		Name: e.Name, TargetURL: e.TargetURL, QPS: e.QPS, Concurrency: e.Concurrency,
@@ -141,7 +160,7 @@ func statsJSON(s relay.EndpointStats) EndpointStatsJSON {
 }
 
 // putEndpoint is PUT /v1/endpoints/{name}: creates or replaces an endpoint; every server
-// instance applies it within the relay's refresh interval.
+// instance applies it before the answer.
 func (a *API) putEndpoint(w http.ResponseWriter, r *http.Request) error {
 	var b EndpointBody
 	if err := httpapi.DecodeBody(r, &b); err != nil {
@@ -149,6 +168,9 @@ func (a *API) putEndpoint(w http.ResponseWriter, r *http.Request) error {
 	}
 	e, err := EndpointParams(r.PathValue("name"), b)
 	if err != nil {
+		return err
+	}
+	if err := CheckTarget(r.Context(), e.TargetURL, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}
 	if e, err = a.relay.SetEndpoint(r.Context(), e); err != nil {

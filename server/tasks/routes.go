@@ -19,6 +19,10 @@ type Config struct {
 	Drain context.Context
 	// MaxEndpoints bounds the endpoints GET /v1/endpoints reports with live stats. Default 1000.
 	MaxEndpoints int
+	// AllowPrivateTargets is the server's relay_allow_private: without it, PUT refuses an
+	// endpoint whose target_url is (or resolves only to) a loopback or private address, which
+	// the dispatcher would refuse to call. Default false.
+	AllowPrivateTargets bool
 }
 
 // API serves the request queue's routes.

@@ -33,7 +33,7 @@ type submitRequest struct {
 	Headers     map[string]string `json:"headers"`
 	QueryParams map[string]string `json:"query_params"`
 	// Body is the request body: a JSON string is sent as its text, any other JSON value as its
-	// JSON encoding.
+	// JSON encoding, with Content-Type: application/json unless Headers set one.
 	Body          json.RawMessage `json:"body"`
 	BodyBase64    *string         `json:"body_base64"`
 	Priority      *int            `json:"priority"`
@@ -251,6 +251,13 @@ func (req *submitRequest) paramsOf(tok tenant.Token) (relay.SubmitParams, error)
 			p.Body = []byte(s)
 		} else {
 			p.Body = append([]byte(nil), req.Body...)
+			if p.Header.Get("Content-Type") == "" {
+				// It is sent as JSON, so it says so, unless the task's headers say otherwise.
+				if p.Header == nil {
+					p.Header = make(http.Header, 1)
+				}
+				p.Header.Set("Content-Type", "application/json")
+			}
 		}
 	}
 	return p, nil
