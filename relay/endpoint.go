@@ -44,6 +44,12 @@ type Endpoint struct {
 	// MaxQueuedPerSubject bounds the waiting tasks of one subject (SubmitParams.Subject), so one
 	// user cannot fill the queue. 0 means no bound. Default 0.
 	MaxQueuedPerSubject int
+	// FairShare shares the endpoint between subjects (SubmitParams.Subject; "" is one subject
+	// too): within a priority, subjects take turns, one task each per round, so a subject that
+	// queued many tasks delays another subject's next task by at most one task per subject with
+	// tasks waiting. Off (the default): first come, first served within a priority. Switching it
+	// applies to tasks submitted afterwards; tasks queued before keep their place ahead of them.
+	FairShare bool
 	// Tries is the most attempts of an offline call (connection errors, timeouts, 5xx and 429 are
 	// retried; other 4xx are final). Default 3.
 	Tries int

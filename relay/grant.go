@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -67,7 +68,7 @@ func VerifyGrant(keys [][]byte, grant, subject string, now time.Time) (int, erro
 func (c *Client) effectivePriority(p SubmitParams) int {
 	allowed := max(0, min(p.PriorityCap, MaxPriority))
 	if p.Grant != "" && len(c.cfg.GrantKeys) > 0 {
-		if g, err := VerifyGrant(c.cfg.GrantKeys, p.Grant, p.Subject, time.Now()); err == nil {
+		if g, err := VerifyGrant(c.cfg.GrantKeys, p.Grant, cmp.Or(p.GrantSubject, p.Subject), time.Now()); err == nil {
 			allowed = max(allowed, g)
 		} else {
 			c.cfg.Logger.Debug("relay: priority grant refused", "error", err)

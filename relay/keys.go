@@ -30,6 +30,7 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "t:",
 		base + "hold",
 		base + "slots",
+		base + "fair",
 	}}
 }
 

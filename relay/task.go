@@ -45,6 +45,9 @@ func (s Status) Final() bool {
 // MaxPriority is the highest task priority; 0 is the lowest and the default.
 const MaxPriority = 255
 
+// MaxSubject bounds the length of SubmitParams.Subject, in bytes.
+const MaxSubject = 256
+
 // SubmitParams describe a task.
 type SubmitParams struct {
 	// Endpoint names the endpoint to call. Either it or TargetURL is required.
@@ -67,11 +70,19 @@ type SubmitParams struct {
 	// PriorityCap is the highest priority the submitter may ask for by itself: the caller sets
 	// it from the submitter's credentials (a token's limit), never from the request. Default 0.
 	PriorityCap int
-	// Grant is an optional priority grant (SignGrant) for Subject, allowing up to its priority.
+	// Grant is an optional priority grant (SignGrant) for GrantSubject, allowing up to its
+	// priority.
 	Grant string
 	// Subject names who the task is for (a user id): the per-subject cap
-	// (Endpoint.MaxQueuedPerSubject) and grants apply to it. At most 256 bytes. Optional.
+	// (Endpoint.MaxQueuedPerSubject) and fair sharing (Endpoint.FairShare) apply to it. The caller
+	// sets it from the submitter's credentials, never from the request alone: a client that picks
+	// its own subject can pick a new one for every task. At most 256 bytes. Optional: tasks
+	// without one share the subject "".
 	Subject string
+	// GrantSubject is the subject Grant must be signed for. Default: Subject. A caller that
+	// scopes subjects under the submitter's identity (the server's "<token id>/<subject>") names
+	// here the subject as the application knows it.
+	GrantSubject string
 	// Type is Offline (default) or Online.
 	Type TaskType
 	// Namespace is the submitter's namespace (set by the caller from its credentials), kept
@@ -86,7 +97,9 @@ type SubmitResult struct {
 	Status    Status
 	Priority  int // the effective priority
 	CreatedAt time.Time
-	// WaitNum is the number of tasks ahead of this one, of every priority.
+	// WaitNum is the number of tasks ahead of this one, of every priority, when it was queued.
+	// Tasks submitted later may still go ahead of it: a higher priority, or, on a FairShare
+	// endpoint, another subject's task of an earlier round.
 	WaitNum int64
 }
 
@@ -112,9 +125,12 @@ type Task struct {
 	// Error says why the last attempt failed, or why the task ended without a result.
 	Error string
 
-	// WaitNum is the number of tasks ahead while pending, else -1.
+	// WaitNum is the number of tasks ahead while pending, else -1: exact when read, but tasks
+	// submitted later may go ahead (a higher priority; on a FairShare endpoint, one task per
+	// other subject per round), so it can grow.
 	WaitNum int64
-	// WaitTime is the estimated time until the task starts, when WaitKnown (pending tasks only).
+	// WaitTime is the estimated time until the task starts, when WaitKnown (pending tasks only),
+	// from WaitNum: it grows when tasks submitted later go ahead (see WaitNum).
 	WaitTime  time.Duration
 	WaitKnown bool
 
@@ -183,8 +199,12 @@ type submitReq struct {
 func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitReq) ([][]int64, error) {
 	e := reqs[0].e
 	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
-	args := make([]any, 0, 5+9*len(reqs))
-	args = append(args, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), len(reqs))
+	args := make([]any, 0, 6+9*len(reqs))
+	fair := 0
+	if e.FairShare {
+		fair = 1
+	}
+	args = append(args, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), fair, len(reqs))
 	for _, r := range reqs {
 		args = append(args, r.id, r.pri, r.p.Subject, string(r.p.Type), r.req.method, r.req.url, r.req.header, r.p.Body, r.p.Namespace)
 	}
@@ -242,8 +262,8 @@ func (c *Client) checkSubmit(p *SubmitParams, target string) (preparedRequest, e
 	if len(p.Namespace) > 191 {
 		return r, fieldErr("namespace", "must be at most 191 bytes")
 	}
-	if len(p.Subject) > 256 {
-		return r, fieldErr("subject", "must be at most 256 bytes")
+	if len(p.Subject) > MaxSubject || len(p.GrantSubject) > MaxSubject {
+		return r, fieldErr("subject", "must be at most %d bytes", MaxSubject)
 	}
 	if len(p.Body) > c.cfg.MaxBodyBytes {
 		return r, fieldErr("body", "must be at most %d bytes", c.cfg.MaxBodyBytes)

@@ -18,7 +18,11 @@ if final and ARGV[9] == '1' and v[3] ~= '1' then
   if not archiving and (ttl < 0 or ttl > READ_TTL) then redis.call('PEXPIRE', tk, READ_TTL) end
 end
 local rank = -1
-if st == 'pending' then rank = redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2]) end
+-- Queued: its rank (fair tasks of one round share a score). Waiting out a retry backoff: the
+-- tasks ahead of the place it goes back to.
+if st == 'pending' then
+  rank = redis.call('ZRANK', K_QUEUE, ARGV[8]) or redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2])
+end
 local f = redis.call('HMGET', tk, 'id', 'ep', 'st', 'pri', 'subj', 'ty', 'ca', 'sa', 'ea', 'att', 'tries',
   'hs', 'rh', 'res', 'rt', 'err', 'pe', 'pu', 'dur', 'm', 'u', 'ns')
 local ring = {}

@@ -25,6 +25,11 @@
 --                            is in running too, with the same score, so it takes a concurrency
 --                            slot like a task; no task id starts with 'slot:' (':' is not allowed
 --                            in an endpoint name)
+--   KEYS[14] fair     zset  the rounds of fair sharing (an endpoint's FairShare; see fair_score)
+--                            within each priority band b = 255 - priority, scored on the queue's
+--                            scale: member b -> b * 2^44 + the round of the latest task started
+--                            in the band; member b .. ':' .. subject -> b * 2^44 + the round of
+--                            the subject's latest task submitted in the band
 -- and the same leading ARGV:
 --   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
 --   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
@@ -43,9 +48,9 @@
 -- (offline|online) ca sa ea (created/started/ended ms) att (attempts started) tries m u h b
 -- (method, url, headers json, body) qd (queue deadline ms) hs rh res rt (http status, result
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
--- status read) ns (namespace of the submitter).
+-- status read) ns (namespace of the submitter) fr (1: queued by fair sharing, its score a round).
 -- The keys and common arguments of the current call, set by bind.
-local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS, K_FAIR
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, FINISHED_TTL_S, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
@@ -54,7 +59,7 @@ local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
   K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
-  K_SLOTS = keys[13]
+  K_SLOTS, K_FAIR = keys[13], keys[14]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, FINISHED_TTL_S, READ_TTL = tonumber(args[4]), args[4], tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
@@ -192,4 +197,57 @@ local function reap_slots(now, limit)
   end
   redis.call('HINCRBY', K_COUNTS, 'slots_expired', int_str(#gone))
   return #gone
+end
+
+-- Fair sharing. A task's score is (255 - priority) * 2^44 + seq by default: first come, first
+-- served within a priority. On an endpoint with FairShare the second term is a round instead:
+-- within a priority band each subject gets one task per round, and tasks of one round start in
+-- the order of their ids (ZPOPMIN orders equal scores by member; ids sort by creation). The band's
+-- current round V is the highest round started in it; a new task of subject s gets round
+-- max(V, s's latest round + 1). So a subject that floods the band queues its tasks in rounds
+-- ahead, and another subject's next task lands in the current round: at most one task of every
+-- other active subject starts before it. Rounds are counted on the seq scale (a band's first V is
+-- the current seq), and a round is never above the seq of its submit, so tasks queued before
+-- FairShare was switched on or off keep their place ahead of those queued after.
+local BAND = 17592186044416 -- 2^44: the queue score of one priority
+
+-- fair_score returns the queue score (a number) of a new fair task of priority pri and subject
+-- subj, with seq the task's sequence number, and records the subject's round. A band that holds
+-- no queued task starts afresh at seq: its old rounds can no longer order anything, so they go.
+local function fair_score(pri, subj, seq)
+  local b = 255 - pri
+  local lo = b * BAND
+  local band = int_str(b)
+  local member = band .. ':' .. subj
+  local v = redis.call('ZSCORE', K_FAIR, band)
+  if v and redis.call('ZCOUNT', K_QUEUE, int_str(lo), int_str(lo + BAND - 1)) == 0 then
+    redis.call('ZREMRANGEBYSCORE', K_FAIR, int_str(lo), int_str(lo + BAND - 1))
+    v = nil
+  end
+  if v then
+    v = tonumber(v)
+    local last = redis.call('ZSCORE', K_FAIR, member)
+    if last then v = math.max(v, tonumber(last) + 1) end
+  else
+    v = lo + seq
+    redis.call('ZADD', K_FAIR, int_str(v), band)
+  end
+  redis.call('ZADD', K_FAIR, int_str(v), member)
+  return v
+end
+
+-- fair_started moves each band's current round up to the highest score of the fair tasks that
+-- left the queue in it (tops: band -> score), and forgets the subjects whose latest round is
+-- below it (max(V, their round + 1) is V for them, as for a subject never seen). A band without
+-- a current round (the key expired) is left to its next submit, which sets one with the key's
+-- lifetime.
+local function fair_started(tops)
+  for b, sc in pairs(tops) do
+    local band = int_str(b)
+    local v = redis.call('ZSCORE', K_FAIR, band)
+    if v and tonumber(v) < sc then
+      redis.call('ZADD', K_FAIR, int_str(sc), band)
+      redis.call('ZREMRANGEBYSCORE', K_FAIR, int_str(b * BAND), '(' .. int_str(sc))
+    end
+  end
 end

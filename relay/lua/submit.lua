@@ -2,7 +2,8 @@
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] tries  [9] max queued (0: no bound)  [10] max queued per subject (0: no bound)
 -- ARGV[11] queue timeout (ms): a task times out if it has not started by then
--- ARGV[12] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
+-- ARGV[12] fair sharing between subjects (1: lib.lua fair_score, else 0: first come, first served)
+-- ARGV[13] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
 -- none), type (offline|online), method, url, headers (json), body, namespace ('' for none).
 -- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
 -- {2} the subject's share is full. Ids are made per Submit, so a task hash already stored means this
@@ -13,12 +14,13 @@ local now = now_ms()
 local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
 local qd = now + tonumber(ARGV[11])
 local now_s, qd_s, ttl_s = int_str(now), int_str(qd), int_str(qd - now + FINISHED_TTL)
-local n = tonumber(ARGV[12])
+local fair = ARGV[12] == '1'
+local n = tonumber(ARGV[13])
 local out = {}
 local waiting = redis.call('ZCARD', K_WAIT)
 local woke = false
 for i = 0, n - 1 do
-  local a = 13 + i * 9
+  local a = 14 + i * 9
   local id, subj = ARGV[a], ARGV[a + 2]
   local created = redis.call('HGET', task_key(id), 'ca')
   if created then
@@ -30,7 +32,14 @@ for i = 0, n - 1 do
   else
     local tk = task_key(id)
     local seq = redis.call('INCR', K_SEQ)
-    local score = int_str((255 - tonumber(ARGV[a + 1])) * 17592186044416 + seq) -- below 2^53: exact
+    local pri = tonumber(ARGV[a + 1])
+    local score -- below 2^53: exact
+    if fair then
+      score = int_str(fair_score(pri, subj, seq))
+      redis.call('HSET', tk, 'fr', '1')
+    else
+      score = int_str((255 - pri) * 17592186044416 + seq)
+    end
     redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
       'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now_s, 'att', '0',
       'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd_s,
@@ -50,4 +59,7 @@ for i = 0, n - 1 do
     out[i + 1] = {0, now, rank}
   end
 end
+-- Every task the rounds order waits at most the queue timeout: rounds unused for that long order
+-- nothing.
+if fair then redis.call('PEXPIRE', K_FAIR, ARGV[11]) end
 return out

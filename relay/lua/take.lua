@@ -53,16 +53,23 @@ local popped = redis.call('ZPOPMIN', K_QUEUE, int_str(n))
 local out = {0, 0, now_us}
 local started, offline = 0, 0
 local blocked = false
+local fair_tops = nil -- band -> highest score of the fair tasks that left the queue (lib.lua)
 for i = 1, #popped, 2 do
   local id = popped[i]
   local tk = task_key(id)
-  local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b', 'sq', 'subj')
+  local v = redis.call('HMGET', tk, 'st', 'ty', 'qd', 'att', 'tries', 'm', 'u', 'h', 'b', 'sq', 'subj', 'fr')
   local timed_out = tonumber(v[3] or '0') < now and tonumber(v[4] or '0') == 0
   if v[1] == 'pending' and not timed_out and v[2] ~= 'online' and offline >= max_offline then
     -- No worker for it: it and the rest go back to their places.
     for j = i, #popped, 2 do redis.call('ZADD', K_QUEUE, popped[j + 1], popped[j]) end
     blocked = true
     break
+  end
+  if v[12] == '1' then
+    local sc = tonumber(popped[i + 1])
+    local b = math.floor(sc / BAND)
+    fair_tops = fair_tops or {}
+    if sc > (fair_tops[b] or 0) then fair_tops[b] = sc end
   end
   if v[1] == 'pending' then
     redis.call('ZREM', K_WAIT, id)
@@ -100,6 +107,7 @@ for i = 1, #popped, 2 do
     end
   end
 end
+if fair_tops then fair_started(fair_tops) end
 if tokens and started < #tokens then next_token = tokens[started + 1] end
 if started > 0 and qps > 0 then rate_store(next_token, now, burst, interval) end
 flush(now)
