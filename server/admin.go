@@ -103,7 +103,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Permissions != nil && len(req.Permissions) == 0 {
-		return httpapi.InvalidArg("permissions", "name at least one of publish, consume, manage, tasks (leave it out for all)")
+		return httpapi.InvalidArg("permissions", "name at least one of publish, consume, manage, tasks, tasks:delegate (leave it out for all but tasks:delegate)")
 	}
 	p := tenant.CreateTokenParams{
 		Namespace: r.PathValue("ns"), Description: req.Description, Permissions: req.Permissions, MaxPriority: req.MaxPriority,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/rooms"
 	"github.com/sluicehq/sluice/server/tasks"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -142,6 +143,11 @@ type Config struct {
 	// grants are ignored and a task's priority is capped by its token's max_priority.
 	RelayGrantKeys []string
 
+	// RelayDefaultMaxPriority caps the priority of tasks submitted with a token that has no
+	// max_priority of its own (0..255): a higher priority in the body is lowered to it. Default 0:
+	// raising a task's priority takes a token with a max_priority, or a priority grant.
+	RelayDefaultMaxPriority int
+
 	// RelayEndpoints are endpoints applied (created or replaced) at start, by name. Default none.
 	RelayEndpoints map[string]tasks.EndpointBody
 
@@ -263,6 +269,9 @@ func (c Config) validate() error {
 			errs = append(errs, errors.New("config: relay_permit_keys and relay_grant_keys: each key must be at least 32 bytes"))
 			break
 		}
+	}
+	if c.RelayDefaultMaxPriority < 0 || c.RelayDefaultMaxPriority > relay.MaxPriority {
+		errs = append(errs, fmt.Errorf("config: relay_default_max_priority must be 0..%d", relay.MaxPriority))
 	}
 	if c.ArchiveRetention < 0 {
 		errs = append(errs, errors.New("config: archive_retention must not be negative"))

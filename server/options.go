@@ -150,6 +150,8 @@ func Options() []Option {
 			keys(func(s *Settings) *[]string { return &s.RelayPermitKeys })},
 		{"relay_grant_keys", "SLUICE_RELAY_GRANT_KEYS", `""`, "comma-separated `keys` (32+ bytes each) verifying priority grants; empty: grants ignored",
 			keys(func(s *Settings) *[]string { return &s.RelayGrantKeys })},
+		{"relay_default_max_priority", "SLUICE_RELAY_DEFAULT_MAX_PRIORITY", "0", "priority cap (`0..255`) of tasks submitted with a token that has no max_priority",
+			integer(func(s *Settings, n int64) { s.RelayDefaultMaxPriority = int(n) })},
 		{"relay_endpoints", "SLUICE_RELAY_ENDPOINTS", "{}", "`JSON` object of endpoint name -> settings (as PUT /v1/endpoints/{name}), applied at start",
 			func(s *Settings, v string) error {
 				m, err := parseEndpoints(v)

@@ -73,7 +73,10 @@ func (s *Server) startRelay(ctx context.Context) error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
-	s.tasks = tasks.New(tasks.Config{Relay: s.relay, MaxWait: cfg.MaxConsumeTimeout, Drain: s.drainCtx, AllowPrivateTargets: cfg.RelayAllowPrivate})
+	s.tasks = tasks.New(tasks.Config{
+		Relay: s.relay, MaxWait: cfg.MaxConsumeTimeout, Drain: s.drainCtx, AllowPrivateTargets: cfg.RelayAllowPrivate,
+		DefaultMaxPriority: cfg.RelayDefaultMaxPriority,
+	})
 	return nil
 }
 

@@ -22,6 +22,7 @@ type EndpointJSON struct {
 	QueueTimeout        float64   `json:"queue_timeout"`
 	MaxQueued           int       `json:"max_queued"`
 	MaxQueuedPerSubject int       `json:"max_queued_per_subject"`
+	FairShare           bool      `json:"fair_share"`
 	Tries               int       `json:"tries"`
 	AvgDuration         float64   `json:"avg_duration"`
 	RetryBackoff        float64   `json:"retry_backoff"`
@@ -40,6 +41,7 @@ type EndpointBody struct {
 	QueueTimeout        *float64 `json:"queue_timeout"`
 	MaxQueued           *int     `json:"max_queued"`
 	MaxQueuedPerSubject *int     `json:"max_queued_per_subject"`
+	FairShare           *bool    `json:"fair_share"`
 	Tries               *int     `json:"tries"`
 	AvgDuration         *float64 `json:"avg_duration"`
 	RetryBackoff        *float64 `json:"retry_backoff"`
@@ -53,6 +55,9 @@ func EndpointParams(name string, b EndpointBody) (relay.Endpoint, error) {
 	e := relay.Endpoint{Name: name, TargetURL: b.TargetURL}
 	if b.QPS != nil {
 		e.QPS = *b.QPS
+	}
+	if b.FairShare != nil {
+		e.FairShare = *b.FairShare
 	}
 	for _, f := range []struct {
 		dst *int
@@ -100,7 +105,7 @@ func endpointJSON(e relay.Endpoint) EndpointJSON {
 	return EndpointJSON{
 		Name: e.Name, TargetURL: e.TargetURL, QPS: e.QPS, Concurrency: e.Concurrency,
 		Timeout: e.Timeout.Seconds(), QueueTimeout: e.QueueTimeout.Seconds(), MaxQueued: e.MaxQueued,
-		MaxQueuedPerSubject: e.MaxQueuedPerSubject, Tries: e.Tries, AvgDuration: e.AvgDuration.Seconds(),
+		MaxQueuedPerSubject: e.MaxQueuedPerSubject, FairShare: e.FairShare, Tries: e.Tries, AvgDuration: e.AvgDuration.Seconds(),
 		RetryBackoff: e.RetryBackoff.Seconds(), MaxRetryBackoff: e.MaxRetryBackoff.Seconds(),
 		PermitTTL: e.PermitTTL.Seconds(), UpdatedAt: e.UpdatedAt,
 	}

@@ -23,6 +23,9 @@ type Config struct {
 	// endpoint whose target_url is (or resolves only to) a loopback or private address, which
 	// the dispatcher would refuse to call. Default false.
 	AllowPrivateTargets bool
+	// DefaultMaxPriority caps the priority of tasks submitted with a token that has no
+	// max_priority (0..255). Default 0.
+	DefaultMaxPriority int
 }
 
 // API serves the request queue's routes.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/relay"
@@ -108,9 +109,10 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
+	who := a.submitter(tok)
 	grant := r.Header.Get(GrantHeader)
 	if req.Tasks == nil {
-		p, err := req.params(tok, "")
+		p, err := req.params(who, "")
 		if err != nil {
 			return err
 		}
@@ -130,7 +132,7 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	ps := make([]relay.SubmitParams, len(req.Tasks))
 	for i := range req.Tasks {
-		p, err := req.Tasks[i].params(tok, fmt.Sprintf("tasks[%d].", i))
+		p, err := req.Tasks[i].params(who, fmt.Sprintf("tasks[%d].", i))
 		if err != nil {
 			return err
 		}
@@ -184,10 +186,55 @@ func submitted(res relay.SubmitResult) SubmitResponse {
 	}
 }
 
-// params turns the body into relay.SubmitParams for tok's namespace. The priority cap comes from
-// the token (none: every priority), never from the body.
-func (req *submitRequest) params(tok tenant.Token, prefix string) (relay.SubmitParams, error) {
-	p, err := req.paramsOf(tok)
+// submitter is what the token of a submit decides for its tasks: their namespace, fairness
+// subject and priority cap, never the body.
+type submitter struct {
+	tok tenant.Token
+	// maxPriority is the token's max_priority, else the server's default cap.
+	maxPriority int
+	// delegate: the token may name who a task is for (tasks:delegate).
+	delegate bool
+}
+
+func (a *API) submitter(tok tenant.Token) submitter {
+	s := submitter{tok: tok, maxPriority: a.cfg.DefaultMaxPriority, delegate: tok.Allows(tenant.PermTasksDelegate)}
+	if tok.MaxPriority >= 0 {
+		s.maxPriority = tok.MaxPriority
+	}
+	return s
+}
+
+// MaxSubject bounds the subject of a submitted task, in bytes (the fairness subject it makes,
+// "<token id>/<subject>", stays within relay.MaxSubject).
+const MaxSubject = 200
+
+// subject is the fairness subject of a task whose body names subject (maybe ""): the token (its
+// id, never its secret), or for a token with tasks:delegate the named subject scoped under the
+// token, so that two tokens' "alice" are two subjects and a delegate token cannot name another
+// token's subject. A token without tasks:delegate may still name a subject: it is the one a
+// priority grant must be signed for, and changes nothing else.
+func (s submitter) subject(subject string) string {
+	if s.delegate && subject != "" {
+		return s.tok.ID + "/" + subject
+	}
+	return s.tok.ID
+}
+
+// checkSubject refuses a subject that is too long or holds control characters.
+func checkSubject(subject string) error {
+	if len(subject) > MaxSubject {
+		return httpapi.InvalidArg("subject", "%d bytes; at most %d", len(subject), MaxSubject)
+	}
+	if strings.IndexFunc(subject, unicode.IsControl) >= 0 {
+		return httpapi.InvalidArg("subject", "holds a control character")
+	}
+	return nil
+}
+
+// params turns the body into relay.SubmitParams for the submitter's namespace. The subject and
+// the priority cap come from the token, never from the body alone.
+func (req *submitRequest) params(who submitter, prefix string) (relay.SubmitParams, error) {
+	p, err := req.paramsOf(who)
 	var fe *httpapi.Error
 	if prefix != "" && errors.As(err, &fe) && fe.Field != "" {
 		fe.Field = prefix + fe.Field
@@ -195,14 +242,14 @@ func (req *submitRequest) params(tok tenant.Token, prefix string) (relay.SubmitP
 	return p, err
 }
 
-func (req *submitRequest) paramsOf(tok tenant.Token) (relay.SubmitParams, error) {
+func (req *submitRequest) paramsOf(who submitter) (relay.SubmitParams, error) {
 	p := relay.SubmitParams{
 		Endpoint: req.Endpoint, TargetURL: req.TargetURL, Method: req.HTTPMethod,
-		Subject: req.Subject, Grant: req.PriorityGrant, Namespace: tok.Namespace,
-		PriorityCap: relay.MaxPriority,
+		Subject: who.subject(req.Subject), GrantSubject: req.Subject, Grant: req.PriorityGrant,
+		Namespace: who.tok.Namespace, PriorityCap: who.maxPriority,
 	}
-	if tok.MaxPriority >= 0 {
-		p.PriorityCap = tok.MaxPriority
+	if err := checkSubject(req.Subject); err != nil {
+		return p, err
 	}
 	if req.Endpoint == "" && req.TargetURL == "" {
 		return p, httpapi.InvalidArg("endpoint", "name an endpoint, or give a target_url under one")

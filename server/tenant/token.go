@@ -26,10 +26,20 @@ const (
 	// PermTasks: submit tasks to the request queue (relay), read, cancel and finish them. Its own
 	// permission, so that a token handed to a front end can queue calls but not touch jobs.
 	PermTasks Permission = "tasks"
+	// PermTasksDelegate: the body's subject of a submitted task names who the task is for, for
+	// the backend that submits on behalf of its end users (it is scoped under the token, so two
+	// tokens' "alice" are two subjects). Without it a task's fairness subject is the token itself:
+	// a client that could name its own subject could take a new one for every task. Given only
+	// by name: a token created without a permission list does not carry it.
+	PermTasksDelegate Permission = "tasks:delegate"
 )
 
 // AllPermissions are the permissions of a token created without a list.
 var AllPermissions = []Permission{PermPublish, PermConsume, PermManage, PermTasks}
+
+// KnownPermissions are every permission a token can carry: AllPermissions, then those given only
+// by name.
+var KnownPermissions = append(slices.Clone(AllPermissions), PermTasksDelegate)
 
 // Token is a namespace token as stored (its secret is not: only its SHA-256).
 type Token struct {
@@ -38,7 +48,8 @@ type Token struct {
 	Namespace   string       `json:"namespace"`
 	Description string       `json:"description"`
 	Permissions []Permission `json:"permissions"`
-	// MaxPriority caps the priority of jobs published with the token; -1: no cap.
+	// MaxPriority caps the priority of jobs published and tasks submitted with the token; -1:
+	// none set (jobs: no cap; tasks: the server's default cap, 0 unless configured).
 	MaxPriority int       `json:"max_priority"`
 	CreatedAt   time.Time `json:"created_at"`
 }
@@ -52,12 +63,22 @@ type CreateTokenParams struct {
 	Description string
 	// Permissions of the token; nil: all of them.
 	Permissions []Permission
-	// MaxPriority caps the priority of jobs published with the token (0..255); nil: no cap.
+	// MaxPriority caps the priority of jobs published and tasks submitted with the token
+	// (0..255); nil: none set (jobs: no cap; tasks: the server's default cap).
 	MaxPriority *int
 	// Secret is the token's secret when the caller chooses it (CheckSecret says which are
 	// accepted), so that clients holding a token of another system keep it; "": a random one.
 	Secret string
 }
+
+// permissionList names KnownPermissions in error messages.
+var permissionList = func() string {
+	names := make([]string, len(KnownPermissions))
+	for i, pm := range KnownPermissions {
+		names[i] = string(pm)
+	}
+	return strings.Join(names, ", ")
+}()
 
 // TokenStore keeps namespace tokens in Redis, hashed, and caches lookups in-process for at most
 // its TTL, which bounds how long a revoked token keeps working on any instance.
@@ -112,17 +133,17 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		perms = AllPermissions
 	}
 	if len(perms) == 0 {
-		return "", Token{}, invalidArg("permissions", "name at least one of publish, consume, manage, tasks")
+		return "", Token{}, invalidArg("permissions", "name at least one of %s", permissionList)
 	}
 	seen := map[Permission]bool{}
 	for _, pm := range perms {
-		if !slices.Contains(AllPermissions, pm) {
-			return "", Token{}, invalidArg("permissions", "%q is not one of publish, consume, manage, tasks", pm)
+		if !slices.Contains(KnownPermissions, pm) {
+			return "", Token{}, invalidArg("permissions", "%q is not one of %s", pm, permissionList)
 		}
 		seen[pm] = true
 	}
 	clean := make([]Permission, 0, len(seen))
-	for _, pm := range AllPermissions {
+	for _, pm := range KnownPermissions {
 		if seen[pm] {
 			clean = append(clean, pm)
 		}

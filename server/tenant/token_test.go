@@ -84,3 +84,23 @@ func TestTokenStore(t *testing.T) {
 		t.Fatal("AllPermissions changed")
 	}
 }
+
+// tasks:delegate (naming who a task is for) is given only by name: a token created without a
+// permission list does not carry it, one that names it does, kept in the known order.
+func TestDelegateIsGivenOnlyByName(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := t.Context()
+	tokens := NewTokenStore(env.Client, env.Prefix, NewNamespaceStore(env.Client, env.Prefix), time.Second)
+	_, plain, err := tokens.Create(ctx, CreateTokenParams{Namespace: "shop"})
+	if err != nil || plain.Allows(PermTasksDelegate) || !plain.Allows(PermTasks) {
+		t.Fatalf("default token %v (%v): want tasks without tasks:delegate", plain.Permissions, err)
+	}
+	secret, backend, err := tokens.Create(ctx, CreateTokenParams{Namespace: "shop", Permissions: []Permission{PermTasksDelegate, PermTasks}})
+	if err != nil || !slices.Equal(backend.Permissions, []Permission{PermTasks, PermTasksDelegate}) {
+		t.Fatalf("delegate token %v (%v)", backend.Permissions, err)
+	}
+	if got, err := tokens.Authenticate(ctx, secret); err != nil || !got.Allows(PermTasksDelegate) {
+		t.Fatalf("authenticated delegate token: %v, %v", got.Permissions, err)
+	}
+}

@@ -3,6 +3,7 @@ package ui
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,13 +33,28 @@ func (u *UI) tokensData(r *http.Request) ([]tokenNS, error) {
 	return out, nil
 }
 
+// permChoice is one permission's checkbox on the token form, ticked when a token created
+// without a list would carry it.
+type permChoice struct {
+	Name    tenant.Permission
+	Checked bool
+}
+
+func permChoices() []permChoice {
+	out := make([]permChoice, len(tenant.KnownPermissions))
+	for i, p := range tenant.KnownPermissions {
+		out[i] = permChoice{Name: p, Checked: slices.Contains(tenant.AllPermissions, p)}
+	}
+	return out
+}
+
 func (u *UI) tokensPage(w http.ResponseWriter, r *http.Request) error {
 	list, err := u.tokensData(r)
 	if err != nil {
 		return err
 	}
 	u.render(w, r, http.StatusOK, "tokens", "Tokens", map[string]any{
-		"Namespaces": list, "Perms": tenant.AllPermissions, "NS": r.URL.Query().Get("ns"),
+		"Namespaces": list, "Perms": permChoices(), "NS": r.URL.Query().Get("ns"),
 	})
 	return nil
 }
@@ -58,7 +74,7 @@ func (u *UI) createToken(w http.ResponseWriter, r *http.Request) error {
 		perms = append(perms, tenant.Permission(p))
 	}
 	if len(perms) == 0 {
-		return httpapi.InvalidArg("permissions", "tick at least one of publish, consume, manage")
+		return httpapi.InvalidArg("permissions", "tick at least one of publish, consume, manage, tasks")
 	}
 	p := tenant.CreateTokenParams{Namespace: ns, Description: r.PostFormValue("description"), Permissions: perms}
 	if mp := strings.TrimSpace(r.PostFormValue("max_priority")); mp != "" {
@@ -77,7 +93,7 @@ func (u *UI) createToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u.render(w, r, http.StatusCreated, "tokens", "Tokens", map[string]any{
-		"Namespaces": list, "Perms": tenant.AllPermissions, "NS": ns, "Created": tok, "Secret": secret,
+		"Namespaces": list, "Perms": permChoices(), "NS": ns, "Created": tok, "Secret": secret,
 	})
 	return nil
 }

@@ -48,7 +48,7 @@ Examples:
 	fs.Var(query, "query", "query parameter `name=value` (repeatable)")
 	priority := fs.Int("priority", 0, "`priority` 0..255 (lowered to the token's cap or a grant's)")
 	online := fs.Bool("online", false, "an online task: wait for a permit and call the endpoint yourself")
-	subject := fs.String("subject", "", "who the task is for (a user id): per-subject caps and grants apply")
+	subject := fs.String("subject", "", "who the task is for (a user id): its fairness subject with a tasks:delegate token; the subject of --grant")
 	grant := fs.String("grant", "", "a priority `grant` signed by your backend for --subject")
 	var wait seconds
 	fs.Var(&wait, "wait", "then wait up to this `duration` for the task to end (or be permitted)")
@@ -199,6 +199,7 @@ Example:
 	conc := fs.Int("concurrency", 0, "calls in flight at once (default 1)")
 	maxQueued := fs.Int("max-queued", 0, "most waiting tasks (default 10000)")
 	perSubject := fs.Int("max-queued-per-subject", 0, "most waiting tasks of one subject (0: no bound)")
+	fair := fs.Bool("fair-share", false, "subjects take turns within a priority, one task each per round")
 	tries := fs.Int("tries", 0, "most attempts of an offline call (default 3)")
 	var timeout, queueTimeout, avg, permitTTL seconds
 	fs.Var(&timeout, "timeout", "`duration` one call may take (default 30s)")
@@ -222,6 +223,7 @@ Example:
 	set("concurrency", *conc, 0)
 	set("max_queued", *maxQueued, 0)
 	set("max_queued_per_subject", *perSubject, 0)
+	set("fair_share", *fair, false)
 	set("tries", *tries, 0)
 	for k, d := range map[string]seconds{"timeout": timeout, "queue_timeout": queueTimeout, "avg_duration": avg, "permit_ttl": permitTTL} {
 		if d.set {

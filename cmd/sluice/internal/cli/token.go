@@ -21,8 +21,8 @@ Examples:
 	ns := fs.String("ns", cmp.Or(env.Getenv("SLUICE_NAMESPACE"), defaultNamespace), "`namespace` of the token (env SLUICE_NAMESPACE)")
 	desc := fs.String("description", "", "what the token is for")
 	var perms strList
-	fs.Var(&perms, "perm", "`permission`: publish, consume, manage or tasks (repeatable or comma-separated; default all)")
-	maxPriority := fs.Int("max-priority", -1, "cap the priority of jobs published with the token (0..255; default no cap)")
+	fs.Var(&perms, "perm", "`permission`: publish, consume, manage, tasks or tasks:delegate (repeatable or comma-separated; default all but tasks:delegate)")
+	maxPriority := fs.Int("max-priority", -1, "cap the priority of jobs published and tasks submitted with the token (0..255; default: jobs no cap, tasks the server's relay_default_max_priority)")
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments (use --ns)"); err != nil {
 		return err
 	}
