@@ -90,6 +90,32 @@ func TestFairShareTakesTurnsBetweenSubjects(t *testing.T) {
 	})
 }
 
+// A subject whose queued tasks were all cancelled is not held back by their rounds: its next task
+// goes to the round after the current one.
+func TestFairShareCancelledRoundsAreNotKept(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := internalClient(t, env)
+		fairEndpoint(t, c, "cancelled")
+		var gone []string
+		for range 50 {
+			gone = append(gone, submitAs(t, c, "cancelled", "A", 0)) // rounds 1 to 50
+		}
+		for range 5 {
+			submitAs(t, c, "cancelled", "B", 0) // rounds 1 to 5
+		}
+		for _, id := range gone {
+			if _, err := c.Cancel(t.Context(), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		submitAs(t, c, "cancelled", "A", 0) // round 2, after B's
+		if got := strings.Join(takeFair(t, c, "cancelled", 10), " "); got != "B B A B B B" {
+			t.Fatalf("order %s, want B B A B B B", got)
+		}
+	})
+}
+
 // The per-round state stays small and goes away: a band that empties starts afresh at its next
 // submit, rounds of subjects gone past are forgotten as tasks start, and the key expires with the
 // queue timeout.

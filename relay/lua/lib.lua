@@ -213,7 +213,10 @@ local BAND = 17592186044416 -- 2^44: the queue score of one priority
 
 -- fair_score returns the queue score (a number) of a new fair task of priority pri and subject
 -- subj, with seq the task's sequence number, and records the subject's round. A band that holds
--- no queued task starts afresh at seq: its old rounds can no longer order anything, so they go.
+-- no queued task starts afresh at seq: its old rounds can no longer order anything, so they go. A
+-- subject with no task waiting (KEYS[5] counts them) whose latest round is ahead of the current
+-- one had its tasks cancelled or timed out: it goes to the next round, not behind rounds it no
+-- longer uses. (The subject '' is not counted there, so it keeps its rounds.)
 local function fair_score(pri, subj, seq)
   local b = 255 - pri
   local lo = b * BAND
@@ -227,7 +230,11 @@ local function fair_score(pri, subj, seq)
   if v then
     v = tonumber(v)
     local last = redis.call('ZSCORE', K_FAIR, member)
-    if last then v = math.max(v, tonumber(last) + 1) end
+    if last then
+      local after = tonumber(last) + 1
+      if after > v + 1 and subj ~= '' and not redis.call('HGET', K_SUBJ, subj) then after = v + 1 end
+      v = math.max(v, after)
+    end
   else
     v = lo + seq
     redis.call('ZADD', K_FAIR, int_str(v), band)
