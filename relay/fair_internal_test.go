@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,35 +91,46 @@ func TestFairShareTakesTurnsBetweenSubjects(t *testing.T) {
 	})
 }
 
-// A subject whose queued tasks were all cancelled is not held back by their rounds: its next task
-// goes to the round after the current one.
+// A subject whose waiting tasks were all cancelled is not held back by their rounds: its next
+// task joins the current round, or, when its rounds were in another priority than its last
+// cancelled task's, the next one.
 func TestFairShareCancelledRoundsAreNotKept(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := internalClient(t, env)
-		fairEndpoint(t, c, "cancelled")
-		var gone []string
-		for range 50 {
-			gone = append(gone, submitAs(t, c, "cancelled", "A", 0)) // rounds 1 to 50
-		}
-		for range 5 {
-			submitAs(t, c, "cancelled", "B", 0) // rounds 1 to 5
-		}
-		for _, id := range gone {
-			if _, err := c.Cancel(t.Context(), id); err != nil {
-				t.Fatal(err)
+		for _, other := range []bool{false, true} {
+			name := fmt.Sprintf("cancelled-%v", other)
+			fairEndpoint(t, c, name)
+			var gone []string
+			for range 50 {
+				gone = append(gone, submitAs(t, c, name, "A", 0)) // rounds 1 to 50
 			}
-		}
-		submitAs(t, c, "cancelled", "A", 0) // round 2, after B's
-		if got := strings.Join(takeFair(t, c, "cancelled", 10), " "); got != "B B A B B B" {
-			t.Fatalf("order %s, want B B A B B B", got)
+			if other {
+				gone = append(gone, submitAs(t, c, name, "A", 5)) // cancelled last
+			}
+			for range 5 {
+				submitAs(t, c, name, "B", 0) // rounds 1 to 5
+			}
+			for _, id := range gone {
+				if _, err := c.Cancel(t.Context(), id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			submitAs(t, c, name, "A", 0)
+			want := "B A B B B B" // round 1, after B's
+			if other {
+				want = "B B A B B B" // round 2
+			}
+			if got := strings.Join(takeFair(t, c, name, 10), " "); got != want {
+				t.Fatalf("rounds in another priority %v: order %s, want %s", other, got, want)
+			}
 		}
 	})
 }
 
-// The per-round state stays small and goes away: a band that empties starts afresh at its next
-// submit, rounds of subjects gone past are forgotten as tasks start, and the key expires with the
-// queue timeout.
+// The per-round state stays small: rounds of subjects the current round passed are forgotten as
+// tasks start, a subject whose tasks were all cancelled leaves nothing, and the key expires with
+// the queue timeout.
 func TestFairShareStateIsBounded(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
@@ -126,24 +138,28 @@ func TestFairShareStateIsBounded(t *testing.T) {
 		ctx := t.Context()
 		e := fairEndpoint(t, c, "bounded")
 		fair := c.keys.get("bounded").all[13]
+		members := func() []string { return c.rdb.ZRange(ctx, fair, 0, -1).Val() }
 		for i := range 300 {
 			submitAs(t, c, "bounded", fmt.Sprintf("u%d", i), 0)
 			submitAs(t, c, "bounded", "flood", 0)
 			submitAs(t, c, "bounded", "flood", 0)
 		}
-		if n := c.rdb.ZCard(ctx, fair).Val(); n != 302 {
+		if n := len(members()); n != 302 {
 			t.Fatalf("fair key holds %d members after 301 subjects, want 302 (with the band's round)", n)
 		}
 		for len(takeFair(t, c, "bounded", 200)) > 0 {
 		}
-		// Every task started: the band's round passed all but the flood's last.
-		if n := c.rdb.ZCard(ctx, fair).Val(); n > 3 {
-			members, _ := c.rdb.ZRangeWithScores(ctx, fair, 0, -1).Result()
-			t.Fatalf("fair key holds %d members once drained, want at most 3: %v", n, members)
+		if got := members(); !slices.Equal(got, []string{"255", "255:flood"}) {
+			t.Fatalf("once every task started the fair key holds %v; want the band's round and the subject of that round", got)
 		}
-		submitAs(t, c, "bounded", "late", 0)
-		if members := c.rdb.ZRange(ctx, fair, 0, -1).Val(); len(members) != 2 || members[1] != "255:late" && members[0] != "255:late" {
-			t.Fatalf("after the band emptied, a submit leaves %v; want its round and the new subject", members)
+		for i := range 300 {
+			id := submitAs(t, c, "bounded", fmt.Sprintf("gone%d", i), 0)
+			if _, err := c.Cancel(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := members(); len(got) != 2 {
+			t.Fatalf("subjects whose tasks were cancelled left %d members: %v", len(got)-2, got)
 		}
 		ttl := c.rdb.PTTL(ctx, fair).Val()
 		if ttl <= 0 || ttl > e.QueueTimeout {

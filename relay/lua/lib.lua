@@ -84,11 +84,21 @@ local function wake() redis.call('PUBLISH', WAKE, ENDPOINT) end
 
 local function notify_task(id, status) redis.call('PUBLISH', TASK_CHANNEL .. id, status) end
 
--- unsubject forgets a task in the per-subject count, given its sq and subj fields.
-local function unsubject(tk, sq, subj)
+-- unsubject forgets a task in the per-subject count, given its sq and subj fields; started says
+-- the task starts (else it was cancelled or timed out). A fair task that leaves without starting
+-- as its subject's last waiting one also drops the subject's round in its band (see fair_score):
+-- the subject comes back in the current round, and subjects that left take no room. (A task that
+-- starts keeps it, so a subject that submits again at once waits for the next round.)
+local function unsubject(tk, sq, subj, started)
   if sq == '1' and subj and subj ~= '' then
     redis.call('HSET', tk, 'sq', '0')
-    if redis.call('HINCRBY', K_SUBJ, subj, '-1') <= 0 then redis.call('HDEL', K_SUBJ, subj) end
+    if redis.call('HINCRBY', K_SUBJ, subj, '-1') <= 0 then
+      redis.call('HDEL', K_SUBJ, subj)
+      if not started then
+        local f = redis.call('HMGET', tk, 'fr', 'pri')
+        if f[1] == '1' then redis.call('ZREM', K_FAIR, int_str(255 - tonumber(f[2])) .. ':' .. subj) end
+      end
+    end
   end
 end
 
@@ -212,21 +222,17 @@ end
 local BAND = 17592186044416 -- 2^44: the queue score of one priority
 
 -- fair_score returns the queue score (a number) of a new fair task of priority pri and subject
--- subj, with seq the task's sequence number, and records the subject's round. A band that holds
--- no queued task starts afresh at seq: its old rounds can no longer order anything, so they go. A
--- subject with no task waiting (KEYS[5] counts them) whose latest round is ahead of the current
--- one had its tasks cancelled or timed out: it goes to the next round, not behind rounds it no
--- longer uses. (The subject '' is not counted there, so it keeps its rounds.)
+-- subj, with seq the task's sequence number, and records the subject's round. A band without a
+-- current round (new, or the key expired) starts at seq. A subject with no task waiting (KEYS[5]
+-- counts them) whose latest round is ahead of the current one had its tasks cancelled or timed
+-- out (unsubject drops the round then, but only in the band of its last task): it goes to the
+-- next round, not behind rounds it no longer uses. (The subject '' is not counted there, so it
+-- keeps its rounds.)
 local function fair_score(pri, subj, seq)
   local b = 255 - pri
-  local lo = b * BAND
   local band = int_str(b)
   local member = band .. ':' .. subj
   local v = redis.call('ZSCORE', K_FAIR, band)
-  if v and redis.call('ZCOUNT', K_QUEUE, int_str(lo), int_str(lo + BAND - 1)) == 0 then
-    redis.call('ZREMRANGEBYSCORE', K_FAIR, int_str(lo), int_str(lo + BAND - 1))
-    v = nil
-  end
   if v then
     v = tonumber(v)
     local last = redis.call('ZSCORE', K_FAIR, member)
@@ -236,7 +242,7 @@ local function fair_score(pri, subj, seq)
       v = math.max(v, after)
     end
   else
-    v = lo + seq
+    v = b * BAND + seq
     redis.call('ZADD', K_FAIR, int_str(v), band)
   end
   redis.call('ZADD', K_FAIR, int_str(v), member)

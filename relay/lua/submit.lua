@@ -15,6 +15,7 @@ local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV
 local qd = now + tonumber(ARGV[11])
 local now_s, qd_s, ttl_s = int_str(now), int_str(qd), int_str(qd - now + FINISHED_TTL)
 local fair = ARGV[12] == '1'
+local fair_fields = fair and {'fr', '1'} or {} -- the task hash's mark of a fair task (lib.lua)
 local n = tonumber(ARGV[13])
 local out = {}
 local waiting = redis.call('ZCARD', K_WAIT)
@@ -36,14 +37,13 @@ for i = 0, n - 1 do
     local score -- below 2^53: exact
     if fair then
       score = int_str(fair_score(pri, subj, seq))
-      redis.call('HSET', tk, 'fr', '1')
     else
       score = int_str((255 - pri) * 17592186044416 + seq)
     end
     redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
       'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now_s, 'att', '0',
       'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd_s,
-      'ns', ARGV[a + 8])
+      'ns', ARGV[a + 8], unpack(fair_fields))
     redis.call('PEXPIRE', tk, ttl_s)
     if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, '1') end
     redis.call('ZADD', K_WAIT, qd_s, id)

@@ -73,7 +73,7 @@ for i = 1, #popped, 2 do
   end
   if v[1] == 'pending' then
     redis.call('ZREM', K_WAIT, id)
-    unsubject(tk, v[10], v[11])
+    unsubject(tk, v[10], v[11], not timed_out)
     if timed_out then
       finish(id, 'timeout', now)
     else
