@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/testkit/nginxtest"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -105,7 +106,7 @@ func loadConn(u *url.URL, cookie string, left *atomic.Int64) error {
 // returns its URL and a function reporting its CPU time. A missing nginx fails the benchmark.
 func nginxUpstream(b *testing.B) (string, func() time.Duration) {
 	b.Helper()
-	listen, pid := runNginx(b, 4096, func(listen string) (string, map[string]string) {
+	listen, pid := nginxtest.Run(b, 4096, func(listen string) (string, map[string]string) {
 		return `keepalive_requests 100000000;
     server {
         listen ` + listen + `;

@@ -2,19 +2,15 @@ package waitroom_test
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/sluicehq/sluice/internal/testkit/nginxtest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
-	"github.com/sluicehq/sluice/internal/testkit/testio"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -26,7 +22,7 @@ func startNginx(t *testing.T, sluiceAddr, appAddr string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen, _ := runNginx(t, 256, func(listen string) (httpBlock string, files map[string]string) {
+	listen, _ := nginxtest.Run(t, 256, func(listen string) (httpBlock string, files map[string]string) {
 		conf := strings.NewReplacer(
 			"server 127.0.0.1:7777;", "server "+sluiceAddr+";",
 			"server 127.0.0.1:8080;", "server "+appAddr+";",
@@ -38,73 +34,6 @@ func startNginx(t *testing.T, sluiceAddr, appAddr string) string {
 		return "include %[1]s/waitroom.conf;", map[string]string{"waitroom.conf": conf}
 	})
 	return "http://" + listen
-}
-
-// runNginx runs a real nginx (one process, in the foreground, stopped when tb ends) on a free
-// loopback address. config gets that address and returns the body of nginx.conf's http block
-// (%[1]s stands for nginx's directory) and other files to write there. It returns the address
-// once nginx listens on it, and nginx's pid. A missing nginx fails tb.
-func runNginx(tb testing.TB, connections int, config func(listen string) (httpBlock string, files map[string]string)) (string, int) {
-	tb.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/nginx"); statErr != nil {
-			tb.Fatal("nginx not found (install it: apt-get install -y nginx)")
-		}
-		bin = "/usr/sbin/nginx"
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	listen := ln.Addr().String()
-	ln.Close()
-	dir := tb.TempDir()
-	httpBlock, files := config(listen)
-	main := fmt.Sprintf(`daemon off;
-master_process off;
-pid %[1]s/nginx.pid;
-error_log stderr warn;
-events { worker_connections %[2]d; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    `+httpBlock+`
-}
-`, dir, connections)
-	files["nginx.conf"] = main
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"))
-	stderr := &testio.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		c, err := net.Dial("tcp", listen)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("nginx not listening: %v; stderr: %s", err, stderr.String())
-		}
-	}
-	return listen, cmd.Process.Pid
 }
 
 // TestNginxAuthRequest runs deployment c end to end: nginx with the example config, the room's
