@@ -48,8 +48,10 @@
 // An online task becomes permitted when its turn comes, and Get returns a signed (HMAC-SHA256),
 // short-lived, single-use permit. The caller calls the endpoint with it in the Sluice-Permit
 // header; the endpoint checks it with RequirePermit (net/http middleware) or Client.CheckPermit
-// (for an nginx auth_request handler). The permit holds one concurrency slot until Client.Done or
-// its expiry.
+// (for an nginx auth_request handler), both naming the endpoint they guard: a permit admits a
+// call to the endpoint it was issued for and no other, and, when the endpoint binds them
+// (Endpoint.PermitMethods, PermitPathPrefix), only with its methods and under its path. The
+// permit holds one concurrency slot until Client.Done or its expiry.
 //
 // # Priority that clients cannot forge
 //

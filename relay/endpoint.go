@@ -64,6 +64,14 @@ type Endpoint struct {
 	// PermitTTL is how long an online task's permit is valid; its concurrency slot is held until
 	// Done or then. Default 1m.
 	PermitTTL time.Duration
+	// PermitMethods, when set, are the only HTTP methods a permit admits a call with
+	// (CheckPermit's PermitCall.Method): a permit cannot buy a call the endpoint does not sell.
+	// Each one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS. Default none: any method.
+	PermitMethods []string `json:",omitempty"`
+	// PermitPathPrefix, when set, is the path a permitted call's path must equal or lie below
+	// (PermitCall.Path; outbound's rule: at a segment boundary, dot segments resolved, decoded and
+	// as written), such as "/v1/generate". Default "": any path.
+	PermitPathPrefix string `json:",omitempty"`
 	// UpdatedAt is when the settings were last stored (set by SetEndpoint).
 	UpdatedAt time.Time
 }
@@ -122,6 +130,20 @@ func (e Endpoint) validate(pendingCap time.Duration) error {
 		return fieldErr("max_retry_backoff", "must not be below retry_backoff")
 	case e.PermitTTL < 0 || e.PermitTTL > 24*time.Hour:
 		return fieldErr("permit_ttl", "must be between 1ms and 24h")
+	case len(e.PermitMethods) > len(methods):
+		return fieldErr("permit_methods", "lists at most %d methods", len(methods))
+	case len(e.PermitPathPrefix) > 1024:
+		return fieldErr("permit_path_prefix", "must be at most 1024 bytes")
+	}
+	for _, m := range e.PermitMethods {
+		if !methods[m] {
+			return fieldErr("permit_methods", "%q: each must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", m)
+		}
+	}
+	if e.PermitPathPrefix != "" {
+		if err := outbound.CheckPathPrefix(e.PermitPathPrefix); err != nil {
+			return fieldErr("permit_path_prefix", "%s", strings.TrimPrefix(err.Error(), "outbound: "))
+		}
 	}
 	for _, d := range []struct {
 		field string

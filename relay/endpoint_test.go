@@ -138,6 +138,13 @@ func TestBadInputNamesTheField(t *testing.T) {
 		{"max_queued_per_subject", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, MaxQueuedPerSubject: -1}},
 		{"tries", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, Tries: 1000}},
 		{"avg_duration", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, AvgDuration: -1}},
+		{"permit_methods", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitMethods: []string{"BREW"}}},
+		{"permit_methods", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitMethods: []string{"post"}}},
+		{"permit_methods", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitMethods: make([]string, 100)}},
+		{"permit_path_prefix", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitPathPrefix: "v1"}},
+		{"permit_path_prefix", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitPathPrefix: "/v1/../admin"}},
+		{"permit_path_prefix", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitPathPrefix: "/v1/"}},
+		{"permit_path_prefix", relay.Endpoint{Name: "x", TargetURL: ok.TargetURL, PermitPathPrefix: "/" + strings.Repeat("p", 2000)}},
 	}
 	for _, tc := range endpoints {
 		_, err := c.SetEndpoint(ctxT(t), tc.e)

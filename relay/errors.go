@@ -20,6 +20,10 @@ var (
 	ErrPermitExpired = errors.New("relay: permit expired")
 	// ErrPermitUsed: the permit was used already; a permit admits one call.
 	ErrPermitUsed = errors.New("relay: permit already used")
+	// ErrPermitMismatch: a permit presented for a call it does not admit: at another endpoint than
+	// the one it was issued for, or with a method or path outside the endpoint's PermitMethods or
+	// PermitPathPrefix. It is not used up by the refusal.
+	ErrPermitMismatch = errors.New("relay: permit not for this call")
 	// ErrNotPermitted: the task is not (or no longer) permitted: still waiting, cancelled or done.
 	ErrNotPermitted = errors.New("relay: task not permitted")
 	// ErrGrantInvalid: a priority grant that is malformed, forged, expired or for another subject.

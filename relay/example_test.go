@@ -80,8 +80,9 @@ func ExampleRequirePermit() {
 	}
 	defer c.Close()
 
-	// The endpoint guards its handler: only calls with a valid, unused permit get through.
-	llm := httptest.NewServer(relay.RequirePermit(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The endpoint guards its handler: only calls with a valid, unused permit of this endpoint
+	// ("llm") get through.
+	llm := httptest.NewServer(relay.RequirePermit(c, "llm", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "answer")
 	})))
 	defer llm.Close()

@@ -7,9 +7,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
@@ -38,7 +40,7 @@ func TestOnlinePermits(t *testing.T) {
 
 		// The endpoint itself, behind RequirePermit.
 		var served int
-		api := httptest.NewServer(relay.RequirePermit(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api := httptest.NewServer(relay.RequirePermit(c, "o", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, _ := relay.PermitFrom(r.Context())
 			served++
 			_, _ = io.WriteString(w, "hello "+p.TaskID)
@@ -70,7 +72,7 @@ func TestOnlinePermits(t *testing.T) {
 			t.Fatalf("forged permit: %d, want 403", code)
 		}
 		other := newClient(t, env, relay.Config{PermitKeys: [][]byte{[]byte(strings.Repeat("x", 32))}})
-		if _, err := other.CheckPermit(ctxT(t), first.Permit); !errors.Is(err, relay.ErrPermitInvalid) {
+		if _, err := other.CheckPermit(ctxT(t), first.Permit, relay.PermitCall{Endpoint: "o"}); !errors.Is(err, relay.ErrPermitInvalid) {
 			t.Fatalf("permit checked with another key: %v, want ErrPermitInvalid", err)
 		}
 		if code := call(first.Permit); code != http.StatusOK || served != 1 {
@@ -79,7 +81,7 @@ func TestOnlinePermits(t *testing.T) {
 		if code := call(first.Permit); code != http.StatusForbidden {
 			t.Fatalf("reused permit: %d, want 403", code)
 		}
-		if _, err := c.CheckPermit(ctxT(t), first.Permit); !errors.Is(err, relay.ErrPermitUsed) {
+		if _, err := c.CheckPermit(ctxT(t), first.Permit, relay.PermitCall{Endpoint: "o"}); !errors.Is(err, relay.ErrPermitUsed) {
 			t.Fatalf("CheckPermit(reused) = %v, want ErrPermitUsed", err)
 		}
 		// Done frees the slot: the second task is permitted next.
@@ -101,7 +103,7 @@ func TestOnlinePermits(t *testing.T) {
 		if _, err := c.Cancel(ctxT(t), second); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.CheckPermit(ctxT(t), task.Permit); !errors.Is(err, relay.ErrNotPermitted) {
+		if _, err := c.CheckPermit(ctxT(t), task.Permit, relay.PermitCall{Endpoint: "o"}); !errors.Is(err, relay.ErrNotPermitted) {
 			t.Fatalf("permit of a cancelled task = %v, want ErrNotPermitted", err)
 		}
 	})
@@ -119,7 +121,7 @@ func TestPermitExpiryFreesTheSlot(t *testing.T) {
 	if next.StartedAt.Before(unused.PermitExpires) {
 		t.Fatalf("second permit at %s, before the first expired at %s", next.StartedAt, unused.PermitExpires)
 	}
-	if _, err := c.CheckPermit(ctxT(t), unused.Permit); !errors.Is(err, relay.ErrPermitExpired) && !errors.Is(err, relay.ErrNotPermitted) {
+	if _, err := c.CheckPermit(ctxT(t), unused.Permit, relay.PermitCall{Endpoint: "e"}); !errors.Is(err, relay.ErrPermitExpired) && !errors.Is(err, relay.ErrNotPermitted) {
 		t.Fatalf("expired permit = %v, want ErrPermitExpired or ErrNotPermitted", err)
 	}
 	if got := waitFinal(t, c, unused.ID); got.Status != relay.StatusFailed || got.Error != "permit expired unused" {
@@ -127,7 +129,7 @@ func TestPermitExpiryFreesTheSlot(t *testing.T) {
 	}
 	// A used permit that expires without Done counts as completed.
 	used := permitted(t, c, "u")
-	if _, err := c.CheckPermit(ctxT(t), used.Permit); err != nil {
+	if _, err := c.CheckPermit(ctxT(t), used.Permit, relay.PermitCall{Endpoint: "u"}); err != nil {
 		t.Fatalf("CheckPermit: %v", err)
 	}
 	if got := waitFinal(t, c, used.ID); got.Status != relay.StatusCompleted {
@@ -145,7 +147,7 @@ func TestPermitKeyRotation(t *testing.T) {
 	task := permitted(t, c, "rot")
 	// A server that already signs with the new key still accepts the old key's permits.
 	rotated := newClient(t, env, relay.Config{PermitKeys: [][]byte{newKey, oldKey}})
-	if _, err := rotated.CheckPermit(ctxT(t), task.Permit); err != nil {
+	if _, err := rotated.CheckPermit(ctxT(t), task.Permit, relay.PermitCall{Endpoint: "rot"}); err != nil {
 		t.Fatalf("old-key permit on a rotated server: %v", err)
 	}
 	if p := get(t, rotated, task.ID).Permit; p == task.Permit {
@@ -205,7 +207,7 @@ func TestRateLimitedPermitsAreValid(t *testing.T) {
 			if left := time.Until(task.PermitExpires); left < 50*time.Second || left > time.Minute+time.Second {
 				t.Fatalf("task %s: permit expires in %s, want about a minute", id, left)
 			}
-			if _, err := c.CheckPermit(ctxT(t), task.Permit); err != nil {
+			if _, err := c.CheckPermit(ctxT(t), task.Permit, relay.PermitCall{Endpoint: "rl"}); err != nil {
 				t.Fatalf("task %s: CheckPermit = %v", id, err)
 			}
 		}
@@ -234,5 +236,134 @@ func TestSharedPermitKey(t *testing.T) {
 	}
 	if _, err := relay.SharedPermitKey(ctxT(t), env.Client, env.Prefix); err == nil || !strings.Contains(err.Error(), "shorter than 32 bytes") {
 		t.Fatalf("short stored key: %v, want an error", err)
+	}
+}
+
+// guarded is an endpoint's API behind RequirePermit for endpoint, counting the calls it serves.
+type guarded struct {
+	*httptest.Server
+	served atomic.Int64
+}
+
+func guard(t *testing.T, c *relay.Client, endpoint string) *guarded {
+	t.Helper()
+	g := &guarded{}
+	g.Server = httptest.NewServer(relay.RequirePermit(c, endpoint, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.served.Add(1)
+	})))
+	t.Cleanup(g.Close)
+	return g
+}
+
+// call sends method target (a path, sent as written) with the permit; it returns the status and
+// body.
+func (g *guarded) call(t *testing.T, method, target, permit string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), method, g.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.URL.Opaque = target // the path exactly as written, dot segments and escapes included
+	req.Header.Set(relay.PermitHeader, permit)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// A permit is good at the endpoint it was issued for and nowhere else: presented at another
+// endpoint's gateway (an idle endpoint's permit at a busy one's, to skip its queue), it is refused
+// and stays unused; rewritten to name the other endpoint, its signature fails; used once, it is
+// refused after.
+func TestPermitIsBoundToItsEndpoint(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := newClient(t, env, relay.Config{})
+		setEndpoint(t, c, relay.Endpoint{Name: "busy", TargetURL: "https://busy.example.com/", Concurrency: 1})
+		setEndpoint(t, c, relay.Endpoint{Name: "idle", TargetURL: "https://idle.example.com/", Concurrency: 1})
+		startDispatcher(t, c, relay.DispatcherConfig{})
+		busy, idle := guard(t, c, "busy"), guard(t, c, "idle")
+		p := permitted(t, c, "idle").Permit
+
+		code, body := busy.call(t, http.MethodPost, "/", p)
+		if code != http.StatusForbidden || !strings.Contains(body, `for endpoint "idle", not "busy"`) || busy.served.Load() != 0 {
+			t.Fatalf("idle's permit at busy: %d %q (served %d), want 403", code, body, busy.served.Load())
+		}
+		if _, err := c.CheckPermit(ctxT(t), p, relay.PermitCall{Endpoint: "busy"}); !errors.Is(err, relay.ErrPermitMismatch) {
+			t.Fatalf("CheckPermit at another endpoint = %v, want ErrPermitMismatch", err)
+		}
+		// The permit names its task, and the task its endpoint: renaming it breaks the signature.
+		renamed := strings.Replace(p, "p1.idle.", "p1.busy.", 1)
+		if code, _ := busy.call(t, http.MethodPost, "/", renamed); code != http.StatusForbidden {
+			t.Fatalf("permit renamed to busy: %d, want 403", code)
+		}
+		if _, err := c.CheckPermit(ctxT(t), renamed, relay.PermitCall{Endpoint: "busy"}); !errors.Is(err, relay.ErrPermitInvalid) {
+			t.Fatalf("CheckPermit(renamed) = %v, want ErrPermitInvalid", err)
+		}
+		// A check that names no endpoint (or no valid one) is refused before the permit is read.
+		for _, ep := range []string{"", "idle busy", strings.Repeat("e", 65)} {
+			var fe *sluice.FieldError
+			if _, err := c.CheckPermit(ctxT(t), p, relay.PermitCall{Endpoint: ep}); !errors.As(err, &fe) || fe.Field != "endpoint" {
+				t.Fatalf("CheckPermit naming endpoint %q = %v, want a FieldError on endpoint", ep, err)
+			}
+		}
+		// None of it used the permit up: at its own endpoint it admits one call.
+		if code, _ := idle.call(t, http.MethodPost, "/", p); code != http.StatusOK || idle.served.Load() != 1 {
+			t.Fatalf("idle's permit at idle: %d (served %d), want 200", code, idle.served.Load())
+		}
+		if code, body := idle.call(t, http.MethodPost, "/", p); code != http.StatusForbidden || idle.served.Load() != 1 {
+			t.Fatalf("replayed permit: %d %q, want 403", code, body)
+		}
+		defer func() {
+			if recover() == nil {
+				t.Error("RequirePermit without a valid endpoint name did not panic")
+			}
+		}()
+		relay.RequirePermit(c, "", http.NotFoundHandler())
+	})
+}
+
+// An endpoint that binds its permits to methods and a path prefix admits a permitted call only
+// with one of those methods and under that path, however the path is dressed up; a refused call
+// leaves the permit unused.
+func TestPermitIsBoundToMethodAndPath(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	setEndpoint(t, c, relay.Endpoint{Name: "gen", TargetURL: "https://gen.example.com/", Concurrency: 1,
+		PermitMethods: []string{http.MethodPost, http.MethodPut}, PermitPathPrefix: "/v1/draw"})
+	startDispatcher(t, c, relay.DispatcherConfig{})
+	api := guard(t, c, "gen")
+	p := permitted(t, c, "gen").Permit
+	for _, bad := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/draw"},
+		{http.MethodDelete, "/v1/draw/7"},
+		{http.MethodPost, "/v1/drawings"},
+		{http.MethodPost, "/v1/admin"},
+		{http.MethodPost, "/v1/draw/../admin"},
+		{http.MethodPost, "/v1/draw/%2e%2e/admin"},
+		{http.MethodPost, "/v1/draw/%2E%2E%2fadmin"},
+		{http.MethodPost, "/v1/draw/..%5cadmin"},
+		{http.MethodPost, "/v1/%64raw"},
+	} {
+		if code, body := api.call(t, bad.method, bad.path, p); code != http.StatusForbidden || api.served.Load() != 0 {
+			t.Fatalf("%s %s: %d %q (served %d), want 403", bad.method, bad.path, code, body, api.served.Load())
+		}
+	}
+	var fe *sluice.FieldError
+	if _, err := c.CheckPermit(ctxT(t), p, relay.PermitCall{Endpoint: "gen", Path: "/v1/draw"}); !errors.As(err, &fe) || fe.Field != "method" {
+		t.Fatalf("CheckPermit without the method = %v, want a FieldError on method", err)
+	}
+	if _, err := c.CheckPermit(ctxT(t), p, relay.PermitCall{Endpoint: "gen", Method: http.MethodPost}); !errors.As(err, &fe) || fe.Field != "path" {
+		t.Fatalf("CheckPermit without the path = %v, want a FieldError on path", err)
+	}
+	if code, body := api.call(t, http.MethodPost, "/v1/draw/sketch?size=4", p); code != http.StatusOK || api.served.Load() != 1 {
+		t.Fatalf("POST under the prefix: %d %q (served %d), want 200", code, body, api.served.Load())
+	}
+	if code, _ := api.call(t, http.MethodPost, "/v1/draw/sketch", p); code != http.StatusForbidden || api.served.Load() != 1 {
+		t.Fatalf("replayed permit: %d, want 403", code)
 	}
 }

@@ -81,6 +81,8 @@ func TestErrorMapRendersEachSystemsErrors(t *testing.T) {
 		{"permit invalid", relay.ErrPermitInvalid, 403, "", `{"error":{"code":"permit_refused","message":"invalid permit"}}`},
 		{"permit expired", relay.ErrPermitExpired, 403, "", `{"error":{"code":"permit_refused","message":"permit expired"}}`},
 		{"permit used", relay.ErrPermitUsed, 403, "", `{"error":{"code":"permit_refused","message":"permit already used"}}`},
+		{"permit mismatch", fmt.Errorf("%w: the permit is for endpoint %q, not %q", relay.ErrPermitMismatch, "a", "b"), 403, "",
+			`{"error":{"code":"permit_mismatch","message":"permit not for this call: the permit is for endpoint \"a\", not \"b\""}}`},
 		{"not permitted", relay.ErrNotPermitted, 409, "", `{"error":{"code":"not_permitted","message":"task not permitted"}}`},
 		{"relay closed", relay.ErrClosed, 503, "1", unavailable},
 	} {

@@ -234,7 +234,7 @@ func TestTaskOnlinePermits(t *testing.T) {
 	if got.TaskStatus != "permitted" || got.Permit == "" || got.PermitExpiresAt == nil {
 		t.Fatalf("a: %+v", got)
 	}
-	check := ts.PublicURL + "/v1/permits/check"
+	check := ts.PublicURL + "/v1/permits/check?endpoint=live"
 	wantStatus(t, doHeader(t, http.MethodGet, check, nil), http.StatusUnauthorized, "unauthenticated")
 	wantStatus(t, doHeader(t, http.MethodGet, check, map[string]string{relay.PermitHeader: got.Permit + "x"}), http.StatusForbidden, "permit_refused")
 	r := doHeader(t, http.MethodGet, check, map[string]string{relay.PermitHeader: got.Permit})

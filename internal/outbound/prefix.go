@@ -156,3 +156,39 @@ func underPath(p, prefix string) bool {
 	}
 	return p == prefix || strings.HasPrefix(p, prefix+"/")
 }
+
+// UnderPath reports whether a request's path (as the request line carries it: percent-encoded,
+// with or without a query) equals prefix or lies below it at a segment boundary, by UnderPrefix's
+// rule: "." and ".." segments resolved, both percent-decoded and as written, so that
+// "/api/../admin" and "/api/%2e%2e/admin" are not under "/api" whatever the server behind the
+// check makes of them. A path that is not absolute, holds a backslash (encoded or not) or a
+// malformed escape is under nothing.
+func UnderPath(requestPath, prefix string) bool {
+	p, _, _ := strings.Cut(requestPath, "?")
+	if !strings.HasPrefix(p, "/") || !strings.HasPrefix(prefix, "/") {
+		return false
+	}
+	decoded, err := url.PathUnescape(p)
+	if err != nil || strings.Contains(decoded, `\`) {
+		return false
+	}
+	pre := cleanPath(prefix)
+	return underPath(cleanPath(decoded), pre) && underPath(cleanPath(p), pre)
+}
+
+// CheckPathPrefix returns an error saying why p cannot serve as a path prefix for UnderPath, or
+// nil: it must be an absolute path written the way UnderPath compares paths (no dot segments,
+// doubled or trailing slash, query, fragment, backslash, escape or control character).
+func CheckPathPrefix(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("outbound: path prefix %q must start with /", p)
+	case strings.ContainsAny(p, "?#%\\"):
+		return fmt.Errorf("outbound: path prefix %q must not hold ?, #, %% or a backslash", p)
+	case strings.IndexFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return fmt.Errorf("outbound: path prefix %q must not hold spaces or control characters", p)
+	case cleanPath(p) != p:
+		return fmt.Errorf("outbound: path prefix %q is not clean (want %q: no dot segments, doubled or trailing slash)", p, cleanPath(p))
+	}
+	return nil
+}

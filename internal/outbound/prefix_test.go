@@ -153,3 +153,42 @@ func TestCheckPrefix(t *testing.T) {
 		}
 	}
 }
+
+// UnderPath judges a request path as UnderPrefix judges a URL's: at a segment boundary, after dot
+// segments are resolved both decoded and as written.
+func TestUnderPath(t *testing.T) {
+	t.Parallel()
+	under := []string{"/v1/draw", "/v1/draw/", "/v1/draw/x", "/v1/draw/x?q=../../admin", "/v1/draw/a/../b", "/v1/draw/%41"}
+	notUnder := []string{
+		"/v1/drawing", "/v1/admin", "/v1", "/", "v1/draw", "", "/v1/draw/../admin", "/v1/draw/%2e%2e/admin",
+		"/v1/draw/%2E%2E%2Fadmin", "/v1/draw/..%2fadmin", `/v1/draw/..\admin`, "/v1/draw/..%5Cadmin", "/v1/draw/%zz",
+		"/v1/%64raw", "//v1/draw/../../admin",
+	}
+	for _, p := range under {
+		if !outbound.UnderPath(p, "/v1/draw") {
+			t.Errorf("%q: not under /v1/draw, want under", p)
+		}
+	}
+	for _, p := range notUnder {
+		if outbound.UnderPath(p, "/v1/draw") {
+			t.Errorf("%q: under /v1/draw, want not", p)
+		}
+	}
+	if !outbound.UnderPath("/anything", "/") {
+		t.Error("/ does not cover /anything")
+	}
+}
+
+func TestCheckPathPrefix(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"/", "/v1", "/v1/draw", "/a-b_c.d/~e"} {
+		if err := outbound.CheckPathPrefix(p); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	for _, p := range []string{"", "v1", "/v1/", "/v1/../x", "/v1/./x", "//v1", "/v1?x", "/v1#x", "/v%31", `/v1\x`, "/v 1", "/v1\n"} {
+		if err := outbound.CheckPathPrefix(p); err == nil {
+			t.Errorf("%q: accepted", p)
+		}
+	}
+}

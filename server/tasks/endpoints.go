@@ -28,6 +28,8 @@ type EndpointJSON struct {
 	RetryBackoff        float64   `json:"retry_backoff"`
 	MaxRetryBackoff     float64   `json:"max_retry_backoff"`
 	PermitTTL           float64   `json:"permit_ttl"`
+	PermitMethods       []string  `json:"permit_methods,omitempty"`
+	PermitPathPrefix    string    `json:"permit_path_prefix,omitempty"`
 	UpdatedAt           time.Time `json:"updated_at,omitzero"`
 }
 
@@ -47,12 +49,16 @@ type EndpointBody struct {
 	RetryBackoff        *float64 `json:"retry_backoff"`
 	MaxRetryBackoff     *float64 `json:"max_retry_backoff"`
 	PermitTTL           *float64 `json:"permit_ttl"`
+	// PermitMethods and PermitPathPrefix bind online tasks' permits to the methods and the path
+	// the endpoint's gateway admits with them (relay.Endpoint).
+	PermitMethods    []string `json:"permit_methods"`
+	PermitPathPrefix string   `json:"permit_path_prefix"`
 }
 
 // EndpointParams turns an endpoint's JSON settings (the admin API's body, or an entry of the
 // config file's relay_endpoints) into a relay.Endpoint, naming the field at fault.
 func EndpointParams(name string, b EndpointBody) (relay.Endpoint, error) {
-	e := relay.Endpoint{Name: name, TargetURL: b.TargetURL}
+	e := relay.Endpoint{Name: name, TargetURL: b.TargetURL, PermitMethods: b.PermitMethods, PermitPathPrefix: b.PermitPathPrefix}
 	if b.QPS != nil {
 		e.QPS = *b.QPS
 	}
@@ -107,7 +113,8 @@ func endpointJSON(e relay.Endpoint) EndpointJSON {
 		Timeout: e.Timeout.Seconds(), QueueTimeout: e.QueueTimeout.Seconds(), MaxQueued: e.MaxQueued,
 		MaxQueuedPerSubject: e.MaxQueuedPerSubject, FairShare: e.FairShare, Tries: e.Tries, AvgDuration: e.AvgDuration.Seconds(),
 		RetryBackoff: e.RetryBackoff.Seconds(), MaxRetryBackoff: e.MaxRetryBackoff.Seconds(),
-		PermitTTL: e.PermitTTL.Seconds(), UpdatedAt: e.UpdatedAt,
+		PermitTTL: e.PermitTTL.Seconds(), PermitMethods: e.PermitMethods, PermitPathPrefix: e.PermitPathPrefix,
+		UpdatedAt: e.UpdatedAt,
 	}
 }
 

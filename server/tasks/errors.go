@@ -21,6 +21,8 @@ func Errors(err error) *httpapi.Error {
 		return &httpapi.Error{Code: httpapi.CodeQueueFull, Message: "the endpoint's queue (or the subject's share of it) is full; retry later", RetryAfter: time.Second, Cause: err}
 	case errors.Is(err, relay.ErrPermitInvalid), errors.Is(err, relay.ErrPermitExpired), errors.Is(err, relay.ErrPermitUsed):
 		return &httpapi.Error{Code: httpapi.CodePermitRefused, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	case errors.Is(err, relay.ErrPermitMismatch):
+		return &httpapi.Error{Code: httpapi.CodePermitMismatch, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
 	case errors.Is(err, relay.ErrNotPermitted):
 		return &httpapi.Error{Code: httpapi.CodeNotPermitted, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
 	case errors.Is(err, relay.ErrClosed):

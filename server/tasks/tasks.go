@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -476,24 +477,79 @@ type PermitResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// checkPermit is GET /v1/permits/check, for nginx auth_request: 200 (and the permit used up)
-// for a valid, unused permit in the Sluice-Permit header; 401 without one; 403 for a forged,
-// reused or expired permit or a task no longer permitted. The task id and endpoint come back in
-// the Sluice-Task-Id and Sluice-Endpoint headers too, for auth_request_set.
+// The request headers of GET /v1/permits/check that a gateway sets from its own configuration
+// and from the call it guards (deploy/nginx-permit.conf). A gateway must set them itself, never
+// pass on the caller's.
+const (
+	// EndpointHeader names the endpoint the gateway guards (or the query parameter endpoint).
+	EndpointHeader = "Sluice-Endpoint"
+	// OriginalMethodHeader and OriginalURIHeader are the guarded call's method and request URI,
+	// checked when the endpoint binds permits to methods or a path prefix.
+	OriginalMethodHeader = "X-Original-Method"
+	OriginalURIHeader    = "X-Original-URI"
+)
+
+// checkPermit is GET /v1/permits/check?endpoint=<name>, for nginx auth_request: 200 (and the
+// permit used up) for a valid, unused permit of that endpoint in the Sluice-Permit header; 400
+// without an endpoint; 401 without a permit; 403 permit_mismatch for a permit of another
+// endpoint (or a method or path the endpoint does not admit), permit_refused for a forged,
+// reused or expired one or a task no longer permitted. The task id and endpoint come back in the
+// Sluice-Task-Id and Sluice-Endpoint headers too, for auth_request_set.
 func (a *API) checkPermit(w http.ResponseWriter, r *http.Request) error {
+	endpoint, err := gatewayEndpoint(r)
+	if err != nil {
+		return err
+	}
 	permit := permitOf(r)
 	if permit == "" {
 		return &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "send the permit in the " + relay.PermitHeader + " header"}
 	}
-	info, err := a.relay.CheckPermit(r.Context(), permit)
-	if errors.Is(err, relay.ErrNotPermitted) || errors.Is(err, relay.ErrNotFound) {
+	call := relay.PermitCall{Endpoint: endpoint, Method: r.Header.Get(OriginalMethodHeader), Path: r.Header.Get(OriginalURIHeader)}
+	info, err := a.relay.CheckPermit(r.Context(), permit, call)
+	switch {
+	case errors.Is(err, relay.ErrNotPermitted) || errors.Is(err, relay.ErrNotFound):
 		return &httpapi.Error{Code: httpapi.CodePermitRefused, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
-	}
-	if err != nil {
+	case errors.Is(err, sluice.ErrInvalid):
+		return checkFieldErr(err)
+	case err != nil:
 		return err
 	}
 	w.Header().Set("Sluice-Task-Id", info.TaskID)
-	w.Header().Set("Sluice-Endpoint", info.Endpoint)
+	w.Header().Set(EndpointHeader, info.Endpoint)
 	httpapi.WriteJSON(w, http.StatusOK, PermitResponse{TaskID: info.TaskID, Endpoint: info.Endpoint, ExpiresAt: info.Expires.UTC()})
 	return nil
+}
+
+// gatewayEndpoint is the endpoint a permit check is for: the query parameter endpoint or the
+// Sluice-Endpoint header, which the gateway sets from its own configuration. Named twice
+// differently (a caller's forged header passed on next to the gateway's parameter), the check
+// is refused: the permit is not judged against a name the caller chose.
+func gatewayEndpoint(r *http.Request) (string, error) {
+	names := append(r.URL.Query()["endpoint"], r.Header.Values(EndpointHeader)...)
+	if len(names) == 0 || names[0] == "" {
+		return "", httpapi.InvalidArg("endpoint", "name the endpoint this gateway guards: ?endpoint=<name>, or the %s "+
+			"header set from the gateway's own configuration (never from the caller)", EndpointHeader)
+	}
+	for _, n := range names[1:] {
+		if n != names[0] {
+			return "", &httpapi.Error{Code: httpapi.CodePermitMismatch,
+				Message: fmt.Sprintf("the endpoint is named twice, differently (%.64q and %.64q): the gateway's own setting must be the only one", names[0], n)}
+		}
+	}
+	return names[0], nil
+}
+
+// checkFieldErr says which part of a permit check request a relay field error is about.
+func checkFieldErr(err error) error {
+	var fe *sluice.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	switch fe.Field {
+	case "method":
+		return httpapi.InvalidArg(OriginalMethodHeader, "%s (the %s header, set by the gateway)", fe.Reason, OriginalMethodHeader)
+	case "path":
+		return httpapi.InvalidArg(OriginalURIHeader, "%s (the %s header, set by the gateway)", fe.Reason, OriginalURIHeader)
+	}
+	return err
 }

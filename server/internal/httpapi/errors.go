@@ -34,9 +34,12 @@ const (
 	CodeRateLimited      Code = "rate_limited"
 	CodeQueueFull        Code = "queue_full"
 	CodePermitRefused    Code = "permit_refused"
-	CodeNotPermitted     Code = "not_permitted"
-	CodeInternal         Code = "internal"
-	CodeUnavailable      Code = "unavailable"
+	// CodePermitMismatch: a permit presented for a call it does not admit (another endpoint's
+	// gateway, a method or path outside the endpoint's bindings).
+	CodePermitMismatch Code = "permit_mismatch"
+	CodeNotPermitted   Code = "not_permitted"
+	CodeInternal       Code = "internal"
+	CodeUnavailable    Code = "unavailable"
 	// CodeUpstreamUnavailable: a waiting room's reverse proxy could not reach its upstream, or the
 	// room has none.
 	CodeUpstreamUnavailable Code = "upstream_unavailable"
@@ -68,6 +71,7 @@ var statusOf = map[Code]int{
 	CodeAdminContentTypeRefused: http.StatusForbidden,
 	CodeQueueFull:               http.StatusConflict,
 	CodePermitRefused:           http.StatusForbidden,
+	CodePermitMismatch:          http.StatusForbidden,
 	CodeNotPermitted:            http.StatusConflict,
 }
 

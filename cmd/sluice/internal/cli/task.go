@@ -188,7 +188,7 @@ func endpointPath(name string) string { return "/v1/endpoints/" + pathEscape(nam
 func runEndpointSet(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "endpoint set", "[flags] <name>", `
 Create or replace a request-queue endpoint (the admin API). Settings left out take their
-defaults; every server instance applies the change within a second.
+defaults; every server instance applies the change before the command returns.
 
 Example:
   sluice endpoint set imagegen --target-url https://imagegen.example.com/v1 --qps 20 \
@@ -206,6 +206,8 @@ Example:
 	fs.Var(&queueTimeout, "queue-timeout", "longest `duration` a task waits for its turn")
 	fs.Var(&avg, "avg-duration", "expected `duration` of a call, for ETAs before calls were measured")
 	fs.Var(&permitTTL, "permit-ttl", "`duration` an online task's permit is valid (default 1m)")
+	permitMethods := fs.String("permit-methods", "", "comma-separated `methods` a permit admits a call with (default any)")
+	permitPath := fs.String("permit-path-prefix", "", "`path` a permitted call must be under (default any)")
 	pos, err := parseArgs(fs, args, 1, 1, "<name>")
 	if err != nil {
 		return err
@@ -225,6 +227,10 @@ Example:
 	set("max_queued_per_subject", *perSubject, 0)
 	set("fair_share", *fair, false)
 	set("tries", *tries, 0)
+	set("permit_path_prefix", *permitPath, "")
+	if *permitMethods != "" {
+		body["permit_methods"] = strings.Split(*permitMethods, ",")
+	}
 	for k, d := range map[string]seconds{"timeout": timeout, "queue_timeout": queueTimeout, "avg_duration": avg, "permit_ttl": permitTTL} {
 		if d.set {
 			body[k] = d.d.Seconds()

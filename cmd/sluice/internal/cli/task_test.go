@@ -63,4 +63,17 @@ func TestTaskAndEndpointCommands(t *testing.T) {
 	}
 	f.must(t, "endpoint", "delete", "gen")
 	wantFail(t, f.run(t, "endpoint", "get", "gen"), exitError, "not_found")
+
+	// Permit bindings.
+	var bound struct {
+		PermitMethods    []string `json:"permit_methods"`
+		PermitPathPrefix string   `json:"permit_path_prefix"`
+	}
+	f.mustJSON(t, &bound, "endpoint", "set", "--json", "--target-url", target.URL, "--permit-methods", "POST,PUT",
+		"--permit-path-prefix", "/v1/draw", "bound")
+	if strings.Join(bound.PermitMethods, ",") != "POST,PUT" || bound.PermitPathPrefix != "/v1/draw" {
+		t.Fatalf("endpoint set with permit bindings: %+v", bound)
+	}
+	wantFail(t, f.run(t, "endpoint", "set", "--target-url", target.URL, "--permit-path-prefix", "v1", "bad"), exitError,
+		"invalid_argument", "permit_path_prefix")
 }
