@@ -36,9 +36,32 @@ type Config struct {
 	// Default "127.0.0.1:7778". A non-loopback address needs an AdminToken.
 	AdminAddr string
 
-	// AdminToken is the bearer token admin requests must carry. Default "": admin requests need no
-	// token, which is only allowed while AdminAddr is a loopback address.
+	// AdminToken is the bearer token admin requests must carry: at least 24 printable ASCII
+	// characters, 10 of them different, not a piece repeated (NewAdminToken makes one). Default "":
+	// admin requests need no token, which is only allowed while AdminAddr is a loopback address.
 	AdminToken string
+
+	// TrustedProxies are the reverse proxies in front of the server: comma-separated addresses or
+	// CIDR ranges. A request whose connection comes from one is taken to come from the client its
+	// X-Forwarded-For names (the nearest address that is not a trusted proxy), and over TLS when
+	// its X-Forwarded-Proto says https. Default "": none, so a client's address is its
+	// connection's whatever headers it sends.
+	TrustedProxies string
+
+	// AuthFailureLimit is how many failed authentications (dashboard login, admin token, namespace
+	// tokens) a client address may make within a minute; each further one makes it wait, twice as
+	// long each time (docs/server.md, "Failed authentications"). Default 10.
+	AuthFailureLimit int
+
+	// AuthBackoffMax caps a client's wait after failed authentications. Default 15m.
+	AuthBackoffMax time.Duration
+
+	// UISessionTTL is how long a dashboard login lasts at most. Default 12h.
+	UISessionTTL time.Duration
+
+	// UISessionIdleTimeout ends a dashboard session that made no request for that long. Default
+	// 30m.
+	UISessionIdleTimeout time.Duration
 
 	// DataDir is where the managed redis-server keeps its append-only files in embedded mode.
 	// Default "./sluice-data".
@@ -186,6 +209,10 @@ func (c Config) withDefaults() Config {
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
 	c.MetricsMaxQueues = cmp.Or(c.MetricsMaxQueues, 1000)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, 500*time.Millisecond)
+	c.AuthFailureLimit = cmp.Or(c.AuthFailureLimit, 10)
+	c.AuthBackoffMax = cmp.Or(c.AuthBackoffMax, 15*time.Minute)
+	c.UISessionTTL = cmp.Or(c.UISessionTTL, 12*time.Hour)
+	c.UISessionIdleTimeout = cmp.Or(c.UISessionIdleTimeout, 30*time.Minute)
 	c.CallbackWorkers = cmp.Or(c.CallbackWorkers, 32)
 	c.CallbackMaxResultBytes = cmp.Or(c.CallbackMaxResultBytes, 64<<10)
 	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
@@ -278,6 +305,23 @@ func (c Config) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.PublicAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: public_addr %q: %w", c.PublicAddr, err))
+	}
+	if c.AdminToken != "" {
+		if err := checkAdminToken(c.AdminToken); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := parseProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("config: trusted_proxies: %w", err))
+	}
+	if c.AuthFailureLimit < 1 {
+		errs = append(errs, errors.New("config: auth_failure_limit must be at least 1"))
+	}
+	if c.AuthBackoffMax < time.Second {
+		errs = append(errs, errors.New("config: auth_backoff_max must be at least 1s"))
+	}
+	if c.UISessionTTL < time.Minute || c.UISessionIdleTimeout < time.Minute {
+		errs = append(errs, errors.New("config: ui_session_ttl and ui_session_idle_timeout must be at least 1m"))
 	}
 	if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
 		errs = append(errs, fmt.Errorf("config: admin_addr %q: %w", c.AdminAddr, err))

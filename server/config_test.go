@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,12 @@ func TestConfigValidate(t *testing.T) {
 		{Config{AdminAddr: "nohost"}, "admin_addr"},
 		{Config{AdminAddr: ":7778"}, "admin_token"},
 		{Config{AdminAddr: "10.0.0.1:7778"}, "admin_token"},
+		{Config{TrustedProxies: "10.0.0.0/33"}, "trusted_proxies"},
+		{Config{TrustedProxies: "proxy.example"}, "trusted_proxies"},
+		{Config{AuthFailureLimit: -1}, "auth_failure_limit"},
+		{Config{AuthBackoffMax: time.Millisecond}, "auth_backoff_max"},
+		{Config{UISessionTTL: time.Second}, "ui_session_ttl"},
+		{Config{UISessionIdleTimeout: time.Second}, "ui_session_idle_timeout"},
 	} {
 		err := c.cfg.withDefaults().validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -40,7 +47,8 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	for _, ok := range []Config{
-		{}, {AdminAddr: "localhost:7778"}, {AdminAddr: "[::1]:7778"}, {AdminAddr: ":7778", AdminToken: "x"},
+		{}, {AdminAddr: "localhost:7778"}, {AdminAddr: "[::1]:7778"}, {AdminAddr: ":7778", AdminToken: testAdminToken},
+		{AdminToken: NewAdminToken()}, {TrustedProxies: "10.0.0.0/8, 127.0.0.1,::1"},
 	} {
 		if err := ok.withDefaults().validate(); err != nil {
 			t.Errorf("validate(%+v) = %v", ok, err)
@@ -54,6 +62,39 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if got := baseURL("127.0.0.1:7778"); got != "http://127.0.0.1:7778" {
 		t.Errorf("baseURL(127.0.0.1:7778) = %s", got)
+	}
+}
+
+// A weak admin token is refused with an error naming the setting in its three spellings and
+// carrying a strong token that passes.
+func TestWeakAdminTokenRefused(t *testing.T) {
+	t.Parallel()
+	for token, why := range map[string]string{
+		"x":                                  "1 characters, fewer than 24",
+		"admin-secret":                       "12 characters",
+		strings.Repeat("a", 40):              "only 1 different",
+		"abcdefghijabcdefghijabcdefghij":     "piece of 10 characters repeated",
+		"0123456789-0123456789-0123":         "piece of 11",
+		"change-me-to-a-long-random-secret":  `"change-me"`,
+		"MyAdminToken-CHANGEME-2024-xyz":     `"changeme"`,
+		"a token with spaces in it, 2024 ok": "a space",
+		"tökentökentökentökentökentökenxyz":  "outside ASCII",
+	} {
+		err := Config{AdminToken: token}.withDefaults().validate()
+		if err == nil {
+			t.Errorf("admin token %q accepted", token)
+			continue
+		}
+		msg := err.Error()
+		for _, want := range []string{"admin_token", "--admin-token", "SLUICE_ADMIN_TOKEN", why, "sluice token gen"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("admin token %q: %q lacks %q", token, msg, want)
+			}
+		}
+		strong := regexp.MustCompile(`for instance (\S+)`).FindStringSubmatch(msg)
+		if strong == nil || checkAdminToken(strong[1]) != nil || len(strong[1]) != 43 {
+			t.Errorf("the error's suggestion %q is not a strong token", strong)
+		}
 	}
 }
 

@@ -23,9 +23,13 @@ type metrics struct {
 	inflight    *prometheus.GaugeVec
 	redisErrors prometheus.Counter
 	rateLimited *prometheus.CounterVec
-	callbacks   *callbackMetrics
-	relayCalls  *prometheus.HistogramVec
-	series      sync.Map // requestSeries -> *requestObservers
+	// authFailures counts wrong credentials, authRefused the requests answered 429 auth_backoff,
+	// by kind (dashboard, admin, token: authguard.Kind, a bounded label).
+	authFailures *prometheus.CounterVec
+	authRefused  *prometheus.CounterVec
+	callbacks    *callbackMetrics
+	relayCalls   *prometheus.HistogramVec
+	series       sync.Map // requestSeries -> *requestObservers
 }
 
 func newMetrics(s *Server) *metrics {
@@ -52,9 +56,17 @@ func newMetrics(s *Server) *metrics {
 			Name: "sluice_rate_limited_total",
 			Help: "Job requests refused (429) because their token's rate limit was reached, by namespace and direction (read: consume, write: publish).",
 		}, []string{"namespace", "direction"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_auth_failures_total",
+			Help: "Failed authentications (a wrong dashboard login, admin token or namespace token) by kind: dashboard, admin, token.",
+		}, []string{"kind"}),
+		authRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_auth_backoff_total",
+			Help: "Requests answered 429 auth_backoff because their client address made too many failed authentications, by kind.",
+		}, []string{"kind"}),
 		relayCalls: newCallLatency(),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited, m.relayCalls,
+	m.reg.MustRegister(m.requests, m.latency, m.inflight, m.redisErrors, m.rateLimited, m.authFailures, m.authRefused, m.relayCalls,
 		scrapeCollector{descs: relayDescs, collect: s.collectRelay},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		scrapeCollector{descs: queueDescs, collect: s.collectQueues},

@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -172,7 +171,8 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 			id = s.requestIDs.next()
 		}
 		w.Header().Set("X-Request-Id", id)
-		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs}
+		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard}
+		st.Client, st.HTTPS = s.proxies.client(r)
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -190,12 +190,14 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 				return
 			}
 		}
-		if admin && !openAdminPaths[r.URL.Path] && !dashboardPath(r.URL.Path) && !s.adminAuthorized(r) {
-			if !uncleanPath(r.URL.Path) {
-				_, r.Pattern = mux.Handler(r) // for the metrics' route label only
+		if admin && !openAdminPaths[r.URL.Path] && !dashboardPath(r.URL.Path) {
+			if err := s.checkAdmin(r); err != nil {
+				if !uncleanPath(r.URL.Path) {
+					_, r.Pattern = mux.Handler(r) // for the metrics' route label only
+				}
+				httpapi.WriteError(sw, r, err)
+				return
 			}
-			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "admin requests need Authorization: Bearer <admin token>"})
-			return
 		}
 		sw.req = r
 		mux.ServeHTTP(sw, r)
@@ -245,22 +247,6 @@ func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, star
 		s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
 			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", httpapi.RequestID(r.Context()))
 	}
-}
-
-// adminAuthorized checks the admin token (Bearer, or the password of Basic auth for lmstfy's
-// admin tools). Without a configured admin token every request is allowed: Config.validate only
-// allows that on a loopback listener.
-func (s *Server) adminAuthorized(r *http.Request) bool {
-	if s.cfg.AdminToken == "" {
-		return true
-	}
-	got := bearer(r)
-	if got == "" {
-		if _, pw, ok := r.BasicAuth(); ok {
-			got = pw
-		}
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) == 1
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header ("" when absent).

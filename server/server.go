@@ -39,6 +39,7 @@ import (
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/relay/mysqlarchive"
 	"github.com/sluicehq/sluice/server/callbacks"
+	"github.com/sluicehq/sluice/server/internal/authguard"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/lmstfy"
@@ -74,6 +75,10 @@ type Server struct {
 	tasks      *tasks.API
 	metrics    *metrics
 	requestIDs *requestIDs
+	// guard limits failed authentications per client address; proxies are the trusted proxies
+	// that name a request's client.
+	guard   *authguard.Guard
+	proxies proxies
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
 	onUnavailable func()
 	embedded      *embeddedRedis // nil with an external Redis
@@ -138,6 +143,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
+	if err := s.setupAuthGuard(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	// The request queue before the deliverer, whose callbacks under an endpoint's target URL take
 	// that endpoint's slots, and before the dashboard, which shows its endpoints through the same
 	// client.

@@ -21,6 +21,9 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop) }
 
+// testAdminToken is the test servers' admin token: strong enough for Config.validate.
+const testAdminToken = "test-admin-token-4f9c2a7e1b"
+
 // testServer is a real server on loopback listeners and a per-test Redis prefix.
 type testServer struct {
 	srv *Server
@@ -51,7 +54,7 @@ func newTestServerOn(t *testing.T, env *redistest.Env, opts ...func(*Config)) *t
 	cfg := Config{
 		RedisURL:   env.URL,
 		Prefix:     env.Prefix,
-		AdminToken: "admin-secret",
+		AdminToken: testAdminToken,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Out:        io.Discard,
 	}

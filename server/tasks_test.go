@@ -502,7 +502,7 @@ func TestShutdownFinishesCallsUnderWay(t *testing.T) {
 	other.putEndpoint(t, "gen", map[string]any{"target_url": target.URL})
 	tok := other.taskToken(t, "shop", -1)
 
-	cfg := Config{RedisURL: other.env.URL, Prefix: other.env.Prefix, AdminToken: "admin-secret", RelayAllowPrivate: true,
+	cfg := Config{RedisURL: other.env.URL, Prefix: other.env.Prefix, AdminToken: testAdminToken, RelayAllowPrivate: true,
 		Logger: other.srv.log, Out: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -280,12 +280,12 @@ func TestDashboardQueues(t *testing.T) {
 	// Dead letter: listed with the last error; respawn one selected, delete the other.
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, `id="dead-total">2 jobs<`, "boom: first", "boom: second")
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", nil), http.StatusBadRequest, "select at least one")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail/dead?note=Respawned+1")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail/dead?n=1&note=respawned")
 	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead1); err != nil || j.State != queue.StateReady {
 		t.Fatalf("respawned job: %+v %v", j, err)
 	}
 	d.get(t, "/ui/ns/shop/queues/mail/dead")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail/dead?note=Deleted+1")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail/dead?n=1&note=dead_deleted")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, "The dead letter is empty")
 
 	// All of them at once.
@@ -293,11 +293,11 @@ func TestDashboardQueues(t *testing.T) {
 		deadJob(t, ts, "shop", "other", "x"+string(rune('a'+i)))
 	}
 	d.get(t, "/ui/ns/shop/queues/other/dead")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other/dead?note=Respawned+3")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other/dead?n=3&note=respawned")
 	for i := range 2 {
 		deadJob(t, ts, "shop", "third", "y"+string(rune('a'+i)))
 	}
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third/dead?note=Deleted+2")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third/dead?n=2&note=dead_deleted")
 	if n, err := ts.Queue.DeadSize(ctx, "shop", "third"); err != nil || n != 0 {
 		t.Fatalf("dead size after delete all: %d %v", n, err)
 	}
@@ -305,7 +305,7 @@ func TestDashboardQueues(t *testing.T) {
 	// Purge needs the queue's name typed in.
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/purge", nil), http.StatusBadRequest, "confirm")
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/purge", url.Values{"confirm": {"other"}}), http.StatusBadRequest, "confirm")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/purge", url.Values{"confirm": {"mail"}}), "/ui/ns/shop/queues/mail?note=Purged+5")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/purge", url.Values{"confirm": {"mail"}}), "/ui/ns/shop/queues/mail?n=5&note=purged")
 	if st, err := ts.Queue.Stats(ctx, "shop", "mail"); err != nil || st.Ready+st.Delayed != 0 {
 		t.Fatalf("after purge: %+v %v", st, err)
 	}
@@ -339,7 +339,7 @@ func TestDashboardTokens(t *testing.T) {
 	if strings.Contains(string(page.Body), secret[1]) {
 		t.Fatal("the token list shows the secret")
 	}
-	wantRedirect(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), "/ui/tokens?ns=shop&note=Revoked")
+	wantRedirect(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), "/ui/tokens?ns=shop&note=token_revoked")
 	if _, err := ts.Tokens.Authenticate(ctxT(t), secret[1]); err == nil {
 		t.Fatal("the revoked token still authenticates")
 	}
@@ -372,7 +372,7 @@ func TestDashboardRooms(t *testing.T) {
 	}
 	wantPage(t, d.post(t, "/ui/rooms/sale/capacity", url.Values{"max_active": {"0"}}), http.StatusBadRequest, "max_active")
 	wantPage(t, d.post(t, "/ui/rooms/nope/capacity", url.Values{"max_active": {"3"}}), http.StatusNotFound)
-	wantRedirect(t, d.post(t, "/ui/rooms/sale/capacity", url.Values{"max_active": {"5"}}), "/ui/rooms?note=")
+	wantRedirect(t, d.post(t, "/ui/rooms/sale/capacity", url.Values{"max_active": {"5"}}), "/ui/rooms?n=5&note=room_capacity")
 	if cfg, err := ts.srv.waitroom.GetRoom(ctxT(t), "sale"); err != nil || cfg.MaxActive != 5 {
 		t.Fatalf("capacity: %+v %v", cfg, err)
 	}
@@ -417,4 +417,97 @@ func TestDashboardRequestQueue(t *testing.T) {
 	}
 	wantPage(t, d.get(t, "/ui/tasks?id="+url.QueryEscape(sub.ID)), http.StatusOK, sub.ID, "pending", "POST http://127.0.0.1:1/api/x")
 	wantPage(t, d.get(t, "/ui/tasks?id=slow-nope"), http.StatusNotFound)
+}
+
+// Sessions live in Redis: logging out ends the session on every instance at once, so a saved
+// cookie replayed afterwards gets the login page (on the other instance too) and its old CSRF
+// token performs nothing; "log out everywhere" ends every session; a server with another admin
+// token (a rotation) accepts none made under the old one.
+func TestDashboardSessionsEnd(t *testing.T) {
+	t.Parallel()
+	a := newTestServer(t)
+	b := newTestServerOn(t, a.env)
+	if _, err := a.Queue.Publish(ctxT(t), queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	d := newDashboard(t, a)
+	d.login(t)
+	onB := &dashboard{ts: b, client: d.client, csrf: d.csrf} // the same browser, the other instance
+	wantPage(t, onB.get(t, "/ui/"), http.StatusOK, "Queues", `id="logout-everywhere"`)
+	u, _ := url.Parse(a.AdminURL + "/ui/")
+	saved := d.client.Jar.Cookies(u)
+	oldCSRF := d.csrf
+
+	wantRedirect(t, d.post(t, "/ui/logout", nil), "/ui/login?note=logged_out")
+	wantPage(t, d.get(t, "/ui/login?note=logged_out"), http.StatusOK, "Logged out.")
+	d.client.Jar.SetCookies(u, saved) // the attacker's copy of the cookie
+	for _, dash := range []*dashboard{d, onB} {
+		wantRedirect(t, dash.get(t, "/ui/"), "/ui/login")
+		wantStatus(t, dash.get(t, "/ui/api/overview"), http.StatusUnauthorized, "unauthenticated")
+		r := dash.send(t, http.MethodPost, "/ui/ns/ns/queues/q/pause", url.Values{"csrf": {oldCSRF}}, nil)
+		wantPage(t, r, http.StatusUnauthorized, "log in")
+	}
+	if st, err := a.Queue.Stats(ctxT(t), "ns", "q"); err != nil || st.Paused {
+		t.Fatalf("a replayed cookie paused the queue: %+v %v", st, err)
+	}
+
+	// Log out everywhere ends the other browsers' sessions too, on every instance.
+	d1, d2 := newDashboard(t, a), newDashboard(t, b)
+	d1.login(t)
+	d2.login(t)
+	wantRedirect(t, d1.post(t, "/ui/logout-everywhere", nil), "/ui/login?note=logged_out_everywhere")
+	wantRedirect(t, d2.get(t, "/ui/"), "/ui/login")
+	wantRedirect(t, d1.get(t, "/ui/"), "/ui/login")
+	d3 := newDashboard(t, b)
+	d3.login(t) // a new login works at once
+
+	// A server with a new admin token (a rotation) refuses the sessions of the old one.
+	rotated := newTestServerOn(t, a.env, func(c *Config) { c.AdminToken = "rotated-admin-token-7d31e09c" })
+	wantPage(t, (&dashboard{ts: b, client: d3.client}).get(t, "/ui/"), http.StatusOK, "Queues")
+	wantRedirect(t, (&dashboard{ts: rotated, client: d3.client}).get(t, "/ui/"), "/ui/login")
+}
+
+// The session cookie is Secure when the browser's request came over https: here through a
+// trusted proxy saying so in X-Forwarded-Proto. The same header from anyone else changes nothing.
+func TestDashboardSecureCookie(t *testing.T) {
+	t.Parallel()
+	login := func(ts *testServer, header map[string]string) string {
+		r := newDashboard(t, ts).send(t, http.MethodPost, "/ui/login", url.Values{"token": {ts.AdminToken}}, header)
+		wantRedirect(t, r, "/ui/")
+		return r.Header.Get("Set-Cookie")
+	}
+	https := map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
+	trusting := newTestServer(t, func(c *Config) { c.TrustedProxies = "127.0.0.1" })
+	if c := login(trusting, https); !strings.Contains(c, "; Secure") {
+		t.Fatalf("behind a trusted proxy saying https the cookie is not Secure: %s", c)
+	}
+	if c := login(trusting, map[string]string{"X-Forwarded-Proto": "http"}); strings.Contains(c, "Secure") {
+		t.Fatalf("a trusted proxy saying http got a Secure cookie: %s", c)
+	}
+	if c := login(newTestServer(t), https); strings.Contains(c, "Secure") {
+		t.Fatalf("an untrusted X-Forwarded-Proto made the cookie Secure: %s", c)
+	}
+}
+
+// A banner (?note=) shows only the server's own texts: an unknown code, or a count that is not a
+// number, shows none, so a link cannot put words on a dashboard page.
+func TestDashboardBannersOnlyFromCodes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := newDashboard(t, ts)
+	d.login(t)
+	wantPage(t, d.get(t, "/ui/?note=purged&n=5"), http.StatusOK, `<p class="note" role="status">Purged 5 jobs.</p>`)
+	for _, q := range []string{
+		"note=Your+session+expired%3A+call+555-0100",
+		"note=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+		"note=purged&n=five",
+		"note=purged",
+		"note=Purged+5+jobs.",
+	} {
+		r := d.get(t, "/ui/?"+q)
+		wantPage(t, r, http.StatusOK, "Queues")
+		if strings.Contains(string(r.Body), `class="note"`) {
+			t.Fatalf("?%s shows a banner:\n%s", q, r.Body)
+		}
+	}
 }

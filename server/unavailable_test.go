@@ -19,7 +19,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	t.Parallel()
 	rs := redistest.StartServer(t)
 	ts := startTestServer(t, Config{
-		RedisURL: rs.URL(), Prefix: "down", AdminToken: "admin-secret",
+		RedisURL: rs.URL(), Prefix: "down", AdminToken: testAdminToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
 	}, nil)
 	tok := ts.token(t, "shop")

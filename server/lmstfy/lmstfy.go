@@ -3,7 +3,6 @@ package lmstfy
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -167,12 +166,12 @@ func (a *API) guard(rt route) httpapi.Handler {
 		if secret == "" {
 			return errorf(http.StatusUnauthorized, "token not found")
 		}
-		tok, err := a.tokens.Authenticate(r.Context(), secret)
-		if errors.Is(err, tenant.ErrUnauthenticated) || (err == nil && tok.Namespace != ns) {
-			return errorf(http.StatusUnauthorized, "invalid token")
-		}
+		tok, err := httpapi.AuthenticateToken(r, a.tokens, secret, errInvalidToken)
 		if err != nil {
 			return err
+		}
+		if tok.Namespace != ns {
+			return errInvalidToken
 		}
 		if !slices.ContainsFunc(rt.perms, tok.Allows) {
 			names := make([]string, len(rt.perms))
@@ -191,6 +190,9 @@ func (a *API) guard(rt route) httpapi.Handler {
 		})(w, r)
 	}
 }
+
+// errInvalidToken is lmstfy's answer to an unknown token, or one of another namespace.
+var errInvalidToken = errorf(http.StatusUnauthorized, "invalid token")
 
 // deny is lmstfy's throttler's answer: 429 {"msg": "token(...) <consume|produce> reach the limit
 // rate, please retry later"}.

@@ -7,3 +7,19 @@ package ui
 func sampleKey(prefix, queueTag string) string {
 	return prefix + ":ui:throughput:" + queueTag
 }
+
+// sessionKey is the hash of one dashboard session, named by the SHA-256 of its id (the cookie's
+// value), so the keys in Redis do not hold what a browser sends. Every session shares the hash
+// tag of the sessions' epoch, which its scripts read with it:
+//
+//	<prefix>:ui:{sessions}:<idHash>
+func sessionKey(prefix, idHash string) string {
+	return prefix + ":ui:{sessions}:" + idHash
+}
+
+// sessionEpochKey counts the "log out everywhere"s: a session made in an earlier epoch is dead.
+//
+//	<prefix>:ui:{sessions}:epoch
+func sessionEpochKey(prefix string) string {
+	return prefix + ":ui:{sessions}:epoch"
+}

@@ -217,17 +217,16 @@ func (u *UI) queueJSON(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (u *UI) pause(w http.ResponseWriter, r *http.Request) error {
-	return u.switchQueue(w, r, u.cfg.Queue.Pause,
-		"Paused: consumers get no jobs from "+r.PathValue("q")+" until it is resumed.")
+	return u.switchQueue(w, r, u.cfg.Queue.Pause, notePaused)
 }
 
 func (u *UI) resume(w http.ResponseWriter, r *http.Request) error {
-	return u.switchQueue(w, r, u.cfg.Queue.Resume, "Resumed.")
+	return u.switchQueue(w, r, u.cfg.Queue.Resume, noteResumed)
 }
 
 // switchQueue runs pause or resume (set) on the queue named by {ns} and {q} and reports it with
-// message.
-func (u *UI) switchQueue(w http.ResponseWriter, r *http.Request, set func(ctx context.Context, ns, q string) error, message string) error {
+// the banner what.
+func (u *UI) switchQueue(w http.ResponseWriter, r *http.Request, set func(ctx context.Context, ns, q string) error, what note) error {
 	ns, q, err := u.queueRef(r)
 	if err != nil {
 		return err
@@ -235,7 +234,7 @@ func (u *UI) switchQueue(w http.ResponseWriter, r *http.Request, set func(ctx co
 	if err := set(r.Context(), ns, q); err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q), message)
+	return done(w, r, queuePath(ns, q), what, 0)
 }
 
 // purge empties the queue's ready and delayed jobs. The form must repeat the queue's name in
@@ -252,7 +251,7 @@ func (u *UI) purge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q), fmt.Sprintf("Purged %d jobs.", n))
+	return done(w, r, queuePath(ns, q), notePurged, n)
 }
 
 func (u *UI) jobPage(w http.ResponseWriter, r *http.Request) error {
@@ -335,7 +334,7 @@ func (u *UI) deadRespawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q)+"/dead", fmt.Sprintf("Respawned %d jobs: they are ready again.", n))
+	return done(w, r, queuePath(ns, q)+"/dead", noteRespawned, int64(n))
 }
 
 func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
@@ -349,5 +348,5 @@ func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q)+"/dead", fmt.Sprintf("Deleted %d dead jobs.", n))
+	return done(w, r, queuePath(ns, q)+"/dead", noteDeadDeleted, int64(n))
 }

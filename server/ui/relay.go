@@ -95,7 +95,7 @@ func (u *UI) setEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if _, err := u.cfg.Relay.SetEndpoint(r.Context(), ep); err != nil {
 		return relayErr(err)
 	}
-	return done(w, r, "/ui/endpoints", "Saved the limits of "+ep.Name+".")
+	return done(w, r, "/ui/endpoints", noteEndpointSaved, 0)
 }
 
 func (u *UI) taskPage(w http.ResponseWriter, r *http.Request) error {

@@ -145,8 +145,8 @@ func parsePages() (map[string]*template.Template, error) {
 // render writes a page, rendered into a buffer first so that a template error never leaves half
 // a page.
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
-	pd := pageData{Title: title, Nav: page, Login: u.cfg.AdminToken != "", Note: r.URL.Query().Get("note"), Data: data}
-	if sess, ok := r.Context().Value(sessionKey{}).(session); ok {
+	pd := pageData{Title: title, Nav: page, Login: u.cfg.AdminToken != "", Note: noteText(r.URL.Query()), Data: data}
+	if sess, ok := r.Context().Value(sessionKeyCtx{}).(session); ok {
 		pd.CSRF = sess.csrf
 	}
 	var buf bytes.Buffer

@@ -78,7 +78,7 @@ func (u *UI) setCapacity(w http.ResponseWriter, r *http.Request) error {
 	if _, err := u.cfg.Rooms.SetRoom(r.Context(), name, cfg); err != nil {
 		return err
 	}
-	return done(w, r, "/ui/rooms", "Room "+name+" now admits "+strconv.Itoa(n)+" visitors at once.")
+	return done(w, r, "/ui/rooms", noteRoomCapacity, int64(n))
 }
 
 // resetRoom empties a room (every visitor leaves, counters start over); the form must repeat the
@@ -97,5 +97,5 @@ func (u *UI) resetRoom(w http.ResponseWriter, r *http.Request) error {
 	if err := u.cfg.Rooms.ResetRoom(r.Context(), name); err != nil {
 		return err
 	}
-	return done(w, r, "/ui/rooms", "Room "+name+" was reset: nobody is inside or waiting.")
+	return done(w, r, "/ui/rooms", noteRoomReset, 0)
 }

@@ -1,113 +1,139 @@
 package ui
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 )
 
-// cookieName is the dashboard's session cookie. Its value is opaque: a random session id and its
-// expiry, signed with a key derived from the admin token (so a session is valid on every server
-// instance sharing that token, and ends when the token changes).
+// cookieName is the dashboard's session cookie. Its value is a random session id; the session
+// itself lives in Redis (sessionKey), so logging out, "log out everywhere" and a new admin token
+// end it on every server at once.
 const cookieName = "sluice_ui"
 
-type sessionKey struct{}
+// sessionIDLen is the length of a session id in the cookie: 32 random bytes in base64url.
+const sessionIDLen = 43
+
+type sessionKeyCtx struct{}
 
 // session is a logged-in dashboard visitor.
 type session struct {
-	id   []byte
-	csrf string
+	idHash string // the SHA-256 of the cookie's id, in hex: the session's name in Redis
+	csrf   string
 }
 
-// sessions issues and checks session cookies and their CSRF tokens.
+// sessions issues, checks and ends dashboard sessions, stored in Redis (session_new.lua,
+// session_get.lua) with a lifetime and an idle timeout.
 type sessions struct {
-	key   []byte
-	token string
-	ttl   time.Duration
+	scripts  *redisx.ScriptRunner
+	cfg      Config
+	epochKey string
+	// tokenPrint is the fingerprint of the admin token, kept in each session: a session made under
+	// another token (before a rotation) is dead on a server with this one.
+	tokenPrint string
 }
 
-func newSessions(adminToken string, ttl time.Duration) *sessions {
-	var key []byte
-	if adminToken != "" {
-		m := hmac.New(sha256.New, []byte("sluice dashboard session v1"))
-		m.Write([]byte(adminToken))
-		key = m.Sum(nil)
-	} else {
-		// Without an admin token there is nothing to derive from: sessions last as long as the
-		// process (and the dashboard hands out a new one on the next page view).
-		key = make([]byte, 32)
-		_, _ = rand.Read(key)
-	}
-	return &sessions{key: key, token: adminToken, ttl: ttl}
+func newSessions(cfg Config, scripts *redisx.ScriptRunner) *sessions {
+	m := hmac.New(sha256.New, []byte("sluice dashboard session v2"))
+	m.Write([]byte(cfg.AdminToken))
+	return &sessions{scripts: scripts, cfg: cfg, epochKey: sessionEpochKey(cfg.Prefix),
+		tokenPrint: hex.EncodeToString(m.Sum(nil)[:16])}
 }
 
-func (s *sessions) mac(parts ...[]byte) []byte {
-	m := hmac.New(sha256.New, s.key)
-	for _, p := range parts {
-		m.Write(p)
-		m.Write([]byte{0})
-	}
-	return m.Sum(nil)
+func hashID(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:16])
 }
 
-// issue makes a new session and sets its cookie.
-func (s *sessions) issue(w http.ResponseWriter, r *http.Request) session {
-	raw := make([]byte, 24)
-	_, _ = rand.Read(raw[:16])
-	exp := time.Now().Add(s.ttl)
-	binary.BigEndian.PutUint64(raw[16:], uint64(exp.Unix()))
-	value := base64.RawURLEncoding.EncodeToString(raw) + "." + base64.RawURLEncoding.EncodeToString(s.mac([]byte("session"), raw))
-	// Secure only over TLS: the admin listener is usually plain HTTP on loopback, where a Secure
-	// cookie would never be sent back.
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // see above
-		Name: cookieName, Value: value, Path: "/ui/", Expires: exp, MaxAge: int(s.ttl / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-	})
-	return s.session(raw[:16])
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func (s *sessions) session(id []byte) session {
-	return session{id: id, csrf: base64.RawURLEncoding.EncodeToString(s.mac([]byte("csrf"), id)[:18])}
-}
-
-// fromRequest returns the request's session when its cookie is valid and not expired.
-func (s *sessions) fromRequest(r *http.Request) (session, bool) {
-	c, err := r.Cookie(cookieName)
+// issue makes a new session in Redis and sets its cookie.
+func (s *sessions) issue(w http.ResponseWriter, r *http.Request) (session, error) {
+	id := randomString(32)
+	sess := session{idHash: hashID(id), csrf: randomString(24)}
+	err := s.scripts.Run(r.Context(), "session_new", []string{sessionKey(s.cfg.Prefix, sess.idHash), s.epochKey},
+		sess.csrf, s.tokenPrint, s.cfg.SessionTTL.Milliseconds(), s.cfg.SessionIdleTimeout.Milliseconds()).Err()
 	if err != nil {
-		return session{}, false
+		return session{}, fmt.Errorf("ui: new session: %w", err)
 	}
-	body, sig, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return session{}, false
+	setCookie(w, r, id, int(s.cfg.SessionTTL/time.Second))
+	return sess, nil
+}
+
+// setCookie sets the session cookie (maxAge < 0 removes it). It is Secure when the browser's
+// request came over TLS, to this server or to a trusted proxy that said so; the admin listener is
+// usually plain HTTP on loopback, where a Secure cookie would never come back.
+func setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	st := httpapi.StateOf(r.Context())
+	secure := r.TLS != nil || (st != nil && st.HTTPS)
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // Secure over TLS only: see above
+		Name: cookieName, Value: value, Path: "/ui/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure,
+	})
+}
+
+// fromRequest returns the request's session when its cookie names a live one, and pushes the
+// session's idle timeout back.
+func (s *sessions) fromRequest(r *http.Request) (session, bool, error) {
+	cookies := r.CookiesNamed(cookieName)
+	if len(cookies) == 0 || len(cookies[0].Value) != sessionIDLen || strings.Trim(cookies[0].Value, base64url) != "" {
+		return session{}, false, nil
 	}
-	raw, err1 := base64.RawURLEncoding.DecodeString(body)
-	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
-	if err1 != nil || err2 != nil || len(raw) != 24 || !hmac.Equal(mac, s.mac([]byte("session"), raw)) {
-		return session{}, false
+	idHash := hashID(cookies[0].Value)
+	csrf, err := s.scripts.Run(r.Context(), "session_get", []string{sessionKey(s.cfg.Prefix, idHash), s.epochKey},
+		s.tokenPrint, s.cfg.SessionIdleTimeout.Milliseconds()).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return session{}, false, nil
+	case err != nil:
+		return session{}, false, fmt.Errorf("ui: session: %w", err)
 	}
-	if time.Now().Unix() >= int64(binary.BigEndian.Uint64(raw[16:])) { //nolint:gosec // a Unix time we wrote
-		return session{}, false
+	return session{idHash: idHash, csrf: csrf}, true, nil
+}
+
+const base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// end deletes a session: its cookie is no session anywhere from now on.
+func (s *sessions) end(ctx context.Context, sess session) error {
+	if err := s.cfg.Redis.Del(ctx, sessionKey(s.cfg.Prefix, sess.idHash)).Err(); err != nil {
+		return fmt.Errorf("ui: end session: %w", err)
 	}
-	return s.session(raw[:16]), true
+	return nil
+}
+
+// endAll ends every session, on every server: the epoch moves on, and each session's next look-up
+// finds it made in an earlier one.
+func (s *sessions) endAll(ctx context.Context) error {
+	if err := s.cfg.Redis.Incr(ctx, s.epochKey).Err(); err != nil {
+		return fmt.Errorf("ui: end sessions: %w", err)
+	}
+	return nil
 }
 
 // checkCSRF refuses a POST whose form field "csrf" (or X-CSRF-Token header) is not the session's,
 // or whose Origin, when sent, is not the dashboard's own.
-func (s *sessions) checkCSRF(r *http.Request, sess session) error {
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !strings.EqualFold(u.Host, r.Host) {
-			return &httpapi.Error{Code: httpapi.CodePermissionDenied, Message: "the request comes from another site (Origin " + o + ")"}
-		}
+func checkCSRF(r *http.Request, sess session) error {
+	if err := checkOrigin(r); err != nil {
+		return err
 	}
 	got := r.Header.Get("X-CSRF-Token")
 	if got == "" {
@@ -119,51 +145,17 @@ func (s *sessions) checkCSRF(r *http.Request, sess session) error {
 	return nil
 }
 
-// checkToken reports whether secret is the admin token.
-func (s *sessions) checkToken(secret string) bool {
-	return s.token != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.token)) == 1
-}
-
-func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) error {
-	if _, ok := u.sessions.fromRequest(r); ok || u.cfg.AdminToken == "" {
-		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
-		return nil
-	}
-	u.render(w, r, http.StatusOK, "login", "Log in", map[string]any{"Next": safeNext(r.URL.Query().Get("next"))})
-	return nil
-}
-
-// login checks the admin token once and swaps it for a session cookie.
-func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
+// checkOrigin refuses a request whose Origin, when sent, is not the dashboard's own.
+func checkOrigin(r *http.Request) error {
 	if o := r.Header.Get("Origin"); o != "" {
-		if pu, err := url.Parse(o); err != nil || !strings.EqualFold(pu.Host, r.Host) {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
 			return &httpapi.Error{Code: httpapi.CodePermissionDenied, Message: "the request comes from another site (Origin " + o + ")"}
 		}
 	}
-	next := safeNext(r.PostFormValue("next"))
-	if u.cfg.AdminToken == "" {
-		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
-		return nil
-	}
-	if !u.sessions.checkToken(r.PostFormValue("token")) {
-		u.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Failed": true})
-		return nil
-	}
-	u.sessions.issue(w, r)
-	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
 	return nil
 }
 
-func (u *UI) logout(w http.ResponseWriter, r *http.Request) error {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}) //nolint:gosec // Secure over TLS only, as in issue
-	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
-	return nil
-}
-
-// safeNext keeps a post-login redirect inside the dashboard.
-func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return "/ui/"
-	}
-	return next
+// checkToken reports whether secret is the admin token.
+func (s *sessions) checkToken(secret string) bool {
+	return s.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.cfg.AdminToken)) == 1
 }

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,16 +12,6 @@ import (
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/startstop"
 )
-
-//go:embed lua/sample.lua
-var sampleLua string
-
-// library is the dashboard's one script, run as a Redis function where Redis has FUNCTION and as
-// an EVALSHA script elsewhere (redisx.Library, as in the library packages).
-var library = redisx.NewLibrary(redisx.LibrarySpec{
-	Name:    "sluice_ui",
-	Scripts: []redisx.LibraryScript{{Name: "sample", Body: sampleLua}},
-})
 
 const (
 	// window is the chart's span in minutes.
@@ -43,8 +32,8 @@ type Sampler struct {
 
 var _ startstop.Service = (*Sampler)(nil)
 
-func newSampler(cfg Config) *Sampler {
-	return &Sampler{cfg: cfg, scripts: redisx.NewScriptRunner(library, cfg.Redis, cfg.Logger, "ui")}
+func newSampler(cfg Config, scripts *redisx.ScriptRunner) *Sampler {
+	return &Sampler{cfg: cfg, scripts: scripts}
 }
 
 // Start samples at once and then every SampleInterval until Stop or ctx ends. A second Start

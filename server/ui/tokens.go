@@ -110,5 +110,5 @@ func (u *UI) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	if err := u.cfg.Limits.Remove(r.Context(), ns, tok.ID); err != nil {
 		return err
 	}
-	return done(w, r, "/ui/tokens?ns="+url.QueryEscape(ns), "Revoked token "+tok.ID+": requests with it are refused from now on.")
+	return done(w, r, "/ui/tokens?ns="+url.QueryEscape(ns), noteTokenRevoked, 0)
 }

@@ -50,8 +50,10 @@ type Config struct {
 	// AdminToken, when set, is what the login page asks for. Default "": no login (the admin
 	// listener then serves loopback hosts only).
 	AdminToken string
-	// SessionTTL is how long a login lasts. Default 12h.
+	// SessionTTL is how long a login lasts at most. Default 12h.
 	SessionTTL time.Duration
+	// SessionIdleTimeout ends a session that made no request for that long. Default 30m.
+	SessionIdleTimeout time.Duration
 	// SampleInterval is how often Sampler records the queues' counters. Default 10s (a sample
 	// per minute is kept; the interval bounds how far a minute's edge may be off).
 	SampleInterval time.Duration
@@ -62,6 +64,7 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, "sluice")
 	c.SessionTTL = cmp.Or(c.SessionTTL, 12*time.Hour)
+	c.SessionIdleTimeout = cmp.Or(c.SessionIdleTimeout, 30*time.Minute)
 	c.SampleInterval = cmp.Or(c.SampleInterval, 10*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -77,8 +80,8 @@ func (c Config) validate() error {
 		return errors.New("ui: Config.Queue is required")
 	case c.Namespaces == nil || c.Tokens == nil || c.Limits == nil:
 		return errors.New("ui: Config.Namespaces, Config.Tokens and Config.Limits are required")
-	case c.SessionTTL < time.Minute:
-		return fmt.Errorf("ui: Config.SessionTTL %s is under a minute", c.SessionTTL)
+	case c.SessionTTL < time.Minute || c.SessionIdleTimeout < time.Minute:
+		return fmt.Errorf("ui: Config.SessionTTL (%s) and Config.SessionIdleTimeout (%s) must be at least a minute", c.SessionTTL, c.SessionIdleTimeout)
 	}
 	return nil
 }
@@ -105,8 +108,9 @@ func New(cfg Config) (*UI, error) {
 		return nil, err
 	}
 	u := &UI{cfg: cfg, log: cfg.Logger, pages: pages}
-	u.sessions = newSessions(cfg.AdminToken, cfg.SessionTTL)
-	u.sampler = newSampler(cfg)
+	scripts := newScripts(cfg)
+	u.sessions = newSessions(cfg, scripts)
+	u.sampler = newSampler(cfg, scripts)
 	u.handler = u.routes()
 	return u, nil
 }
@@ -130,6 +134,7 @@ func (u *UI) routes() http.Handler {
 	mux.HandleFunc("POST /ui/login", u.open(u.login))
 	page := func(pattern string, h handler) { mux.HandleFunc(pattern, u.guard(h)) }
 	page("POST /ui/logout", u.logout)
+	page("POST /ui/logout-everywhere", u.logoutEverywhere)
 	page("GET /ui/{$}", u.overview)
 	page("GET /ui/api/overview", u.overviewJSON)
 	page("GET /ui/find", u.find)
@@ -201,11 +206,18 @@ func (u *UI) open(h handler) http.HandlerFunc {
 // session's CSRF token.
 func (u *UI) guard(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sess, ok := u.sessions.fromRequest(r)
+		sess, ok, err := u.sessions.fromRequest(r)
+		if err != nil {
+			u.renderError(w, r, err)
+			return
+		}
 		if !ok {
 			switch {
 			case u.cfg.AdminToken == "" && r.Method == http.MethodGet:
-				sess = u.sessions.issue(w, r)
+				if sess, err = u.sessions.issue(w, r); err != nil {
+					u.renderError(w, r, err)
+					return
+				}
 			case r.Method == http.MethodGet && !isAPI(r):
 				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -215,12 +227,12 @@ func (u *UI) guard(h handler) http.HandlerFunc {
 			}
 		}
 		if r.Method == http.MethodPost {
-			if err := u.sessions.checkCSRF(r, sess); err != nil {
+			if err := checkCSRF(r, sess); err != nil {
 				u.renderError(w, r, err)
 				return
 			}
 		}
-		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess))
+		r = r.WithContext(context.WithValue(r.Context(), sessionKeyCtx{}, sess))
 		if err := h(w, r); err != nil {
 			u.renderError(w, r, err)
 		}
@@ -251,17 +263,4 @@ func (u *UI) renderError(w http.ResponseWriter, r *http.Request, err error) {
 		msg = e.Field + ": " + msg
 	}
 	u.render(w, r, e.Status(), "error", "Error", map[string]any{"Code": e.Code, "Message": msg})
-}
-
-// done answers a successful action: back to the page it came from, with a note of what happened.
-func done(w http.ResponseWriter, r *http.Request, to, note string) error {
-	http.Redirect(w, r, to+sep(to)+"note="+url.QueryEscape(note), http.StatusSeeOther) //nolint:gosec // to is a dashboard path built from escaped parts
-	return nil
-}
-
-func sep(to string) string {
-	if strings.Contains(to, "?") {
-		return "&"
-	}
-	return "?"
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
@@ -95,6 +96,30 @@ func (b *Browser) DisableScripts() {
 	b.t.Helper()
 	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+}
+
+// Cookies returns the browser's cookies that a request to url would carry (HttpOnly ones too,
+// which the page's scripts cannot read).
+func (b *Browser) Cookies(url string) []*network.Cookie {
+	b.t.Helper()
+	var got []*network.Cookie
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		res, err := cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+		got = res.Cookies
+		return err
+	}))
+	return got
+}
+
+// SetCookie stores a cookie in the browser as if url had set it: a saved cookie replayed.
+func (b *Browser) SetCookie(url string, c *network.Cookie) {
+	b.t.Helper()
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, network.SetCookies, network.SetCookiesParams{Cookies: []*network.CookieParam{{
+			Name: c.Name, Value: c.Value, URL: url, Path: c.Path, Secure: c.Secure, HTTPOnly: c.HTTPOnly, SameSite: c.SameSite,
+		}}})
 		return err
 	}))
 }

@@ -48,6 +48,9 @@ const (
 	CodeAdminHostRefused        Code = "admin_host_refused"
 	CodeAdminOriginRefused      Code = "admin_origin_refused"
 	CodeAdminContentTypeRefused Code = "admin_content_type_refused"
+	// CodeAuthBackoff: the client's address made too many failed authentications and must wait
+	// (Retry-After) before its credentials are checked again (server/internal/authguard).
+	CodeAuthBackoff Code = "auth_backoff"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -73,6 +76,7 @@ var statusOf = map[Code]int{
 	CodePermitRefused:           http.StatusForbidden,
 	CodePermitMismatch:          http.StatusForbidden,
 	CodeNotPermitted:            http.StatusConflict,
+	CodeAuthBackoff:             http.StatusTooManyRequests,
 }
 
 // Sentinel errors, matched with errors.Is.

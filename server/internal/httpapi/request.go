@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
+	"github.com/sluicehq/sluice/server/internal/authguard"
 	"github.com/sluicehq/sluice/server/tenant"
 )
 
@@ -23,6 +25,13 @@ type RequestState struct {
 	Errors ErrorMap
 	// Code is the registry code of the error the request answered with ("" for success).
 	Code Code
+	// Client is the client's address: the connection's, or the one a trusted proxy named.
+	Client netip.Addr
+	// HTTPS says the client's request came over TLS: to this server, or to a trusted proxy that
+	// said so (X-Forwarded-Proto).
+	HTTPS bool
+	// Guard limits failed authentications per client (AuthWait, AuthFailed). nil: no limit.
+	Guard *authguard.Guard
 
 	identity tenant.Identity
 	// charge is the request's charge to its token's rate limit (Limiter.Wrap), for RefundRequest.

@@ -15,6 +15,7 @@ func registerClient(t map[string]command) {
 	t["dead respawn"] = command{"put dead jobs back in their queue", runDeadRespawn}
 	t["token create"] = command{"create a namespace token (admin API)", runTokenCreate}
 	t["token revoke"] = command{"revoke a namespace token (admin API)", runTokenRevoke}
+	t["token gen"] = command{"print a strong random secret for admin_token (no server needed)", runTokenGen}
 	t["lmstfy import"] = command{"carry lmstfy's namespaces, tokens and limits over (admin API)", runLmstfyImport}
 	t["task submit"] = command{"queue a call to a request-queue endpoint", runTaskSubmit}
 	t["task get"] = command{"show a task (status, position, ETA, result)", runTaskGet}

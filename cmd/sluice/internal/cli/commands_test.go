@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -55,7 +56,7 @@ func TestErrors(t *testing.T) {
 		wantFail(t, f.run(t, "publish", "--delay", "soon", "q"), exitUsage, "invalid value \"soon\"")
 		wantFail(t, f.run(t, "frobnicate"), exitUsage, `unknown command "frobnicate"`)
 		wantFail(t, f.run(t, "dead"), exitUsage, "sluice dead: want a subcommand: list, respawn")
-		wantFail(t, f.run(t, "token", "mint"), exitUsage, "sluice token: want a subcommand: create, revoke")
+		wantFail(t, f.run(t, "token", "mint"), exitUsage, "sluice token: want a subcommand: create, gen, revoke")
 		wantFail(t, f.run(t, "stats", "--url", "ftp://x"), exitUsage, "bad server URL")
 		wantFail(t, f.run(t, "bench", "--cpu", "server"), exitUsage, `--cpu: "server": want name=pid`)
 		wantFail(t, f.run(t, "bench", "--cpu", "redis=-3"), exitUsage, `--cpu: "redis=-3": want name=pid`)
@@ -99,6 +100,23 @@ func TestTokens(t *testing.T) {
 	// The admin API wants its token.
 	r := runWith(t, f.env("SLUICE_ADMIN_TOKEN", "nope"), "", "token", "create", "--ns", "x")
 	wantFail(t, r, exitError, "unauthenticated")
+}
+
+// `sluice token gen` prints a strong secret, and the server refuses to start with a weak admin
+// token (from a flag or the environment), saying which setting and how to make a strong one.
+func TestTokenGenAndWeakAdminToken(t *testing.T) {
+	t.Parallel()
+	a, b := runWith(t, nil, "", "token", "gen"), runWith(t, nil, "", "token", "gen")
+	strong := regexp.MustCompile(`^[A-Za-z0-9_-]{43}\n$`)
+	if a.Code != 0 || !strong.MatchString(a.Stdout) || a.Stdout == b.Stdout {
+		t.Fatalf("token gen: %+v, then %+v", a, b)
+	}
+	wantFail(t, runWith(t, nil, "", "token", "gen", "extra"), exitUsage, "no arguments")
+	refusal := []string{"admin_token", "--admin-token", "SLUICE_ADMIN_TOKEN", "too weak", "sluice token gen"}
+	wantFail(t, runWith(t, nil, "", "server", "--admin-token", "admin-secret", "--redis-url", "redis://127.0.0.1:1"),
+		exitError, append(refusal, "12 characters")...)
+	wantFail(t, runWith(t, map[string]string{"SLUICE_ADMIN_TOKEN": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, "", "server",
+		"--redis-url", "redis://127.0.0.1:1"), exitError, append(refusal, "only 1 different")...)
 }
 
 func TestVersion(t *testing.T) {

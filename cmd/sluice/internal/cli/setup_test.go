@@ -15,6 +15,9 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
+// testAdminToken is the test servers' admin token: strong enough for the server's checks.
+const testAdminToken = "test-admin-token-4f9c2a7e1b"
+
 // fixture is a real server on loopback listeners over a per-test Redis prefix, and a namespace
 // token made with `sluice token create`.
 type fixture struct {
@@ -26,11 +29,11 @@ type fixture struct {
 // setup starts a server for the test and stops it when the test ends.
 func setup(t *testing.T) *fixture {
 	t.Helper()
-	srv := servertest.Start(t, server.Config{AdminToken: "admin-secret"})
+	srv := servertest.Start(t, server.Config{AdminToken: testAdminToken})
 	f := &fixture{
 		PublicURL:  srv.PublicURL,
 		AdminURL:   srv.AdminURL,
-		AdminToken: "admin-secret",
+		AdminToken: testAdminToken,
 		NS:         "shop",
 	}
 	var tok struct {

@@ -19,8 +19,8 @@ func TestTaskAndEndpointCommands(t *testing.T) {
 		_, _ = io.WriteString(w, "echo "+r.Header.Get("X-A")+" "+string(b))
 	}))
 	defer target.Close()
-	srv := servertest.Start(t, server.Config{AdminToken: "admin-secret", RelayAllowPrivate: true})
-	f := &fixture{PublicURL: srv.PublicURL, AdminURL: srv.AdminURL, AdminToken: "admin-secret", NS: "shop"}
+	srv := servertest.Start(t, server.Config{AdminToken: testAdminToken, RelayAllowPrivate: true})
+	f := &fixture{PublicURL: srv.PublicURL, AdminURL: srv.AdminURL, AdminToken: testAdminToken, NS: "shop"}
 	var tok struct{ Token string }
 	f.mustJSON(t, &tok, "token", "create", "--ns", "shop", "--perm", "tasks", "--json")
 	f.Token = tok.Token

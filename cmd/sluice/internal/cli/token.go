@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/sluicehq/sluice/server"
 )
 
 func tokensPath(ns string) string { return "/v1/namespaces/" + pathEscape(ns) + "/tokens" }
@@ -64,5 +66,21 @@ Example:
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "revoked token %s of namespace %s\n", pos[0], *ns)
+	return nil
+}
+
+func runTokenGen(_ context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "token gen", "", `
+Print a strong random secret: 32 random bytes in base64url (43 characters). It is what
+admin_token wants (the server refuses an admin token shorter than 24 characters or of low
+variety), and it suits room_pass_keys and relay_permit_keys too. Nothing is sent anywhere.
+
+Examples:
+  export SLUICE_ADMIN_TOKEN=$(sluice token gen)
+  sluice server --admin-token "$(sluice token gen)"`)
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.Stdout, server.NewAdminToken())
 	return nil
 }
