@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -80,21 +79,6 @@ var credentialCases = []credentialCase{
 		}
 		return newDashboard(t, ts.testServer).send(t, http.MethodPost, "/ui/login", url.Values{"token": {tok}}, nil)
 	}},
-}
-
-// exchange sends req with client c and reads the whole answer.
-func exchange(t *testing.T, c *http.Client, req *http.Request) response {
-	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
 // wantBackoff fails unless r is the 429 auth_backoff with a Retry-After, and returns the wait.

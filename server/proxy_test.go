@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
 	"log/slog"
 	"math/big"
 	"net"
@@ -72,26 +71,6 @@ func clientFrom(t *testing.T, ip string, pool *x509.CertPool) *http.Client {
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, CheckRedirect: noRedirects.CheckRedirect}
-}
-
-// sendWith sends a request with headers and a form (nil: no body) from client c.
-func sendWith(t *testing.T, c *http.Client, method, url string, header map[string]string, form url.Values) response {
-	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctxT(t), method, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	return exchange(t, c, req)
 }
 
 // TestAdminBehindNginx runs deploy/nginx/admin.conf with a real nginx terminating TLS in front of

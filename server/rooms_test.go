@@ -34,23 +34,7 @@ func newVisitor(t *testing.T) *visitor {
 
 func (v *visitor) do(t *testing.T, method, url string, header map[string]string) response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(t), method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, val := range header {
-		req.Header.Set(k, val)
-	}
-	resp, err := v.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return sendWith(t, v.c, method, url, header, nil)
 }
 
 type roomStatus struct {

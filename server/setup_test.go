@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,16 +176,42 @@ func do(t *testing.T, method, url, token string, body any) response {
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := noRedirects.Do(req)
+	return exchange(t, noRedirects, req)
+}
+
+// exchange sends req with client c and reads the whole answer.
+func exchange(t *testing.T, c *http.Client, req *http.Request) response {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
+		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, url, err)
+		t.Fatal(err)
 	}
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// sendWith sends a request with headers and a form (nil: no body) from client c.
+func sendWith(t *testing.T, c *http.Client, method, target string, header map[string]string, form url.Values) response {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctxT(t), method, target, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return exchange(t, c, req)
 }
 
 // public sends a request to the public listener.

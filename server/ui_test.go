@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -38,33 +37,11 @@ var csrfField = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
 
 func (d *dashboard) send(t *testing.T, method, path string, form url.Values, header map[string]string) response {
 	t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctxT(t), method, d.ts.AdminURL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := csrfField.FindSubmatch(b); m != nil {
+	r := sendWith(t, d.client, method, d.ts.AdminURL+path, header, form)
+	if m := csrfField.FindSubmatch(r.Body); m != nil {
 		d.csrf = string(m[1])
 	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return r
 }
 
 func (d *dashboard) get(t *testing.T, path string) response {

@@ -1,42 +1,23 @@
 package authguard
 
 import (
-	"bytes"
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testio"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// lockedBuffer is a log sink several goroutines may write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // setup returns a guard on env with short waits and its log, adjusted by opts.
-func setup(t *testing.T, env *redistest.Env, opts ...func(*Config)) (*Guard, *lockedBuffer) {
+func setup(t *testing.T, env *redistest.Env, opts ...func(*Config)) (*Guard, *testio.Buffer) {
 	t.Helper()
-	log := &lockedBuffer{}
+	log := &testio.Buffer{}
 	cfg := Config{Redis: env.Client, Prefix: env.Prefix, FreeFailures: 3, Backoff: 100 * time.Millisecond,
 		MaxBackoff: 350 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(log, nil))}
 	for _, o := range opts {
