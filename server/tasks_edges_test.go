@@ -40,7 +40,7 @@ func TestEndpointPrivateTargetRefusedNamingTheSetting(t *testing.T) {
 	allowed.putEndpoint(t, "private", map[string]any{"target_url": "http://127.0.0.1:9/x"})
 
 	// The config file's endpoints are held to the same rule at start.
-	cfg := Config{RedisURL: ts.env.URL, Prefix: ts.env.Prefix + "-start", AdminToken: "admin-secret", RelayWorkers: -1,
+	cfg := Config{RedisURL: ts.env.URL, Prefix: ts.env.Prefix + "-start", AdminToken: testAdminToken, RelayWorkers: -1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
 		RelayEndpoints: map[string]tasks.EndpointBody{"local": {TargetURL: "http://127.0.0.1:9/x"}}}
 	if _, err := New(ctxT(t), cfg); err == nil || !strings.Contains(err.Error(), "relay_allow_private") {
