@@ -20,8 +20,7 @@ type Client struct {
 
 	// Concurrent single calls on one queue share script calls (combine.go).
 	publishComb *combiner[publishReq, store.Published]
-	ackComb     *combiner[store.Ack, store.AckOutcome]
-	consumeComb *combiner[consumeReq, consumeRes]
+	leaseComb   *combiner[leaseReq, leaseRes] // acks and consumes (lease_batch.go)
 }
 
 // NewClient returns a Client on rdb (standalone, Sentinel or Cluster).
@@ -45,8 +44,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		notify: newNotifier(rdb, cfg.Logger),
 	}
 	c.publishComb = newCombiner(c.runPublish)
-	c.ackComb = newCombiner(c.runAck)
-	c.consumeComb = newCombiner(c.runConsume)
+	c.leaseComb = newCombiner(c.runLeaseBatch)
 	return c, nil
 }
 

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
 // errClosed is returned by a blocking Consume on a closed Client.
@@ -113,7 +114,8 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, 
 	for i, q := range p.Queues {
 		for len(out) < p.Count {
 			req := consumeReq{ns: p.Namespace, q: q, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
-			res, err := c.consumeComb.do(ctx, req.ns+"\x00"+req.q+"\x00"+strconv.FormatInt(req.ttr, 10), req)
+			lr, err := c.doLease(ctx, req.ns, req.q, leaseReq{consume: true, req: req})
+			res := lr.consume
 			if err != nil {
 				if len(out) > 0 {
 					// Jobs of earlier queues are leased: they must reach the caller, who would drop
@@ -137,7 +139,8 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, 
 }
 
 // consumeReq asks one queue for up to count jobs; concurrent requests on one queue with the same
-// ttr are served by one script call (combine.go).
+// ttr are served by one script call, with the acks of that queue waiting beside them
+// (lease_batch.go).
 type consumeReq struct {
 	ns, q string
 	count int
@@ -150,31 +153,49 @@ type consumeRes struct {
 	more      bool  // jobs may be left that this request did not get: call again
 }
 
-// runConsume leases jobs for a batch of requests in one script call and shares them out in order.
-func (c *Client) runConsume(ctx context.Context, _ string, reqs []consumeReq) ([]consumeRes, error) {
+// runConsume leases jobs for the consumes reqs[idx...] (one queue, one ttr) in one script call and
+// shares them out in order; the acks reqs[riders...] ride along (consume.lua does them first).
+// It sets their answers in out.
+func (c *Client) runConsume(ctx context.Context, reqs []leaseReq, idx, riders []int, out []leaseRes) {
+	first := reqs[idx[0]].req
 	total := 0
-	for _, r := range reqs {
-		total += r.count
+	for _, i := range idx {
+		total += reqs[i].req.count
 	}
 	want := min(total, MaxConsumeCount)
-	leased, err := c.store.Consume(ctx, reqs[0].ns, reqs[0].q, want, reqs[0].ttr)
+	var acks []store.Ack
+	if len(riders) > 0 {
+		acks = make([]store.Ack, len(riders))
+		for j, i := range riders {
+			acks[j] = reqs[i].ack
+		}
+	}
+	leased, outcomes, err := c.store.ConsumeAcking(ctx, first.ns, first.q, want, first.ttr, acks)
 	if err != nil {
-		return nil, err
+		for _, i := range append(idx, riders...) {
+			out[i].err = err
+		}
+		return
+	}
+	if len(acks) > 0 {
+		err := c.store.AckLeft(ctx, acks, outcomes)
+		for j, i := range riders {
+			out[i].ack, out[i].err = outcomes[j], err
+		}
 	}
 	jobs := make([]Delivery, len(leased.Jobs))
 	for j := range leased.Jobs {
-		jobs[j] = jobOf(reqs[0].ns, reqs[0].q, &leased.Jobs[j]).delivery()
+		jobs[j] = jobOf(first.ns, first.q, &leased.Jobs[j]).delivery()
 		jobs[j].Elapsed = time.Duration(leased.Now-jobs[j].PublishedAt.UnixMilli()) * time.Millisecond
 	}
 	// The queue may hold more when the script stopped early or the batch was capped.
 	mayHaveMore := leased.More || (leased.Count == want && total > want)
-	out := make([]consumeRes, len(reqs))
-	for i, r := range reqs {
+	for _, i := range idx {
+		r := reqs[i].req
 		take := min(r.count, len(jobs))
-		out[i] = consumeRes{jobs: jobs[:take:take], now: leased.Now, next: leased.Next, more: mayHaveMore && take < r.count}
+		out[i].consume = consumeRes{jobs: jobs[:take:take], now: leased.Now, next: leased.Next, more: mayHaveMore && take < r.count}
 		jobs = jobs[take:]
 	}
-	return out, nil
 }
 
 func (c *Client) validateConsume(p *ConsumeParams) error {

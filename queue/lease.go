@@ -22,16 +22,16 @@ type AckParams struct {
 
 // Ack finishes a delivery. It returns ErrLeaseLost when the lease expired or a later delivery holds
 // the job, and ErrNotFound when the job is gone; either way nothing changes. Concurrent Ack calls
-// on one queue share one script call.
+// on one queue share one script call, with the consumes of that queue when there are any.
 func (c *Client) Ack(ctx context.Context, p AckParams) error {
 	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
 		return err
 	}
-	outcome, err := c.ackComb.do(ctx, p.Namespace+"\x00"+p.Queue, store.Ack(p))
+	res, err := c.doLease(ctx, p.Namespace, p.Queue, leaseReq{ack: store.Ack(p)})
 	if err != nil {
 		return fmt.Errorf("queue: ack: %w", err)
 	}
-	return ackError(outcome)
+	return ackError(res.ack)
 }
 
 // Finish ends a job whatever its state, as lmstfy's ack does (it names no delivery): a job under
@@ -42,16 +42,11 @@ func (c *Client) Finish(ctx context.Context, ns, q, id string) error {
 	if err := validateLease(ns, q, id, 1); err != nil {
 		return err
 	}
-	outcome, err := c.ackComb.do(ctx, ns+"\x00"+q, store.Ack{Namespace: ns, Queue: q, ID: id, Delivery: store.FinishAny})
+	res, err := c.doLease(ctx, ns, q, leaseReq{ack: store.Ack{Namespace: ns, Queue: q, ID: id, Delivery: store.FinishAny}})
 	if err != nil {
 		return fmt.Errorf("queue: finish: %w", err)
 	}
-	return ackError(outcome)
-}
-
-// runAck acks a batch of deliveries of one queue in one script call; each gets its own outcome.
-func (c *Client) runAck(ctx context.Context, _ string, acks []store.Ack) ([]store.AckOutcome, error) {
-	return c.store.Ack(ctx, acks)
+	return ackError(res.ack)
 }
 
 // ackError is the error of an ack's outcome: nil, ErrNotFound or ErrLeaseLost.

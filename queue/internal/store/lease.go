@@ -42,13 +42,48 @@ type Leased struct {
 // Consume leases up to count ready jobs of one queue (at most 1000) for ttrMs (0: each job's own
 // TTR), running the queue's housekeeping first.
 func (s *Store) Consume(ctx context.Context, ns, q string, count int, ttrMs int64) (Leased, error) {
+	leased, _, err := s.ConsumeAcking(ctx, ns, q, count, ttrMs, nil)
+	return leased, err
+}
+
+// ConsumeAcking is Consume with acks of the same queue done first in the same script call, as Ack
+// does them. No ack may keep a result (its Result must be nil). It returns one outcome per ack;
+// where the script left an ack to ack.lua (a finish of a job under no running lease) the outcome
+// is unsettled until AckLeft runs: the caller calls it, so that the jobs leased reach their
+// consumer whatever becomes of that second call.
+func (s *Store) ConsumeAcking(ctx context.Context, ns, q string, count int, ttrMs int64, acks []Ack) (Leased, []AckOutcome, error) {
 	k := s.keys.get(ns, q)
-	sent := s.clocks.micros()
-	reply, err := s.run(ctx, scriptConsume, k, count, ttrMs).Slice()
-	if err != nil {
-		return Leased{}, err
+	args := make([]any, 0, 2+2*len(acks))
+	args = append(args, count, ttrMs)
+	for _, a := range acks {
+		args = append(args, a.ID, a.Delivery)
 	}
-	return s.parseLeasedReply(ctx, k, ns, q, reply, sent)
+	sent := s.clocks.micros()
+	reply, err := s.run(ctx, scriptConsume, k, args...).Slice()
+	if err != nil {
+		return Leased{}, nil, err
+	}
+	if len(reply) < 4+len(acks) {
+		return Leased{}, nil, fmt.Errorf("unexpected reply of %d fields for %d acks", len(reply), len(acks))
+	}
+	var outcomes []AckOutcome
+	if len(acks) > 0 {
+		outcomes = make([]AckOutcome, len(acks))
+		for i, code := range reply[4 : 4+len(acks)] {
+			outcomes[i] = AckOutcome(num(code))
+		}
+	}
+	leased, err := s.parseLeasedReply(ctx, k, ns, q, reply, len(acks), sent)
+	return leased, outcomes, err
+}
+
+// AckLeft settles the acks a script left to ack.lua (ConsumeAcking's outcomes), with one more
+// call, and puts their outcomes in place.
+func (s *Store) AckLeft(ctx context.Context, acks []Ack, outcomes []AckOutcome) error {
+	if len(acks) == 0 {
+		return nil
+	}
+	return s.ackLeftOnes(ctx, s.keys.get(acks[0].Namespace, acks[0].Queue), acks, outcomes)
 }
 
 // ConsumeCallbacks leases up to count jobs of the queue's callback lane, running its housekeeping
@@ -60,7 +95,7 @@ func (s *Store) ConsumeCallbacks(ctx context.Context, ns, q string, count int) (
 	if err != nil {
 		return Leased{}, err
 	}
-	return s.parseLeasedReply(ctx, k, ns, q, reply, sent)
+	return s.parseLeasedReply(ctx, k, ns, q, reply, 0, sent)
 }
 
 // parseLeasedReply reads a consume script's answer. A job whose record this client cannot read
@@ -68,18 +103,20 @@ func (s *Store) ConsumeCallbacks(ctx context.Context, ns, q string, count int) (
 // rather than failing the call, whose other jobs are leased already: it stays leased, comes back
 // when its lease ends, and reaches the dead letter when its tries run out. Redis's time in the
 // answer of the call sent at sent (local µs) is the new reading of its server's clock (clock.go).
-func (s *Store) parseLeasedReply(ctx context.Context, k queueKeys, ns, q string, reply []any, sent int64) (Leased, error) {
+// The jobs' fields start after the four of the header and skip more (consume.lua's ack codes).
+func (s *Store) parseLeasedReply(ctx context.Context, k queueKeys, ns, q string, reply []any, skip int, sent int64) (Leased, error) {
 	if len(reply) < 4 {
 		return Leased{}, fmt.Errorf("unexpected reply of %d fields", len(reply))
 	}
 	r := Leased{Now: num(reply[0]), Next: num(reply[1]), More: num(reply[2]) == 1, Count: int(num(reply[3]))}
 	s.clocks.learn(ctx, k.jobs(), r.Now, sent)
-	if r.Count < 0 || len(reply) != 4+r.Count*fieldsPerLeased {
+	first := 4 + skip
+	if r.Count < 0 || len(reply) != first+r.Count*fieldsPerLeased {
 		return Leased{}, fmt.Errorf("unexpected reply: %d fields for %d jobs", len(reply), r.Count)
 	}
 	r.Jobs = make([]Job, 0, r.Count)
 	for j := range r.Count {
-		f := reply[4+j*fieldsPerLeased : 4+(j+1)*fieldsPerLeased]
+		f := reply[first+j*fieldsPerLeased : first+(j+1)*fieldsPerLeased]
 		job, err := parseLeased(f)
 		if err != nil {
 			s.cfg.Logger.Error("queue: a leased job's record cannot be read; it stays leased until its lease ends",

@@ -661,6 +661,56 @@ local function end_acked_leases(acked)
   count('acked', #acked)
 end
 
+-- ack_deliveries finishes the deliveries named in args from index first on, two entries each: id,
+-- delivery (> 0, or '0' to finish the job whatever its delivery: lmstfy's ack). An acked job is
+-- removed at once: none of these acks keeps a result. It appends one code per ack to out: 1 acked,
+-- 0 no such job, -1 lease lost (expired, or another delivery holds it), and 2 for an ack left to
+-- ack.lua: a finish (delivery '0') of a job under no running lease, which deletes the job wherever
+-- it waits (keys ack_noresult.lua does not take). Later acks of that job in the call get 0, as
+-- ack.lua answers them once it has deleted the job. ack_noresult.lua is this alone; consume.lua
+-- runs it before it leases, for the acks that share its call.
+local function ack_deliveries(out, args, first, now)
+  local base = #out
+  local n = (#args - first + 1) / 2
+  if n < 1 then return end
+  local ids = {}
+  for i = 1, n do ids[i] = args[first + i * 2 - 2] end
+  local held, ends = leases_of(ids)
+  local acked, seen = {}, {}
+  for i = 1, n do
+    local id = ids[i]
+    -- The lease hash holds the delivery as lease_popped wrote it (istr, negated for a job with a
+    -- unique key) and the client sends it in the same decimal form, so the two compare as strings:
+    -- converting both to numbers cost Redis more than the rest of the check.
+    local held_by, want = held[i], args[first + i * 2 - 1]
+    local mine, unique = false, false
+    if held_by then
+      unique = string.byte(held_by) == 45 -- '-'
+      mine = want == '0' or held_by == want or (unique and held_by == '-' .. want)
+    end
+    local live = mine and ends[i] and tonumber(ends[i]) > now
+    local code
+    if live and not seen[id] then
+      seen[id] = true
+      acked[#acked + 1] = id
+      code = 1
+      if unique then release_unique(id, load(id)) end
+    elseif seen[id] then
+      -- Acked or left to ack.lua earlier in this call (a combined batch naming the job twice):
+      -- gone, as it would be for a call that came after.
+      code = 0
+    elseif want == '0' then
+      seen[id] = true
+      code = 2
+    else
+      code = not_acked(id)
+    end
+    out[base + i] = code
+  end
+  end_acked_leases(acked)
+  if #acked > 0 then call_batched('HDEL', K_JOBS, acked, 1) end
+end
+
 -- check_lease validates a delivery named by nack, touch or release. Returns the record and whether
 -- the job has a unique key, or nil and the reason: 'not_found' or 'lease_lost'.
 local function check_lease(id, delivery, now)
