@@ -95,9 +95,49 @@ func jsonTime(t time.Time) bool {
 }
 
 // appendJSONTime appends t as time.Time's MarshalJSON does (RFC 3339 with nanoseconds); the caller
-// checks jsonTime first.
+// checks jsonTime first. The answers' times are UTC: those are written digit by digit, which costs
+// a fraction of what AppendFormat's general layout interpreter does (three times per delivery).
 func appendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
+	if t.Location() != time.UTC {
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"')
+	}
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	if ns := t.Nanosecond(); ns != 0 {
+		// RFC3339Nano's ".999999999": the fraction without its trailing zeros.
+		digits := 9
+		for ns%10 == 0 {
+			ns /= 10
+			digits--
+		}
+		b = append(b, '.')
+		b = appendDigits(b, ns, digits)
+	}
+	return append(b, 'Z', '"')
+}
+
+// appendDigits appends n (0 <= n < 10^width) in exactly width decimal digits.
+func appendDigits(b []byte, n, width int) []byte {
+	start := len(b)
+	for range width {
+		b = append(b, '0')
+	}
+	for i := len(b) - 1; i >= start; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return b
 }

@@ -103,3 +103,28 @@ func TestWriteDeliveriesTimeOutsideRFC3339(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONTimeMatchesMarshalJSON: the digit-by-digit UTC times (and the general path for
+// other zones) are what time.Time's MarshalJSON writes, at the edges of years and fractions.
+func TestAppendJSONTimeMatchesMarshalJSON(t *testing.T) {
+	t.Parallel()
+	east := time.FixedZone("east", 5*3600+30*60)
+	for _, tm := range []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 2, 3, 4, 5, 6, 1, time.UTC),
+		time.Date(999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2026, 11, 28, 3, 4, 5, 100, time.UTC),
+		time.Date(2026, 11, 28, 3, 4, 5, 120_000_000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2026, 11, 28, 3, 4, 5, 7_000, east),
+		time.UnixMilli(1_790_000_000_123).UTC(),
+	} {
+		want, err := tm.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONTime(nil, tm); string(got) != string(want) {
+			t.Errorf("appendJSONTime(%v) = %s, want %s", tm, got, want)
+		}
+	}
+}
