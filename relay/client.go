@@ -33,7 +33,7 @@ type Client struct {
 	archiving          int // 1 with an archive: finished tasks are remembered for it
 
 	lastPrune atomic.Int64 // unix ns of the last archive prune
-	submits   *combine.Combiner[submitReq, []int64]
+	submits   *combine.Combiner[submitReq, submitReply]
 	slotTakes *combine.Combiner[slotReq, [2]int64]
 	slotFrees *combine.Combiner[string, int64]
 

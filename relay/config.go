@@ -36,6 +36,10 @@ type Config struct {
 	// MaxBodyBytes bounds a task's request body. Default 1 MiB.
 	MaxBodyBytes int
 
+	// IdempotencyRetention is how long an idempotency key (SubmitParams.IdempotencyKey) keeps
+	// answering with the task it first created: a resend within it creates nothing. Default 24h.
+	IdempotencyRetention time.Duration
+
 	// ArchiveBacklog bounds the finished tasks per endpoint remembered for the archive; the oldest
 	// are dropped first. Default 100,000.
 	ArchiveBacklog int
@@ -79,6 +83,7 @@ func (c Config) withDefaults() Config {
 	c.ReadRetention = cmp.Or(c.ReadRetention, 20*time.Second)
 	c.RefreshInterval = cmp.Or(c.RefreshInterval, 250*time.Millisecond)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
+	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, 24*time.Hour)
 	c.ArchiveBacklog = cmp.Or(c.ArchiveBacklog, 100_000)
 	c.MaintainBatch = cmp.Or(c.MaintainBatch, 1000)
 	c.LeaseMargin = cmp.Or(c.LeaseMargin, 10*time.Second)
@@ -102,6 +107,7 @@ func (c Config) validate() error {
 		{"ReadRetention", int64(c.ReadRetention / time.Millisecond)},
 		{"RefreshInterval", int64(c.RefreshInterval / time.Millisecond)},
 		{"MaxBodyBytes", int64(c.MaxBodyBytes)},
+		{"IdempotencyRetention", int64(c.IdempotencyRetention / time.Millisecond)},
 		{"ArchiveBacklog", int64(c.ArchiveBacklog)},
 		{"MaintainBatch", int64(c.MaintainBatch)},
 		{"LeaseMargin", int64(c.LeaseMargin / time.Millisecond)},

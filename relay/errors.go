@@ -26,6 +26,9 @@ var (
 	ErrPermitMismatch = errors.New("relay: permit not for this call")
 	// ErrNotPermitted: the task is not (or no longer) permitted: still waiting, cancelled or done.
 	ErrNotPermitted = errors.New("relay: task not permitted")
+	// ErrIdempotencyConflict: the idempotency key was used (by the same submitter, within
+	// Config.IdempotencyRetention) for a different request; nothing was created.
+	ErrIdempotencyConflict = errors.New("relay: idempotency key used with another request")
 	// ErrGrantInvalid: a priority grant that is malformed, forged, expired or for another subject.
 	ErrGrantInvalid = errors.New("relay: invalid priority grant")
 	// ErrClosed: the Client was closed.

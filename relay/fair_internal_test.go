@@ -199,8 +199,8 @@ func TestFairShareSubmitSentAgainKeepsRounds(t *testing.T) {
 			t.Fatalf("the resend changed the queue or the rounds:\nbefore %s\nafter  %s", before, after)
 		}
 		for i, r := range again {
-			if r[0] != 0 {
-				t.Fatalf("task %d sent again answered %v", i, r)
+			if r.code != 0 {
+				t.Fatalf("task %d sent again answered %+v", i, r)
 			}
 		}
 		if got := strings.Join(takeFair(t, c, "again", 10), " "); got != "A B A A" {

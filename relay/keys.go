@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"encoding/hex"
 	"strconv"
 	"sync"
 
@@ -11,12 +12,13 @@ import (
 // them (lua/lib.lua). All share the hash tag {ep:<name>}, so every script runs on Redis Cluster;
 // a task's id names its endpoint, so a task's hash is found from its id alone.
 type endpointKeys struct {
-	all []string
+	all  []string
+	idem string // prefix of the idempotency records: idem + hex(scope hash)
 }
 
 func newEndpointKeys(prefix, endpoint string) endpointKeys {
 	base := prefix + ":relay:{ep:" + endpoint + "}:"
-	return endpointKeys{all: []string{
+	return endpointKeys{idem: base + "idem:", all: []string{
 		base + "queue",
 		base + "wait",
 		base + "delayed",
@@ -36,6 +38,14 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 
 func (k endpointKeys) task(id string) string { return k.all[10] + id }
 func (k endpointKeys) archive() string       { return k.all[9] }
+
+// idempotency is the key of the record of one idempotency key: a hash (id, h, pri, ca) that
+// names the task the key first created. It lives under the endpoint's hash tag, so submit.lua
+// checks it and creates the task in one script on Redis Cluster too. scope is the SHA-256 of the
+// submitter's identity and the key (idempotencyScope), so a key of any length makes a short name.
+func (k endpointKeys) idempotency(scope [32]byte) string {
+	return k.idem + hex.EncodeToString(scope[:])
+}
 
 // registryKeys are the keys of the endpoint settings, under the hash tag {relay}.
 type registryKeys struct {

@@ -77,11 +77,21 @@ func mustRead(name string) string {
 // run runs an endpoint script with the common ARGV (lib.lua) followed by args: as a library
 // function where Redis has FUNCTION, else with EVALSHA.
 func (c *Client) run(ctx context.Context, name, endpoint string, args ...any) *redis.Cmd {
+	return c.runWithKeys(ctx, name, endpoint, nil, args...)
+}
+
+// runWithKeys is run with more keys after the endpoint's (each under the endpoint's hash tag,
+// built in keys.go): the script finds them at KEYS[14] on.
+func (c *Client) runWithKeys(ctx context.Context, name, endpoint string, more []string, args ...any) *redis.Cmd {
 	k := c.keys.get(endpoint)
+	keys := k.all
+	if len(more) > 0 {
+		keys = append(keys[:len(keys):len(keys)], more...)
+	}
 	argv := make([]any, 0, 7+len(args))
 	argv = append(argv, c.ch.wake, c.ch.task, endpoint, c.finishedMs, c.readMs, c.cfg.ArchiveBacklog, c.archiving)
 	argv = append(argv, args...)
-	return c.scripts.Run(ctx, name, k.all, argv...)
+	return c.scripts.Run(ctx, name, keys, argv...)
 }
 
 func ms(d interface{ Milliseconds() int64 }) int64 { return d.Milliseconds() }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
@@ -40,7 +41,7 @@ func TestSubmitSentAgainQueuesNothingTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range reqs {
-			if again[i][0] != 0 || again[i][1] != first[i][1] {
+			if again[i].code != 0 || again[i].createdAt != first[i].createdAt {
 				t.Fatalf("task %d sent again answered %v, first %v", i, again[i], first[i])
 			}
 		}
@@ -53,6 +54,39 @@ func TestSubmitSentAgainQueuesNothingTwice(t *testing.T) {
 		}
 		if n, err := env.Client.HGet(ctx, c.keys.get(e.Name).all[4], "alice").Int(); err != nil || n != 1 {
 			t.Fatalf("alice counts %d tasks (%v), want 1: the waiting one", n, err)
+		}
+	})
+}
+
+// A keyed submit sent again answers as it first did (created, not a duplicate of itself), and
+// keeps one record naming its task.
+func TestKeyedSubmitSentAgainIsNotItsOwnDuplicate(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		c := internalClient(t, env)
+		ctx := t.Context()
+		e, err := c.SetEndpoint(ctx, Endpoint{Name: "again", TargetURL: "http://127.0.0.1:9/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &SubmitParams{Endpoint: "again", Namespace: "shop", Submitter: "tok", IdempotencyKey: "k"}
+		req, err := c.checkSubmit(p, e.TargetURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		record := c.keys.get(e.Name).idempotency(idempotencyScope("shop", "tok", "k"))
+		reqs := []submitReq{{e: e, id: c.ids.next(e.Name), p: p, req: req, idem: record, hash: requestHash(e.Name, p, req)}}
+		for range 2 {
+			got, err := c.runSubmits(ctx, e.Name, reqs)
+			if err != nil || got[0].code != 0 {
+				t.Fatalf("keyed submit answered %+v, %v; want created (0)", got, err)
+			}
+		}
+		if id, err := env.Client.HGet(ctx, record, "id").Result(); err != nil || id != reqs[0].id {
+			t.Fatalf("record names %q (%v), want %s", id, err, reqs[0].id)
+		}
+		if ttl, err := env.Client.PTTL(ctx, record).Result(); err != nil || ttl <= 23*time.Hour || ttl > 24*time.Hour {
+			t.Fatalf("record lives %s (%v), want the default retention of 24h", ttl, err)
 		}
 	})
 }

@@ -88,6 +88,16 @@ type SubmitParams struct {
 	// Namespace is the submitter's namespace (set by the caller from its credentials), kept
 	// with the task so that reads can be limited to it. Optional.
 	Namespace string
+	// Submitter names who submits within Namespace (the caller sets it from the submitter's
+	// credentials, such as a token's id, never from the request): idempotency keys are scoped
+	// to Namespace and Submitter. Optional.
+	Submitter string
+	// IdempotencyKey makes a resend safe: while Config.IdempotencyRetention runs, a Submit of the
+	// endpoint with the same key (from the same Namespace and Submitter) and the same request
+	// answers with the task the key first created (SubmitResult.Duplicate) and creates nothing;
+	// the same key with a different request is ErrIdempotencyConflict. At most
+	// MaxIdempotencyKey bytes of visible ASCII. Optional.
+	IdempotencyKey string
 }
 
 // SubmitResult is what Submit returns.
@@ -97,10 +107,14 @@ type SubmitResult struct {
 	Status    Status
 	Priority  int // the effective priority
 	CreatedAt time.Time
-	// WaitNum is the number of tasks ahead of this one, of every priority, when it was queued.
-	// Tasks submitted later may still go ahead of it: a higher priority, or, on a FairShare
-	// endpoint, another subject's task of an earlier round.
+	// WaitNum is the number of tasks ahead of this one, of every priority, when it was queued
+	// (-1 for a Duplicate that is no longer pending). Tasks submitted later may still go ahead of
+	// it: a higher priority, or, on a FairShare endpoint, another subject's task of an earlier
+	// round.
 	WaitNum int64
+	// Duplicate says the IdempotencyKey had already created this task, and nothing was created
+	// now. Status is then the task's status now ("" when the task has left Redis).
+	Duplicate bool
 }
 
 // Task is a task as Get and Wait return it.
@@ -152,8 +166,9 @@ type Task struct {
 }
 
 // Submit queues a task and returns its id and place. ErrNotFound: no such endpoint (or none
-// covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full; a
-// *sluice.FieldError names a bad field.
+// covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full;
+// ErrIdempotencyConflict: the IdempotencyKey was used for another request; a *sluice.FieldError
+// names a bad field.
 func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, error) {
 	e, target, err := c.resolve(ctx, p.Endpoint, p.TargetURL)
 	if err != nil {
@@ -164,24 +179,40 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 		return SubmitResult{}, err
 	}
 	pri := c.effectivePriority(p)
-	id := c.ids.next(e.Name)
-	res, err := c.submits.Do(ctx, e.Name, submitReq{e: e, id: id, pri: pri, p: &p, req: req})
+	sr := submitReq{e: e, id: c.ids.next(e.Name), pri: pri, p: &p, req: req}
+	if p.IdempotencyKey != "" {
+		sr.idem = c.keys.get(e.Name).idempotency(idempotencyScope(p.Namespace, p.Submitter, p.IdempotencyKey))
+		sr.hash = requestHash(e.Name, &p, req)
+	}
+	res, err := c.submits.Do(ctx, e.Name, sr)
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("relay: submit to %s: %w", e.Name, err)
 	}
-	switch res[0] {
+	switch res.code {
 	case 0:
+		return SubmitResult{
+			ID: sr.id, Endpoint: e.Name, Status: StatusPending, Priority: pri,
+			CreatedAt: time.UnixMilli(res.createdAt).UTC(), WaitNum: res.waitNum,
+		}, nil
 	case 1:
 		return SubmitResult{}, fmt.Errorf("%w: endpoint %s holds %d waiting tasks", ErrQueueFull, e.Name, e.MaxQueued)
 	case 2:
 		return SubmitResult{}, fmt.Errorf("%w: subject holds %d waiting tasks at endpoint %s", ErrQueueFull, e.MaxQueuedPerSubject, e.Name)
-	default:
-		return SubmitResult{}, fmt.Errorf("relay: submit: unexpected reply %v", res)
+	case 3:
+		return SubmitResult{}, fmt.Errorf("%w: endpoint %s", ErrIdempotencyConflict, e.Name)
+	case 4:
+		dup := SubmitResult{
+			ID: res.id, Endpoint: e.Name, Status: Status(res.status), Priority: int(res.priority),
+			CreatedAt: time.UnixMilli(res.createdAt).UTC(), WaitNum: res.waitNum, Duplicate: true,
+		}
+		if dup.Status == "" { // the task left Redis: the archive may know how it ended
+			if t, err := c.getArchived(ctx, dup.ID); err == nil {
+				dup.Status = t.Status
+			}
+		}
+		return dup, nil
 	}
-	return SubmitResult{
-		ID: id, Endpoint: e.Name, Status: StatusPending, Priority: pri,
-		CreatedAt: time.UnixMilli(res[1]).UTC(), WaitNum: res[2],
-	}, nil
+	return SubmitResult{}, fmt.Errorf("relay: submit: unexpected reply %+v", res)
 }
 
 // submitReq is one task for submit.lua.
@@ -191,34 +222,64 @@ type submitReq struct {
 	pri int
 	p   *SubmitParams
 	req preparedRequest
+	// idem is the key of the idempotency record and hash the request's hash (requestHash);
+	// both "" without an IdempotencyKey.
+	idem, hash string
+}
+
+// submitReply is submit.lua's answer for one task.
+type submitReply struct {
+	code, createdAt, waitNum int64
+	// id, status and priority of the task an idempotency key had created (code 4).
+	id, status string
+	priority   int64
 }
 
 // runSubmits queues a batch of tasks of one endpoint in one script call; the endpoint settings
 // are the first task's (they differ only across a settings change, which applies within the
 // refresh interval anyway).
-func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitReq) ([][]int64, error) {
+func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitReq) ([]submitReply, error) {
 	e := reqs[0].e
 	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
-	args := make([]any, 0, 6+9*len(reqs))
+	args := make([]any, 0, 7+11*len(reqs))
 	fair := 0
 	if e.FairShare {
 		fair = 1
 	}
-	args = append(args, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), fair, len(reqs))
+	args = append(args, e.Tries, e.MaxQueued, e.MaxQueuedPerSubject, ms(queueTimeout), fair, ms(c.cfg.IdempotencyRetention), len(reqs))
+	fixed := len(c.keys.get(endpoint).all)
+	var records []string // KEYS after the endpoint's: the tasks' idempotency records, by index
 	for _, r := range reqs {
-		args = append(args, r.id, r.pri, r.p.Subject, string(r.p.Type), r.req.method, r.req.url, r.req.header, r.p.Body, r.p.Namespace)
+		idx := 0
+		if r.idem != "" {
+			records = append(records, r.idem)
+			idx = fixed + len(records)
+		}
+		args = append(args, r.id, r.pri, r.p.Subject, string(r.p.Type), r.req.method, r.req.url, r.req.header, r.p.Body,
+			r.p.Namespace, idx, r.hash)
 	}
-	raw, err := c.run(ctx, scriptSubmit, endpoint, args...).Slice()
+	raw, err := c.runWithKeys(ctx, scriptSubmit, endpoint, records, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]int64, len(raw))
+	out := make([]submitReply, len(raw))
 	for i, r := range raw {
 		vals, _ := r.([]any)
-		out[i] = make([]int64, 3)
-		for j := 0; j < len(vals) && j < 3; j++ {
-			out[i][j], _ = vals[j].(int64)
+		num := func(j int) int64 {
+			if j < len(vals) {
+				n, _ := vals[j].(int64)
+				return n
+			}
+			return 0
 		}
+		str := func(j int) string {
+			if j < len(vals) {
+				s, _ := vals[j].(string)
+				return s
+			}
+			return ""
+		}
+		out[i] = submitReply{code: num(0), createdAt: num(1), waitNum: num(2), id: str(3), status: str(4), priority: num(5)}
 	}
 	return out, nil
 }
@@ -267,6 +328,9 @@ func (c *Client) checkSubmit(p *SubmitParams, target string) (preparedRequest, e
 	}
 	if len(p.Body) > c.cfg.MaxBodyBytes {
 		return r, fieldErr("body", "must be at most %d bytes", c.cfg.MaxBodyBytes)
+	}
+	if err := checkIdempotencyKey(p.IdempotencyKey); err != nil {
+		return r, err
 	}
 	for name, vals := range p.Header {
 		if !validHeaderName(name) {

@@ -179,6 +179,10 @@ type Config struct {
 	// Defaults 3h, 1h, 20s.
 	RelayPendingRetention, RelayFinishedRetention, RelayReadRetention time.Duration
 
+	// RelayIdempotencyRetention is how long an Idempotency-Key of POST /v1/tasks keeps answering
+	// with the task it first created. Default 24h.
+	RelayIdempotencyRetention time.Duration
+
 	// ArchiveDSN, when set, is a MySQL/MariaDB database (go-sql-driver form,
 	// user:pass@tcp(host:3306)/db) that finished tasks are archived to; a task no longer in
 	// Redis is read from it. The table is created at start. Default "": no archive.
@@ -223,6 +227,7 @@ func (c Config) withDefaults() Config {
 	c.RelayPendingRetention = cmp.Or(c.RelayPendingRetention, 3*time.Hour)
 	c.RelayFinishedRetention = cmp.Or(c.RelayFinishedRetention, time.Hour)
 	c.RelayReadRetention = cmp.Or(c.RelayReadRetention, 20*time.Second)
+	c.RelayIdempotencyRetention = cmp.Or(c.RelayIdempotencyRetention, 24*time.Hour)
 	c.ArchiveRetention = cmp.Or(c.ArchiveRetention, 72*time.Hour)
 	if len(c.RelayEndpoints) == 0 {
 		c.RelayEndpoints = nil

@@ -174,6 +174,8 @@ func Options() []Option {
 			dur(func(s *Settings) *time.Duration { return &s.RelayFinishedRetention })},
 		{"relay_read_retention", "SLUICE_RELAY_READ_RETENTION", "20s", "how long (`duration`) a finished task stays in Redis after its final status was read",
 			dur(func(s *Settings) *time.Duration { return &s.RelayReadRetention })},
+		{"relay_idempotency_retention", "SLUICE_RELAY_IDEMPOTENCY_RETENTION", "24h", "how long (`duration`) an Idempotency-Key of a task submit answers with the task it first created",
+			dur(func(s *Settings) *time.Duration { return &s.RelayIdempotencyRetention })},
 		{"archive_dsn", "SLUICE_ARCHIVE_DSN", `""`, "MySQL/MariaDB `DSN` (user:pass@tcp(host:3306)/db) finished tasks are archived to",
 			str(func(s *Settings) *string { return &s.ArchiveDSN })},
 		{"archive_retention", "SLUICE_ARCHIVE_RETENTION", "72h", "how long (`duration`) archived tasks are kept",

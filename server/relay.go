@@ -18,12 +18,13 @@ import (
 func (s *Server) startRelay(ctx context.Context) error {
 	cfg := s.cfg
 	rc := relay.Config{
-		Prefix:            cfg.Prefix,
-		PendingRetention:  cfg.RelayPendingRetention,
-		FinishedRetention: cfg.RelayFinishedRetention,
-		ReadRetention:     cfg.RelayReadRetention,
-		MaxBodyBytes:      int(cfg.MaxBodyBytes),
-		Logger:            s.log,
+		Prefix:               cfg.Prefix,
+		PendingRetention:     cfg.RelayPendingRetention,
+		FinishedRetention:    cfg.RelayFinishedRetention,
+		ReadRetention:        cfg.RelayReadRetention,
+		IdempotencyRetention: cfg.RelayIdempotencyRetention,
+		MaxBodyBytes:         int(cfg.MaxBodyBytes),
+		Logger:               s.log,
 	}
 	var err error
 	if rc.PermitKeys, err = s.permitKeys(ctx); err != nil {

@@ -1,12 +1,18 @@
 -- submit.lua: queue new tasks (one or many: concurrent Submit calls are combined).
--- KEYS, ARGV[1..7]: lib.lua.
+-- KEYS, ARGV[1..7]: lib.lua. KEYS after lib.lua's: the idempotency records the tasks name (same
+-- hash tag): hash id (task it created), h (request hash), pri, ca (its priority and creation ms).
 -- ARGV[8] tries  [9] max queued (0: no bound)  [10] max queued per subject (0: no bound)
 -- ARGV[11] queue timeout (ms): a task times out if it has not started by then
 -- ARGV[12] fair sharing between subjects (1: lib.lua fair_score, else 0: first come, first served)
--- ARGV[13] number of tasks n; then 9 fields per task: id, priority 0..255, subject ('' for
--- none), type (offline|online), method, url, headers (json), body, namespace ('' for none).
+-- ARGV[13] idempotency retention (ms)
+-- ARGV[14] number of tasks n; then 11 fields per task: id, priority 0..255, subject ('' for
+-- none), type (offline|online), method, url, headers (json), body, namespace ('' for none),
+-- idempotency record (index into KEYS; 0 for none), request hash.
 -- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
--- {2} the subject's share is full. Ids are made per Submit, so a task hash already stored means this
+-- {2} the subject's share is full; {3} the idempotency record names a task of another request
+-- hash (nothing written); {4, created_at_ms, wait_num (-1 when not pending), id, status ('' once
+-- the task left Redis), priority} the record names a task of the same request: that task is the
+-- answer and nothing is written. Ids are made per Submit, so a task hash already stored means this
 -- call is being sent again (go-redis retries a call whose reply was lost): such a task is answered
 -- {0, its created_at_ms, its place or -1} and nothing is written twice (no second queue entry, no
 -- second subject count, no reset of a task that started meanwhile).
@@ -16,16 +22,25 @@ local qd = now + tonumber(ARGV[11])
 local now_s, qd_s, ttl_s = int_str(now), int_str(qd), int_str(qd - now + FINISHED_TTL)
 local fair = ARGV[12] == '1'
 local fair_fields = fair and {'fr', '1'} or {} -- the task hash's mark of a fair task (lib.lua)
-local n = tonumber(ARGV[13])
+local idem_ttl = ARGV[13]
+local n = tonumber(ARGV[14])
 local out = {}
 local waiting = redis.call('ZCARD', K_WAIT)
 local woke = false
 for i = 0, n - 1 do
-  local a = 14 + i * 9
+  local a = 15 + i * 11
   local id, subj = ARGV[a], ARGV[a + 2]
+  local ik, rh = tonumber(ARGV[a + 9]), ARGV[a + 10]
   local created = redis.call('HGET', task_key(id), 'ca')
+  local rec = ik > 0 and redis.call('HMGET', KEYS[ik], 'id', 'h', 'pri', 'ca') or {}
   if created then
     out[i + 1] = {0, tonumber(created), redis.call('ZRANK', K_QUEUE, id) or -1}
+  elseif rec[1] and rec[2] ~= rh then
+    out[i + 1] = {3}
+  elseif rec[1] then
+    local st = redis.call('HGET', task_key(rec[1]), 'st') or ''
+    local rank = st == 'pending' and redis.call('ZRANK', K_QUEUE, rec[1]) or -1
+    out[i + 1] = {4, tonumber(rec[4]), rank, rec[1], st, tonumber(rec[3])}
   elseif max_queued > 0 and waiting >= max_queued then
     out[i + 1] = {1}
   elseif subj ~= '' and max_subject > 0 and tonumber(redis.call('HGET', K_SUBJ, subj) or '0') >= max_subject then
@@ -45,6 +60,10 @@ for i = 0, n - 1 do
       'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd_s,
       'ns', ARGV[a + 8], unpack(fair_fields))
     redis.call('PEXPIRE', tk, ttl_s)
+    if ik > 0 then
+      redis.call('HSET', KEYS[ik], 'id', id, 'h', rh, 'pri', ARGV[a + 1], 'ca', now_s)
+      redis.call('PEXPIRE', KEYS[ik], idem_ttl)
+    end
     if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, '1') end
     redis.call('ZADD', K_WAIT, qd_s, id)
     redis.call('ZADD', K_QUEUE, score, id)

@@ -17,6 +17,8 @@ func Errors(err error) *httpapi.Error {
 	switch {
 	case errors.Is(err, relay.ErrNotFound):
 		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: strings.TrimPrefix(err.Error(), "relay: "), Cause: err}
+	case errors.Is(err, relay.ErrIdempotencyConflict):
+		return &httpapi.Error{Code: httpapi.CodeConflict, Message: "the Idempotency-Key was used with another request (another body, method, URL, headers, priority or subject); nothing was created", Cause: err}
 	case errors.Is(err, relay.ErrQueueFull):
 		return &httpapi.Error{Code: httpapi.CodeQueueFull, Message: "the endpoint's queue (or the subject's share of it) is full; retry later", RetryAfter: time.Second, Cause: err}
 	case errors.Is(err, relay.ErrPermitInvalid), errors.Is(err, relay.ErrPermitExpired), errors.Is(err, relay.ErrPermitUsed):

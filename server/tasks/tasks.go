@@ -27,6 +27,10 @@ import (
 // GrantHeader carries a priority grant (relay.SignGrant) when the body has no priority_grant.
 const GrantHeader = "Sluice-Priority-Grant"
 
+// IdempotencyKeyHeader makes a submit safe to resend (relay.SubmitParams.IdempotencyKey): the
+// same key from the same token answers 200 with the task it first created.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
 // submitRequest is the body of POST /v1/tasks, with the field names users of the design know.
 type submitRequest struct {
 	Endpoint    string            `json:"endpoint"`
@@ -112,21 +116,35 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 	}
 	who := a.submitter(tok)
 	grant := r.Header.Get(GrantHeader)
+	keys := r.Header.Values(IdempotencyKeyHeader)
+	if len(keys) > 1 || (len(keys) == 1 && keys[0] == "") {
+		return httpapi.InvalidArg("idempotency_key", "send one %s header of 1 to %d visible ASCII characters", IdempotencyKeyHeader, relay.MaxIdempotencyKey)
+	}
 	if req.Tasks == nil {
 		p, err := req.params(who, "")
 		if err != nil {
 			return err
 		}
 		p.Grant = cmp.Or(p.Grant, grant)
+		if len(keys) == 1 {
+			p.IdempotencyKey = keys[0]
+		}
 		res, err := a.relay.Submit(r.Context(), p)
 		if err != nil {
 			return err
 		}
-		httpapi.WriteJSON(w, http.StatusCreated, submitted(res))
+		status := http.StatusCreated
+		if res.Duplicate {
+			status = http.StatusOK
+		}
+		httpapi.WriteJSON(w, status, submitted(res))
 		return nil
 	}
 	if !reflect.ValueOf(req.submitRequest).IsZero() {
 		return httpapi.InvalidArg("tasks", "give either one task or a tasks array, not both")
+	}
+	if len(keys) > 0 {
+		return httpapi.InvalidArg("idempotency_key", "the %s header is for one task; send the tasks of a batch one by one to make each safe to resend", IdempotencyKeyHeader)
 	}
 	if len(req.Tasks) == 0 || len(req.Tasks) > maxSubmitBatch {
 		return httpapi.InvalidArg("tasks", "%d tasks; a batch has 1..%d", len(req.Tasks), maxSubmitBatch)
@@ -183,7 +201,7 @@ func (a *API) submitOne(ctx context.Context, p relay.SubmitParams) (BatchItem, e
 func submitted(res relay.SubmitResult) SubmitResponse {
 	return SubmitResponse{
 		TaskID: res.ID, TaskStatus: string(res.Status), Endpoint: res.Endpoint, Priority: res.Priority,
-		CreatedAt: res.CreatedAt, WaitNum: res.WaitNum,
+		CreatedAt: res.CreatedAt, WaitNum: max(res.WaitNum, 0),
 	}
 }
 
@@ -247,7 +265,7 @@ func (req *submitRequest) paramsOf(who submitter) (relay.SubmitParams, error) {
 	p := relay.SubmitParams{
 		Endpoint: req.Endpoint, TargetURL: req.TargetURL, Method: req.HTTPMethod,
 		Subject: who.subject(req.Subject), GrantSubject: req.Subject, Grant: req.PriorityGrant,
-		Namespace: who.tok.Namespace, PriorityCap: who.maxPriority,
+		Namespace: who.tok.Namespace, Submitter: who.tok.ID, PriorityCap: who.maxPriority,
 	}
 	if err := checkSubject(req.Subject); err != nil {
 		return p, err
