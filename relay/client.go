@@ -37,7 +37,7 @@ type Client struct {
 	slotTakes *combine.Combiner[slotReq, [2]int64]
 	slotFrees *combine.Combiner[string, int64]
 
-	scripts *redisx.ScriptRunner // runs the endpoint scripts on rdb (scripts.go)
+	scripts *redisx.ScriptRunner // runs relay's scripts on rdb (scripts.go)
 
 	notifyOnce sync.Once
 	notify     *notify.Notifier

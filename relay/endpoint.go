@@ -221,7 +221,7 @@ func (c *Client) DeleteEndpoint(ctx context.Context, name string) error {
 // Client to apply the change. It reports whether the endpoint existed.
 func (c *Client) changeEndpoint(ctx context.Context, name string, settings any) (bool, error) {
 	r := c.reg
-	res, err := scriptEndpointSet.Run(ctx, c.rdb, []string{r.settings, r.version, r.known}, name, settings, c.ch.settings).Int64Slice()
+	res, err := c.scripts.Run(ctx, scriptEndpointSet, []string{r.settings, r.version, r.known}, name, settings, c.ch.settings).Int64Slice()
 	if err != nil {
 		return false, err
 	}

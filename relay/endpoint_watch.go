@@ -94,7 +94,7 @@ func (c *Client) settingsChanged(payload string) {
 		defer c.changes.confirming.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), appliedWait)
 		defer cancel()
-		err := scriptEndpointApplied.Run(ctx, c.rdb, []string{c.reg.appliedKey(v)}, c.changes.id, appliedTTL.Milliseconds()).Err()
+		err := c.scripts.Run(ctx, scriptEndpointApplied, []string{c.reg.appliedKey(v)}, c.changes.id, appliedTTL.Milliseconds()).Err()
 		if err != nil {
 			c.cfg.Logger.Debug("relay: confirm an endpoint change", slog.Int64("version", v), slog.Any("error", err))
 		}

@@ -78,7 +78,7 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		}
 		if !live && r[3] == 1 {
 			grace := (forgetGrace * c.cfg.RefreshInterval).Milliseconds()
-			if err := scriptEndpointForget.Run(ctx, c.rdb, []string{c.reg.settings, c.reg.known}, name, grace).Err(); err != nil {
+			if err := c.scripts.Run(ctx, scriptEndpointForget, []string{c.reg.settings, c.reg.known}, name, grace).Err(); err != nil {
 				errs = append(errs, fmt.Errorf("relay: forget %s: %w", name, err))
 			}
 		}

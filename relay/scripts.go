@@ -32,25 +32,32 @@ var scriptNames = []string{
 	scriptSlotTake, scriptSlotFree,
 }
 
+// The registry scripts (endpoint settings): rare calls on the registry's keys (hash tag {relay}),
+// with KEYS and ARGV of their own, so they skip lib.lua's bind (Bare).
+const (
+	scriptEndpointSet     = "endpoint_set"
+	scriptEndpointApplied = "endpoint_applied"
+	scriptEndpointForget  = "endpoint_forget"
+)
+
+var registryScriptNames = []string{scriptEndpointSet, scriptEndpointApplied, scriptEndpointForget}
+
 // functionFlags are the Redis function flags of the scripts. Without flags Redis refuses a
 // function outright when memory is over maxmemory; stats only reads (no-writes), and the calls
 // that move tasks on, free slots or store what already happened (allow-oom) must work on a full
-// Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work.
+// Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work. The
+// registry's scripts are allow-oom too: deleting an endpoint (or lowering its limits), the
+// Clients' confirmations that a change applied, and forgetting a drained endpoint are how an
+// operator drains a full Redis, and they store a few bytes.
 var functionFlags = map[string]string{
 	scriptStats: "no-writes",
 	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
 	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom", scriptSlotFree: "allow-oom",
+	scriptEndpointSet: "allow-oom", scriptEndpointApplied: "allow-oom", scriptEndpointForget: "allow-oom",
 }
 
-// The registry scripts (endpoint settings) are rare calls on other keys: plain EVALSHA scripts.
-var (
-	scriptEndpointSet     = redis.NewScript(mustRead("endpoint_set"))
-	scriptEndpointApplied = redis.NewScript(mustRead("endpoint_applied"))
-	scriptEndpointForget  = redis.NewScript(mustRead("endpoint_forget"))
-)
-
-// library is the endpoint scripts, lib.lua's helpers first, built once per process: as functions
-// of one Redis library and as EVALSHA scripts (redisx.Library, as in package queue).
+// library is relay's scripts, lib.lua's helpers first, built once per process: as functions of
+// one Redis library and as EVALSHA scripts (redisx.Library, as in package queue).
 var library = func() *redisx.Library {
 	spec := redisx.LibrarySpec{
 		Name:             "sluice_relay",
@@ -60,6 +67,9 @@ var library = func() *redisx.Library {
 	}
 	for _, name := range scriptNames {
 		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name), Flag: functionFlags[name]})
+	}
+	for _, name := range registryScriptNames {
+		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name), Flag: functionFlags[name], Bare: true})
 	}
 	return redisx.NewLibrary(spec)
 }()
