@@ -2,7 +2,7 @@ package cache
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"log/slog"
 
@@ -11,22 +11,11 @@ import (
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
-// The Lua scripts, one per file; each file's header lists its KEYS, ARGV and reply. Each starts
-// with the helpers of lib.lua.
-var (
-	//go:embed lua/lib.lua
-	libLua string
-	//go:embed lua/acquire.lua
-	acquireLua string
-	//go:embed lua/fill.lua
-	fillLua string
-	//go:embed lua/release.lua
-	releaseLua string
-	//go:embed lua/delete.lua
-	deleteLua string
-	//go:embed lua/set.lua
-	setLua string
-)
+// The Lua scripts, one file each (lua/<name>.lua), each starting with the helpers of lua/lib.lua;
+// each file's header lists its KEYS, ARGV and reply.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
 // The scripts' names in the library.
 const (
@@ -37,22 +26,18 @@ const (
 	scriptSet     = "set"
 )
 
+// scriptFlags (see redisx.LibraryScript.Flag): taking a lock and writing a value may add memory,
+// so a Redis over maxmemory refuses them; giving a lock back and deleting (or fencing) a value
+// only free or rewrite a record, so they work on a full Redis (allow-oom) and no stale value
+// outlives a delete there.
+var scriptFlags = map[string]string{scriptRelease: "allow-oom", scriptDelete: "allow-oom"}
+
 // library is the Store's scripts, built once per process, run as functions of one Redis library
 // where Redis has FUNCTION and as EVALSHA scripts elsewhere (redisx.Library, as in the other
-// packages), with lib.lua's helpers (created once, when the library loads). Flags (see redisx.LibraryScript.Flag): taking a lock
-// and writing a value may add memory, so a Redis over maxmemory refuses them; giving a lock back
-// and deleting (or fencing) a value only free or rewrite a record, so they work on a full Redis
-// (allow-oom) and no stale value outlives a delete there.
-var library = redisx.NewLibrary(redisx.LibrarySpec{
+// packages), with lib.lua's helpers (created once, when the library loads).
+var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:    "sluice_cache",
-	Helpers: libLua,
-	Scripts: []redisx.LibraryScript{
-		{Name: scriptAcquire, Body: acquireLua},
-		{Name: scriptFill, Body: fillLua},
-		{Name: scriptRelease, Body: releaseLua, Flag: "allow-oom"},
-		{Name: scriptDelete, Body: deleteLua, Flag: "allow-oom"},
-		{Name: scriptSet, Body: setLua},
-	},
+	Scripts: redisx.Scripts([]string{scriptAcquire, scriptFill, scriptRelease, scriptDelete, scriptSet}, scriptFlags),
 })
 
 // scripts runs the Store's Lua scripts on its Redis. Go code calls them only through the typed

@@ -40,49 +40,30 @@ const (
 	scriptEndpointForget  = "endpoint_forget"
 )
 
-var registryScriptNames = []string{scriptEndpointSet, scriptEndpointApplied, scriptEndpointForget}
-
-// functionFlags are the Redis function flags of the scripts. Without flags Redis refuses a
-// function outright when memory is over maxmemory; stats only reads (no-writes), and the calls
+// functionFlags are the Redis function flags of the endpoint scripts. Without flags Redis refuses
+// a function outright when memory is over maxmemory; stats only reads (no-writes), and the calls
 // that move tasks on, free slots or store what already happened (allow-oom) must work on a full
-// Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work. The
-// registry's scripts are allow-oom too: deleting an endpoint (or lowering its limits), the
-// Clients' confirmations that a change applied, and forgetting a drained endpoint are how an
-// operator drains a full Redis, and they store a few bytes.
+// Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work.
 var functionFlags = map[string]string{
 	scriptStats: "no-writes",
 	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
 	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom", scriptSlotFree: "allow-oom",
-	scriptEndpointSet: "allow-oom", scriptEndpointApplied: "allow-oom", scriptEndpointForget: "allow-oom",
 }
 
 // library is relay's scripts, lib.lua's helpers first, built once per process: as functions of
-// one Redis library and as EVALSHA scripts (redisx.Library, as in package queue).
-var library = func() *redisx.Library {
-	spec := redisx.LibrarySpec{
-		Name:             "sluice_relay",
-		Helpers:          mustRead("lib"),
-		EvalPrologue:     "bind(KEYS, ARGV)",
-		FunctionPrologue: "bind(KEYS, ARGV)",
-	}
-	for _, name := range scriptNames {
-		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name), Flag: functionFlags[name]})
-	}
-	for _, name := range registryScriptNames {
-		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name), Flag: functionFlags[name], Bare: true})
-	}
-	return redisx.NewLibrary(spec)
-}()
-
-// mustRead reads an embedded script; the scripts are fixed at build time, so a miss is a broken
-// build.
-func mustRead(name string) string {
-	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic("relay: embedded script missing: " + name)
-	}
-	return string(b)
-}
+// one Redis library and as EVALSHA scripts (redisx.Library, as in package queue). The registry's
+// scripts are allow-oom too: deleting an endpoint (or lowering its limits), the Clients'
+// confirmations that a change applied, and forgetting a drained endpoint are how an operator
+// drains a full Redis, and they store a few bytes.
+var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
+	Name:             "sluice_relay",
+	EvalPrologue:     "bind(KEYS, ARGV)",
+	FunctionPrologue: "bind(KEYS, ARGV)",
+	Scripts: append(redisx.Scripts(scriptNames, functionFlags),
+		redisx.LibraryScript{Name: scriptEndpointSet, Flag: "allow-oom", Bare: true},
+		redisx.LibraryScript{Name: scriptEndpointApplied, Flag: "allow-oom", Bare: true},
+		redisx.LibraryScript{Name: scriptEndpointForget, Flag: "allow-oom", Bare: true}),
+})
 
 // run runs an endpoint script with the common ARGV (lib.lua) followed by args: as a library
 // function where Redis has FUNCTION, else with EVALSHA.

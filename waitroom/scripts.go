@@ -31,25 +31,11 @@ var scriptFlags = map[string]string{
 
 // library is the room scripts, lib.lua's helpers first, built once per process: as functions of one
 // Redis library and as EVALSHA scripts (redisx.Library, as in the other packages).
-var library = func() *redisx.Library {
-	spec := redisx.LibrarySpec{
-		Name:             "sluice_waitroom",
-		Helpers:          mustRead("lib.lua"),
-		EvalPrologue:     "bind(KEYS)",
-		FunctionPrologue: "bind(KEYS)",
-	}
-	for _, name := range []string{scriptArrive, scriptTouch, scriptRelease, scriptMaintain, scriptConfigure, scriptStats, scriptReset} {
-		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{Name: name, Body: mustRead(name + ".lua"), Flag: scriptFlags[name]})
-	}
-	return redisx.NewLibrary(spec)
-}()
-
-// mustRead reads an embedded script. The scripts are fixed at build time, so a failure is a broken
-// build, not a runtime condition.
-func mustRead(name string) string {
-	b, err := luaFiles.ReadFile("lua/" + name)
-	if err != nil {
-		panic("waitroom: embedded script missing: " + name)
-	}
-	return string(b)
-}
+var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
+	Name:             "sluice_waitroom",
+	EvalPrologue:     "bind(KEYS)",
+	FunctionPrologue: "bind(KEYS)",
+	Scripts: redisx.Scripts([]string{
+		scriptArrive, scriptTouch, scriptRelease, scriptMaintain, scriptConfigure, scriptStats, scriptReset,
+	}, scriptFlags),
+})

@@ -1,30 +1,20 @@
 package ui
 
 import (
-	_ "embed"
+	"embed"
 
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
-var (
-	//go:embed lua/sample.lua
-	sampleLua string
-	//go:embed lua/session_new.lua
-	sessionNewLua string
-	//go:embed lua/session_get.lua
-	sessionGetLua string
-)
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
-// library is the dashboard's scripts (the throughput samples, the sessions), run as Redis
-// functions where Redis has FUNCTION and as EVALSHA scripts elsewhere (redisx.Library, as in the
-// library packages).
-var library = redisx.NewLibrary(redisx.LibrarySpec{
-	Name: "sluice_ui",
-	Scripts: []redisx.LibraryScript{
-		{Name: "sample", Body: sampleLua},
-		{Name: "session_new", Body: sessionNewLua},
-		{Name: "session_get", Body: sessionGetLua},
-	},
+// library is the dashboard's scripts (the throughput samples, the sessions), lua/<name>.lua each,
+// run as Redis functions where Redis has FUNCTION and as EVALSHA scripts elsewhere
+// (redisx.Library, as in the library packages).
+var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
+	Name:    "sluice_ui",
+	Scripts: []redisx.LibraryScript{{Name: "sample"}, {Name: "session_new"}, {Name: "session_get"}},
 })
 
 // newScripts runs the library on the dashboard's Redis.

@@ -27,8 +27,12 @@ func TestRecordDecodesBothCodecs(t *testing.T) {
 	nums := []int64{0, 1, 127, 128, 255, 256, 65535, 65536, 1<<32 - 1, 1 << 32, 1764000000123,
 		-1, -32, -33, -128, -129, -32768, -32769, -1 << 31, -1<<31 - 1, -1764000000123}
 	sizes := []int{0, 1, 31, 32, 255, 256, 65535, 65536}
+	lib, err := luaFiles.ReadFile("lua/lib.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// ARGV[1] is the number of fields; the fields follow, numbers as decimal strings.
-	body := mustRead("lib.lua") + `
+	body := string(lib) + `
 bind(KEYS, {'c', '1', '0', '0', '0', '0'}, CODEC)
 local strings = STRINGS
 local r = {}

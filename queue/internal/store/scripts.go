@@ -71,27 +71,16 @@ var scriptFlags = map[scriptName]string{
 // library is the queue's scripts, lib.lua's helpers first, built once per process: as functions
 // of one Redis library and as EVALSHA scripts (redisx.Library).
 var library = func() *redisx.Library {
-	spec := redisx.LibrarySpec{
-		Name:    "sluice_queue",
-		Helpers: mustRead("lib.lua"),
+	scripts := redisx.Scripts(scriptNames, scriptFlags)
+	for i := range scripts {
+		scripts[i].Bare = bareScripts[scriptName(scripts[i].Name)]
+	}
+	return redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
+		Name: "sluice_queue",
 		// rawget: reading a global Redis does not define (cmsgpack on a store without it) is an
 		// error in Redis's script sandbox. Functions only load on Redis 7+, which has cmsgpack.
 		EvalPrologue:     "bind(KEYS, ARGV, rawget(_G, 'cmsgpack'))",
 		FunctionPrologue: "bind(KEYS, ARGV, cmsgpack)",
-	}
-	for _, name := range scriptNames {
-		spec.Scripts = append(spec.Scripts, redisx.LibraryScript{
-			Name: string(name), Body: mustRead(string(name) + ".lua"), Flag: scriptFlags[name],
-			Bare: bareScripts[name],
-		})
-	}
-	return redisx.NewLibrary(spec)
+		Scripts:          scripts,
+	})
 }()
-
-func mustRead(name string) string {
-	b, err := luaFiles.ReadFile("lua/" + name)
-	if err != nil {
-		panic("queue/internal/store: embedded script missing: " + name)
-	}
-	return string(b)
-}

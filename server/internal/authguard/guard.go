@@ -25,7 +25,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -50,12 +50,13 @@ const (
 	Token     Kind = "token"     // a namespace token (native and lmstfy-compatible APIs)
 )
 
-//go:embed lua/fail.lua
-var failLua string
+//go:embed lua/*.lua
+var luaFiles embed.FS
 
-var library = redisx.NewLibrary(redisx.LibrarySpec{
+// library is the guard's one script, lua/fail.lua (redisx.Library, as in every package).
+var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:    "sluice_authguard",
-	Scripts: []redisx.LibraryScript{{Name: "fail", Body: failLua}},
+	Scripts: []redisx.LibraryScript{{Name: "fail"}},
 })
 
 // Config configures a Guard.
