@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -101,16 +100,7 @@ func (s *Store[K, V]) GetMany(ctx context.Context, keys []K, load BatchLoader[K,
 			if err := s.take(out, uniq[i], res.rec); err != nil {
 				return nil, err
 			}
-			s.stats.refreshes.Add(1)
-			k, sk, token := uniq[i], sks[i], tokens[j]
-			bctx, cancel := s.detach(ctx)
-			if !s.goTracked(func() {
-				defer cancel()
-				s.loadAndFill(bctx, k, sk, token, one, nil)
-			}) {
-				cancel()
-				s.release(ctx, sk, token)
-			}
+			s.reloadBehind(ctx, uniq[i], sks[i], tokens[j], one)
 		case res.code == acqAcquired:
 			toLoad = append(toLoad, j)
 		default:
@@ -282,24 +272,12 @@ func (s *Store[K, V]) loadManyDegraded(ctx context.Context, keys []K, load Batch
 }
 
 // callBatch calls a batch loader with Config.LoadTimeout, turning a panic into ErrLoaderPanic.
-func (s *Store[K, V]) callBatch(ctx context.Context, keys []K, load BatchLoader[K, V]) (m map[K]V, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
-	defer cancel()
-	s.stats.loads.Add(1)
-	start := time.Now()
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("%w: %v", ErrLoaderPanic, r)
-			s.cfg.Logger.Error("cache: batch loader panicked", "keys", len(keys), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-		if err != nil {
-			s.stats.errors.Add(1)
-		}
-		if h := s.cfg.Hooks.OnLoad; h != nil {
-			h(fmt.Sprintf("batch(%d)", len(keys)), time.Since(start), err)
-		}
-	}()
-	m, err = load(ctx, keys)
+func (s *Store[K, V]) callBatch(ctx context.Context, keys []K, load BatchLoader[K, V]) (map[K]V, error) {
+	call := loaderCall{
+		name: fmt.Sprintf("batch(%d)", len(keys)), panicked: "cache: batch loader panicked",
+		what: slog.Int("keys", len(keys)), failed: func(error) bool { return true },
+	}
+	m, err := guardLoader(s, ctx, call, func(ctx context.Context) (map[K]V, error) { return load(ctx, keys) })
 	if m == nil && err == nil {
 		m = map[K]V{}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -220,9 +219,7 @@ func (s *Store[K, V]) refresh(ctx context.Context, key K, sk string, load Loader
 	if _, busy := s.refreshing.LoadOrStore(sk, struct{}{}); busy {
 		return
 	}
-	bctx, cancel := s.detach(ctx)
-	ok := s.goTracked(func() {
-		defer cancel()
+	ok := s.goDetached(ctx, func(bctx context.Context) {
 		defer s.refreshing.Delete(sk)
 		token := newToken()
 		res, err := s.acquire(bctx, sk, token)
@@ -237,7 +234,6 @@ func (s *Store[K, V]) refresh(ctx context.Context, key K, sk string, load Loader
 		s.loadAndFill(bctx, key, sk, token, load, nil)
 	})
 	if !ok {
-		cancel()
 		s.refreshing.Delete(sk)
 	}
 }
@@ -253,17 +249,11 @@ func (s *Store[K, V]) miss(ctx context.Context, key K, sk string, got time.Time,
 	var zero V
 	for {
 		f, leader := s.flights.join(sk)
-		if leader {
-			fctx, cancel := s.detach(ctx)
-			ok := s.goTracked(func() {
-				defer cancel()
-				v, err := s.resolve(fctx, f, key, sk, load)
-				s.flights.finish(sk, f, v, err)
-			})
-			if !ok {
-				cancel()
-				s.flights.finish(sk, f, zero, ErrClosed)
-			}
+		if leader && !s.goDetached(ctx, func(fctx context.Context) {
+			v, err := s.resolve(fctx, f, key, sk, load)
+			s.flights.finish(sk, f, v, err)
+		}) {
+			s.flights.finish(sk, f, zero, ErrClosed)
 		}
 		select {
 		case <-f.done:
@@ -305,15 +295,7 @@ func (s *Store[K, V]) resolve(ctx context.Context, f *flight[V], key K, sk strin
 			w.stop()
 			if res.hasRec && s.usable(res.rec) {
 				// A value due for a reload (stale or refresh-ahead): serve it, reload behind it.
-				s.stats.refreshes.Add(1)
-				bctx, cancel := s.detach(ctx)
-				if !s.goTracked(func() {
-					defer cancel()
-					s.loadAndFill(bctx, key, sk, token, load, nil)
-				}) {
-					cancel()
-					s.release(ctx, sk, token)
-				}
+				s.reloadBehind(ctx, key, sk, token, load)
 				return s.decode(res.rec)
 			}
 			r := s.loadAndFill(ctx, key, sk, token, load, &f.decided)
@@ -415,28 +397,6 @@ func (s *Store[K, V]) loadAndFill(ctx context.Context, key K, sk, token string, 
 	return loadResult[V]{val: v, err: err, written: written}
 }
 
-// callLoader calls load with Config.LoadTimeout, turning a panic into ErrLoaderPanic.
-func (s *Store[K, V]) callLoader(ctx context.Context, key K, sk string, load Loader[K, V]) (v V, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.LoadTimeout)
-	defer cancel()
-	s.stats.loads.Add(1)
-	start := time.Now()
-	defer func() {
-		if r := recover(); r != nil {
-			var zero V
-			v, err = zero, fmt.Errorf("%w: %v", ErrLoaderPanic, r)
-			s.cfg.Logger.Error("cache: loader panicked", "key", sk, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			s.stats.errors.Add(1)
-		}
-		if h := s.cfg.Hooks.OnLoad; h != nil {
-			h(sk, time.Since(start), err)
-		}
-	}()
-	return load(ctx, key)
-}
-
 // acquire runs acquire.lua for a key.
 func (s *Store[K, V]) acquire(ctx context.Context, sk, token string) (acquireResult, error) {
 	res, err := s.scripts.runAcquire(ctx, s.keys.record(sk), token, s.cfg.LockTTL.Milliseconds())
@@ -473,26 +433,20 @@ func (s *Store[K, V]) redisFailed(ctx context.Context, key K, sk string, load Lo
 func (s *Store[K, V]) loadDegraded(ctx context.Context, key K, sk string, load Loader[K, V]) (V, error) {
 	var zero V
 	f, leader := s.degraded.join(sk)
-	if leader {
-		fctx, cancel := s.detach(ctx)
-		ok := s.goTracked(func() {
-			defer cancel()
-			var v V
-			var err error
-			select {
-			case s.degradeSem <- struct{}{}:
-				s.stats.degraded.Add(1)
-				v, err = s.callLoader(fctx, key, sk, load)
-				<-s.degradeSem
-			case <-fctx.Done():
-				err = fctx.Err()
-			}
-			s.degraded.finish(sk, f, v, err)
-		})
-		if !ok {
-			cancel()
-			s.degraded.finish(sk, f, zero, ErrClosed)
+	if leader && !s.goDetached(ctx, func(fctx context.Context) {
+		var v V
+		var err error
+		select {
+		case s.degradeSem <- struct{}{}:
+			s.stats.degraded.Add(1)
+			v, err = s.callLoader(fctx, key, sk, load)
+			<-s.degradeSem
+		case <-fctx.Done():
+			err = fctx.Err()
 		}
+		s.degraded.finish(sk, f, v, err)
+	}) {
+		s.degraded.finish(sk, f, zero, ErrClosed)
 	}
 	select {
 	case <-f.done:
@@ -510,6 +464,31 @@ func (s *Store[K, V]) detach(ctx context.Context) (context.Context, context.Canc
 	return dctx, func() {
 		stop()
 		cancel()
+	}
+}
+
+// goDetached runs work in a goroutine that Close waits for (goTracked), on a context detached from
+// ctx (detach): work shared by several callers, or done behind one, outlives the caller that
+// started it. It returns false, running nothing, when the Store is closed.
+func (s *Store[K, V]) goDetached(ctx context.Context, work func(ctx context.Context)) bool {
+	dctx, cancel := s.detach(ctx)
+	if !s.goTracked(func() {
+		defer cancel()
+		work(dctx)
+	}) {
+		cancel()
+		return false
+	}
+	return true
+}
+
+// reloadBehind reloads a value due for a reload (stale or refresh-ahead) whose lock the caller
+// holds with token, in the background while the caller serves the stored value; when the Store
+// is closed it gives the lock back instead.
+func (s *Store[K, V]) reloadBehind(ctx context.Context, key K, sk, token string, load Loader[K, V]) {
+	s.stats.refreshes.Add(1)
+	if !s.goDetached(ctx, func(bctx context.Context) { s.loadAndFill(bctx, key, sk, token, load, nil) }) {
+		s.release(ctx, sk, token)
 	}
 }
 

@@ -70,12 +70,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		httpapi.WriteJSON(w, le.Status, map[string]string{key: le.Message})
 		return
 	}
-	if httpapi.ClientGone(r, err) {
+	e := httpapi.ErrorFor(r, err)
+	if e == nil {
 		return
-	}
-	e := httpapi.ErrorOf(r.Context(), err)
-	if st := httpapi.StateOf(r.Context()); st != nil {
-		st.NoteError(r.Context(), e, err)
 	}
 	msg := e.Message
 	switch e.Code {

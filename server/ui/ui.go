@@ -248,13 +248,12 @@ func (u *UI) renderError(w http.ResponseWriter, r *http.Request, err error) {
 		httpapi.WriteError(w, r, err)
 		return
 	}
-	if httpapi.ClientGone(r, err) {
+	e := httpapi.ErrorFor(r, err)
+	if e == nil {
 		return
 	}
-	e := httpapi.ErrorOf(r.Context(), err)
-	if st := httpapi.StateOf(r.Context()); st != nil {
-		st.NoteError(r.Context(), e, err)
-	} else if e.Code == httpapi.CodeInternal {
+	if httpapi.StateOf(r.Context()) == nil && e.Code == httpapi.CodeInternal {
+		// No server middleware noted it for the access log: log it here.
 		u.log.ErrorContext(r.Context(), "dashboard request failed", "path", r.URL.Path, "error", err)
 	}
 	httpapi.SetRetryAfter(w, e.RetryAfter)

@@ -239,15 +239,27 @@ var unavailableReplies = []string{
 // WriteError renders err in the native shape with its registry status, and logs internal and
 // unavailable errors with the request id. A request whose client went away gets no body.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	if ClientGone(r, err) {
+	e := ErrorFor(r, err)
+	if e == nil {
 		return
+	}
+	SetRetryAfter(w, e.RetryAfter)
+	WriteJSON(w, e.Status(), ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+}
+
+// ErrorFor is the registry's answer to err on request r, noted in the request's state (which the
+// access log and the metrics read): what every writer of an error shape (this package's, lmstfy's,
+// the dashboard's pages) answers. It is nil when the client went away (ClientGone): such a request
+// gets no answer.
+func ErrorFor(r *http.Request, err error) *Error {
+	if ClientGone(r, err) {
+		return nil
 	}
 	e := ErrorOf(r.Context(), err)
 	if st := StateOf(r.Context()); st != nil {
 		st.NoteError(r.Context(), e, err)
 	}
-	SetRetryAfter(w, e.RetryAfter)
-	WriteJSON(w, e.Status(), ErrorBody{Error: ErrorDetail{Code: e.Code, Message: e.Message, Field: e.Field}})
+	return e
 }
 
 // ClientGone reports whether err only says that the request's client went away: such a request
