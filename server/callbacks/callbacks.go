@@ -29,12 +29,12 @@ func New(cfg Config) *API { return &API{cfg: cfg} }
 func (a *API) Routes() []httpapi.Route {
 	const base = "/v1/namespaces/{ns}/callbacks"
 	return []httpapi.Route{
-		{Pattern: "GET " + base, Handler: a.get},
-		{Pattern: "POST " + base + "/secrets", Handler: a.rotateSecret},
-		{Pattern: "DELETE " + base + "/secrets/previous", Handler: a.retireSecret},
-		{Pattern: "POST " + base + "/destinations", Handler: a.addDestination},
-		{Pattern: "DELETE " + base + "/destinations", Handler: a.removeDestination},
-		{Pattern: "PUT " + base + "/allow_private", Handler: a.setAllowPrivate},
+		{Pattern: "GET " + base, Handler: a.settings(a.get)},
+		{Pattern: "POST " + base + "/secrets", Handler: a.settings(a.rotateSecret)},
+		{Pattern: "DELETE " + base + "/secrets/previous", Handler: a.settings(a.retireSecret)},
+		{Pattern: "POST " + base + "/destinations", Handler: a.settings(a.addDestination)},
+		{Pattern: "DELETE " + base + "/destinations", Handler: a.settings(a.removeDestination)},
+		{Pattern: "PUT " + base + "/allow_private", Handler: a.settings(a.setAllowPrivate)},
 	}
 }
 
@@ -48,10 +48,24 @@ type SettingsJSON struct {
 	AllowPrivate bool `json:"allow_private"`
 }
 
-// namespace checks that the path's namespace exists and returns it.
-func (a *API) namespace(r *http.Request) (string, error) {
-	ns := r.PathValue("ns")
-	return ns, a.cfg.Namespace(r.Context(), ns)
+// settingsChange is what one route does to the settings of namespace ns (GET: nothing); it returns
+// the status to answer with.
+type settingsChange func(r *http.Request, ns string) (status int, err error)
+
+// settings serves a route of the path's namespace's settings: the namespace must exist, change
+// runs, and the answer is the settings as they now are. Errors go through apiError.
+func (a *API) settings(change settingsChange) httpapi.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		ns := r.PathValue("ns")
+		if err := a.cfg.Namespace(r.Context(), ns); err != nil {
+			return err
+		}
+		status, err := change(r, ns)
+		if err != nil {
+			return apiError(err)
+		}
+		return a.writeSettings(w, r, ns, status)
+	}
 }
 
 // writeSettings answers with the namespace's settings as they now are.
@@ -72,14 +86,8 @@ func (a *API) writeSettings(w http.ResponseWriter, r *http.Request, ns string, s
 	return nil
 }
 
-// get is GET /v1/namespaces/{ns}/callbacks.
-func (a *API) get(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
-	return a.writeSettings(w, r, ns, http.StatusOK)
-}
+// get is GET /v1/namespaces/{ns}/callbacks: the settings, unchanged.
+func (a *API) get(*http.Request, string) (int, error) { return http.StatusOK, nil }
 
 type rotateRequest struct {
 	// Secret is the new secret ("whsec_" + base64); empty: the server makes one.
@@ -88,34 +96,21 @@ type rotateRequest struct {
 
 // rotateSecret is POST /v1/namespaces/{ns}/callbacks/secrets: the new secret signs from now on,
 // with the previous one still live until it is retired.
-func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
+func (a *API) rotateSecret(r *http.Request, ns string) (int, error) {
 	var req rotateRequest
 	if r.ContentLength != 0 {
 		if err := httpapi.DecodeBody(r, &req); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if _, err := a.cfg.Store.RotateSecret(r.Context(), ns, req.Secret); err != nil {
-		return apiError(err)
-	}
-	return a.writeSettings(w, r, ns, http.StatusCreated)
+	_, err := a.cfg.Store.RotateSecret(r.Context(), ns, req.Secret)
+	return http.StatusCreated, err
 }
 
 // retireSecret is DELETE /v1/namespaces/{ns}/callbacks/secrets/previous: only the newest secret
 // signs from now on.
-func (a *API) retireSecret(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
-	if err := a.cfg.Store.RetireSecret(r.Context(), ns); err != nil {
-		return apiError(err)
-	}
-	return a.writeSettings(w, r, ns, http.StatusOK)
+func (a *API) retireSecret(r *http.Request, ns string) (int, error) {
+	return http.StatusOK, a.cfg.Store.RetireSecret(r.Context(), ns)
 }
 
 type destinationRequest struct {
@@ -123,42 +118,29 @@ type destinationRequest struct {
 }
 
 // addDestination is POST /v1/namespaces/{ns}/callbacks/destinations.
-func (a *API) addDestination(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
+func (a *API) addDestination(r *http.Request, ns string) (int, error) {
 	var req destinationRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
-		return err
+		return 0, err
 	}
 	if req.Prefix == "" {
-		return httpapi.InvalidArg("prefix", "is required: an absolute http or https URL prefix")
+		return 0, httpapi.InvalidArg("prefix", "is required: an absolute http or https URL prefix")
 	}
-	if _, err := a.cfg.Store.AddDestination(r.Context(), ns, req.Prefix); err != nil {
-		return apiError(err)
-	}
-	return a.writeSettings(w, r, ns, http.StatusOK)
+	_, err := a.cfg.Store.AddDestination(r.Context(), ns, req.Prefix)
+	return http.StatusOK, err
 }
 
 // removeDestination is DELETE /v1/namespaces/{ns}/callbacks/destinations?prefix=...
-func (a *API) removeDestination(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
+func (a *API) removeDestination(r *http.Request, ns string) (int, error) {
 	prefix := r.URL.Query().Get("prefix")
 	if prefix == "" {
-		return httpapi.InvalidArg("prefix", "name the prefix to remove in the query (?prefix=...)")
+		return 0, httpapi.InvalidArg("prefix", "name the prefix to remove in the query (?prefix=...)")
 	}
 	removed, err := a.cfg.Store.RemoveDestination(r.Context(), ns, prefix)
-	if err != nil {
-		return apiError(err)
+	if err == nil && !removed {
+		err = &httpapi.Error{Code: httpapi.CodeNotFound, Message: "the namespace has no callback destination " + prefix}
 	}
-	if !removed {
-		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "the namespace has no callback destination " + prefix}
-	}
-	return a.writeSettings(w, r, ns, http.StatusOK)
+	return http.StatusOK, err
 }
 
 type allowPrivateRequest struct {
@@ -166,26 +148,19 @@ type allowPrivateRequest struct {
 }
 
 // setAllowPrivate is PUT /v1/namespaces/{ns}/callbacks/allow_private.
-func (a *API) setAllowPrivate(w http.ResponseWriter, r *http.Request) error {
-	ns, err := a.namespace(r)
-	if err != nil {
-		return err
-	}
+func (a *API) setAllowPrivate(r *http.Request, ns string) (int, error) {
 	var req allowPrivateRequest
 	if err := httpapi.DecodeBody(r, &req); err != nil {
-		return err
+		return 0, err
 	}
 	if req.AllowPrivate == nil {
-		return httpapi.InvalidArg("allow_private", "is required: true or false")
+		return 0, httpapi.InvalidArg("allow_private", "is required: true or false")
 	}
-	if err := a.cfg.Store.SetAllowPrivate(r.Context(), ns, *req.AllowPrivate); err != nil {
-		return apiError(err)
-	}
-	return a.writeSettings(w, r, ns, http.StatusOK)
+	return http.StatusOK, a.cfg.Store.SetAllowPrivate(r.Context(), ns, *req.AllowPrivate)
 }
 
-// apiError turns the store's input errors into the registry's; the rest (Redis) go to the
-// server's mapping.
+// apiError turns the store's input errors into the registry's; the rest (Redis, and errors already
+// the registry's) go to the server's mapping.
 func apiError(err error) error {
 	switch {
 	case errors.Is(err, callback.ErrTooManyDestinations):

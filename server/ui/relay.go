@@ -41,30 +41,6 @@ func (u *UI) endpointsLive(ctx context.Context) ([]relay.Endpoint, live, error) 
 	return eps, l, nil
 }
 
-func (u *UI) endpointsPage(w http.ResponseWriter, r *http.Request) error {
-	data := map[string]any{"Enabled": u.cfg.Relay != nil, "Poll": "/ui/api/endpoints"}
-	if u.cfg.Relay != nil {
-		eps, l, err := u.endpointsLive(r.Context())
-		if err != nil {
-			return err
-		}
-		data["Endpoints"], data["Live"] = eps, l
-	}
-	u.render(w, r, http.StatusOK, "endpoints", "Request queue", data)
-	return nil
-}
-
-func (u *UI) endpointsJSON(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Relay == nil {
-		return errNoRelay
-	}
-	_, l, err := u.endpointsLive(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeLive(w, l)
-}
-
 // setEndpoint changes an endpoint's limits (qps, concurrency, max queued, timeout); the other
 // settings stay.
 func (u *UI) setEndpoint(w http.ResponseWriter, r *http.Request) error {

@@ -36,30 +36,6 @@ func (u *UI) roomsLive(ctx context.Context) ([]string, live, error) {
 	return names, l, nil
 }
 
-func (u *UI) roomsPage(w http.ResponseWriter, r *http.Request) error {
-	data := map[string]any{"Enabled": u.cfg.Rooms != nil, "Poll": "/ui/api/rooms"}
-	if u.cfg.Rooms != nil {
-		names, l, err := u.roomsLive(r.Context())
-		if err != nil {
-			return err
-		}
-		data["Rooms"], data["Live"] = names, l
-	}
-	u.render(w, r, http.StatusOK, "rooms", "Waiting rooms", data)
-	return nil
-}
-
-func (u *UI) roomsJSON(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Rooms == nil {
-		return errNoRooms
-	}
-	_, l, err := u.roomsLive(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeLive(w, l)
-}
-
 // setCapacity changes how many visitors a room admits at once; the other settings stay.
 func (u *UI) setCapacity(w http.ResponseWriter, r *http.Request) error {
 	if u.cfg.Rooms == nil {

@@ -150,12 +150,10 @@ func (u *UI) routes() http.Handler {
 	page("GET /ui/tokens", u.tokensPage)
 	page("POST /ui/tokens", u.createToken)
 	page("POST /ui/tokens/{ns}/{id}/revoke", u.revokeToken)
-	page("GET /ui/endpoints", u.endpointsPage)
-	page("GET /ui/api/endpoints", u.endpointsJSON)
+	systemPage(u, page, "endpoints", "Request queue", "Endpoints", u.cfg.Relay != nil, errNoRelay, u.endpointsLive)
 	page("POST /ui/endpoints/{name}", u.setEndpoint)
 	page("GET /ui/tasks", u.taskPage)
-	page("GET /ui/rooms", u.roomsPage)
-	page("GET /ui/api/rooms", u.roomsJSON)
+	systemPage(u, page, "rooms", "Waiting rooms", "Rooms", u.cfg.Rooms != nil, errNoRooms, u.roomsLive)
 	page("POST /ui/rooms/{name}/capacity", u.setCapacity)
 	page("POST /ui/rooms/{name}/reset", u.resetRoom)
 	mux.HandleFunc("/ui/", u.open(func(w http.ResponseWriter, r *http.Request) error {
@@ -170,6 +168,37 @@ func (u *UI) routes() http.Handler {
 		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no such page; start from the overview"}
 	}))
 	return securityHeaders(mux)
+}
+
+// systemPage mounts the page of an optional system's items (request-queue endpoints, waiting
+// rooms), GET /ui/<name>, with the live numbers read, and its JSON twin GET /ui/api/<name>, which
+// the page polls for them. Without the system (enabled false) the page says so and the twin
+// answers off.
+func systemPage[T any](u *UI, page func(pattern string, h handler), name, title, listKey string, enabled bool,
+	off error, read func(context.Context) ([]T, live, error),
+) {
+	page("GET /ui/"+name, func(w http.ResponseWriter, r *http.Request) error {
+		data := map[string]any{"Enabled": enabled, "Poll": "/ui/api/" + name}
+		if enabled {
+			items, l, err := read(r.Context())
+			if err != nil {
+				return err
+			}
+			data[listKey], data["Live"] = items, l
+		}
+		u.render(w, r, http.StatusOK, name, title, data)
+		return nil
+	})
+	page("GET /ui/api/"+name, func(w http.ResponseWriter, r *http.Request) error {
+		if !enabled {
+			return off
+		}
+		_, l, err := read(r.Context())
+		if err != nil {
+			return err
+		}
+		return writeLive(w, l)
+	})
 }
 
 // securityHeaders keeps the dashboard out of frames and stops it from loading anything that is

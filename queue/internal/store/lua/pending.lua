@@ -14,46 +14,34 @@ local out = {0, 0}
 local n, total = 0, 0
 local function live(rec) return rec[R_EXPIRE] == 0 or rec[R_EXPIRE] > now end
 
+-- reply_waiting replies the live jobs among ids (a page of a ready list, of the callback lane or of
+-- the delayed set), their Position counting on from pos, or -1 where pos is nil. Returns the next
+-- position.
+local function reply_waiting(ids, pos)
+  for _, id in ipairs(ids) do
+    local rec = load(id)
+    if rec and live(rec) then
+      reply_job(out, id, rec, pos or -1)
+      if pos then pos = pos + 1 end
+      n = n + 1
+    end
+  end
+  return pos
+end
+
 local pos = 0
 for _, p in ipairs(redis.call('ZREVRANGE', K_PRIOS, 0, -1)) do
   local list = K_READY .. p
   total = total + redis.call('LLEN', list)
-  if n < limit then
-    for _, id in ipairs(redis.call('LRANGE', list, 0, limit - n - 1)) do
-      local rec = load(id)
-      if rec and live(rec) then
-        reply_job(out, id, rec, pos)
-        pos = pos + 1
-        n = n + 1
-      end
-    end
-  end
+  if n < limit then pos = reply_waiting(redis.call('LRANGE', list, 0, limit - n - 1), pos) end
 end
 
 -- Then the callback lane (jobs only the callback deliverer gets), in the order it leases them.
 total = total + redis.call('LLEN', callbacks_key())
-if n < limit then
-  local at = 0
-  for _, id in ipairs(redis.call('LRANGE', callbacks_key(), 0, limit - n - 1)) do
-    local rec = load(id)
-    if rec and live(rec) then
-      reply_job(out, id, rec, at)
-      at = at + 1
-      n = n + 1
-    end
-  end
-end
+if n < limit then reply_waiting(redis.call('LRANGE', callbacks_key(), 0, limit - n - 1), 0) end
 
 total = total + redis.call('ZCARD', K_DELAYED)
-if n < limit then
-  for _, id in ipairs(redis.call('ZRANGE', K_DELAYED, 0, limit - n - 1)) do
-    local rec = load(id)
-    if rec and live(rec) then
-      reply_job(out, id, rec, -1)
-      n = n + 1
-    end
-  end
-end
+if n < limit then reply_waiting(redis.call('ZRANGE', K_DELAYED, 0, limit - n - 1), nil) end
 
 total = total + redis.call('ZCARD', K_LEASED)
 if n < limit then
