@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -78,7 +77,7 @@ func runSluice() int {
 }
 
 // serveSluice runs the server as `sluice server` does (args are "server" and then --flag value
-// pairs), with the GC target the command sets, until ctx ends.
+// pairs), until ctx ends.
 func serveSluice(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "server" || len(args)%2 != 1 {
 		return fmt.Errorf("%s: want server and --flag value pairs, got %q", childArgs, args)
@@ -91,23 +90,7 @@ func serveSluice(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // as `sluice server` sets it
-	}
-	cfg := settings.Config
-	if cfg.Logger, err = settings.NewLogger(os.Stderr); err != nil {
-		return err
-	}
-	cfg.Out = os.Stderr
-	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	runErr := srv.Run(ctx)
-	if err := srv.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+	return server.RunSettings(ctx, settings, os.Getenv, os.Stderr)
 }
 
 // runBaseline serves Baseline on the address in childArgs until standard input closes.

@@ -43,8 +43,11 @@ func (a *API) AdminRoutes() []httpapi.Route {
 		{Pattern: "GET /v1/rooms", Handler: a.list},
 		{Pattern: "PUT /v1/rooms/{room}", Handler: a.put},
 		{Pattern: "GET /v1/rooms/{room}", Handler: a.get},
-		{Pattern: "DELETE /v1/rooms/{room}", Handler: a.delete},
-		{Pattern: "POST /v1/rooms/{room}/reset", Handler: a.reset},
+		// The room, its line and its figures go. Passes already issued stay valid until they
+		// expire; the room's routes answer not found.
+		{Pattern: "DELETE /v1/rooms/{room}", Handler: a.roomAction("deleted", (*waitroom.Client).DeleteRoom)},
+		// Every admitted and waiting visitor leaves and the figures start over; the settings stay.
+		{Pattern: "POST /v1/rooms/{room}/reset", Handler: a.roomAction("reset", (*waitroom.Client).ResetRoom)},
 	}
 }
 
@@ -285,24 +288,16 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// delete is DELETE /v1/rooms/{room}: the room, its line and its figures go. Passes already
-// issued stay valid until they expire; the room's routes answer not found.
-func (a *API) delete(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("room")
-	if err := a.client.DeleteRoom(r.Context(), name); err != nil {
-		return err
+// roomAction serves an action on the path's room: op does it with the API's client, and the
+// answer says so, {"room": name, done: true}. (op is a method of the client's type, so listing the
+// routes reads nothing of a.)
+func (a *API) roomAction(done string, op func(c *waitroom.Client, ctx context.Context, room string) error) httpapi.Handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		name := r.PathValue("room")
+		if err := op(a.client, r.Context(), name); err != nil {
+			return err
+		}
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"room": name, done: true})
+		return nil
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"room": name, "deleted": true})
-	return nil
-}
-
-// reset is POST /v1/rooms/{room}/reset: every admitted and waiting visitor leaves and the
-// figures start over; the settings stay.
-func (a *API) reset(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("room")
-	if err := a.client.ResetRoom(r.Context(), name); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"room": name, "reset": true})
-	return nil
 }

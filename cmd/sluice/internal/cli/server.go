@@ -4,22 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/sluicehq/sluice/server"
 )
-
-// serverGCPercent is the garbage collector's target for `sluice server` unless GOGC is set: the
-// server's heap is small and short-lived, and collecting a quarter as often measured about 8% more
-// consume+ack requests per second on two cores (docs/benchmarks-http.md).
-const serverGCPercent = 400
-
-// serverGC applies serverGCPercent when the operator has not chosen GOGC.
-func serverGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(serverGCPercent)
-	}
-}
 
 // registerServer adds `sluice server`.
 func registerServer(t map[string]command) {
@@ -61,19 +48,5 @@ Examples:
 	if err != nil {
 		return err
 	}
-	cfg := settings.Config
-	serverGC(env.Getenv)
-	if cfg.Logger, err = settings.NewLogger(env.Stderr); err != nil {
-		return err
-	}
-	cfg.Out = env.Stderr
-	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	runErr := srv.Run(ctx)
-	if err := srv.Close(); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+	return server.RunSettings(ctx, settings, env.Getenv, env.Stderr)
 }
