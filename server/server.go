@@ -338,6 +338,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		if err := s.welcome(ctx, public.Addr().String(), admin.Addr().String()); err != nil {
 			return fmt.Errorf("server: embedded mode: %w", err)
 		}
+	} else {
+		s.firstTokenHint(ctx, admin.Addr().String())
 	}
 
 	errc := make(chan error, len(servers))

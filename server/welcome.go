@@ -25,16 +25,12 @@ func (s *Server) welcome(ctx context.Context, publicAddr, adminAddr string) erro
 	if !s.embedded.managed {
 		where = "an IN-PROCESS store (nothing survives a restart)"
 	}
-	auth := ""
-	if s.cfg.AdminToken != "" {
-		auth = ` -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN"`
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSluice runs on its embedded Redis: %s.\n", where)
 	if !created {
-		fmt.Fprintf(&b, "tenant.Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
-		fmt.Fprintf(&b, "  curl -s -X POST %s/v1/namespaces/%s/tokens%s -H 'Content-Type: application/json' -d '{\"description\": \"my token\"}'\n", adm, defaultNamespace, auth)
-		fmt.Fprintf(&b, "  sluice token create --ns %s --admin-url %s\n\n", defaultNamespace, adm)
+		curl, cli := s.tokenCommands(adm, defaultNamespace)
+		fmt.Fprintf(&b, "Namespace %q exists; its tokens were shown when they were made. Make a new one with:\n\n", defaultNamespace)
+		fmt.Fprintf(&b, "  %s\n  %s\n\n", curl, cli)
 		_, err := fmt.Fprint(s.cfg.Out, b.String())
 		return err
 	}
@@ -51,6 +47,31 @@ func (s *Server) welcome(ctx context.Context, publicAddr, adminAddr string) erro
 	fmt.Fprintf(&b, "Admin API (tokens, namespaces, /metrics): %s\n\n", adm)
 	_, err = fmt.Fprint(s.cfg.Out, b.String())
 	return err
+}
+
+// firstTokenHint runs on an external Redis once the listeners are bound: when the Redis holds no
+// namespace yet (under this prefix), it logs how to make the first one and its token, the exact
+// commands for this server's admin listener.
+func (s *Server) firstTokenHint(ctx context.Context, adminAddr string) {
+	n, err := s.namespaces.Count(ctx)
+	if err != nil || n > 0 {
+		return // a Redis that fails now is reported by the requests that need it
+	}
+	curl, cli := s.tokenCommands(baseURL(adminAddr), defaultNamespace)
+	s.log.Info("no namespace yet: make the first one, with a token, on the admin listener",
+		"command", curl, "cli", cli)
+}
+
+// tokenCommands are the curl line and the sluice command that make a token of namespace ns
+// (and the namespace, when it is new) on the admin listener at adm.
+func (s *Server) tokenCommands(adm, ns string) (curl, cli string) {
+	auth := ""
+	if s.cfg.AdminToken != "" {
+		auth = ` -H "Authorization: Bearer $SLUICE_ADMIN_TOKEN"`
+	}
+	curl = fmt.Sprintf(`curl -s -X POST %s/v1/namespaces/%s/tokens%s -H 'Content-Type: application/json' -d '{"description": "my token"}'`, adm, ns, auth)
+	cli = fmt.Sprintf("sluice token create --ns %s --admin-url %s", ns, adm)
+	return curl, cli
 }
 
 // baseURL turns a listen address into a URL a local client can use.

@@ -97,6 +97,15 @@ func (s *NamespaceStore) Exists(ctx context.Context, name string) (bool, error) 
 	return ok, nil
 }
 
+// Count returns how many namespaces are registered (one O(1) command).
+func (s *NamespaceStore) Count(ctx context.Context) (int64, error) {
+	n, err := s.rdb.HLen(ctx, s.key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("namespace: count: %w", err)
+	}
+	return n, nil
+}
+
 // List returns every namespace by name.
 func (s *NamespaceStore) List(ctx context.Context) ([]Namespace, error) {
 	recs, err := readRecords[Namespace](ctx, s.rdb, s.key, "namespace")
