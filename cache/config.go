@@ -118,9 +118,7 @@ func (c Config) withDefaults() Config {
 	if c.Codec == nil {
 		c.Codec = JSON{}
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

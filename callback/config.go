@@ -87,9 +87,7 @@ func (c DelivererConfig) withDefaults() DelivererConfig {
 	c.SweepInterval = cmp.Or(c.SweepInterval, time.Second)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "sluice-callbacks")
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

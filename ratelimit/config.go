@@ -142,9 +142,7 @@ func (cfg Config) withDefaults() Config {
 	}
 	cfg.RetryRedisAfter = cmp.Or(cfg.RetryRedisAfter, time.Second)
 	cfg.LocalMaxKeys = cmp.Or(cfg.LocalMaxKeys, 100_000)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return cfg
 }
 

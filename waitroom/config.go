@@ -81,9 +81,7 @@ func (c Config) withDefaults() Config {
 	c.PollsPerMinute = cmp.Or(c.PollsPerMinute, 30)
 	c.ConfigRefresh = cmp.Or(c.ConfigRefresh, time.Second)
 	c.UpstreamDialTimeout = cmp.Or(c.UpstreamDialTimeout, 30*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

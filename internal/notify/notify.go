@@ -4,6 +4,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -78,12 +79,8 @@ type Waiter struct {
 
 // New returns a Notifier on rdb. It subscribes at the first Register.
 func New(rdb redis.UniversalClient, cfg Config) *Notifier {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Name == "" {
-		cfg.Name = "notify"
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Name = cmp.Or(cfg.Name, "notify")
 	return &Notifier{
 		rdb:     rdb,
 		log:     cfg.Logger,

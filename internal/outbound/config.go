@@ -52,9 +52,7 @@ func (c Config) withDefaults() Config {
 	c.UserAgent = cmp.Or(c.UserAgent, "sluice")
 	c.MaxIdleConnsPerHost = cmp.Or(c.MaxIdleConnsPerHost, 256)
 	c.IdleConnTimeout = cmp.Or(c.IdleConnTimeout, 90*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

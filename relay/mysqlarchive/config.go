@@ -33,9 +33,7 @@ func (c Config) withDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, 72*time.Hour)
 	c.BatchSize = cmp.Or(c.BatchSize, 500)
 	c.MaxOpenConns = cmp.Or(c.MaxOpenConns, 8)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

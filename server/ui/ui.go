@@ -66,9 +66,7 @@ func (c Config) withDefaults() Config {
 	c.SessionTTL = cmp.Or(c.SessionTTL, 12*time.Hour)
 	c.SessionIdleTimeout = cmp.Or(c.SessionIdleTimeout, 30*time.Minute)
 	c.SampleInterval = cmp.Or(c.SampleInterval, 10*time.Second)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

@@ -92,9 +92,7 @@ func (c Config) withDefaults() Config {
 	c.Backoff = cmp.Or(c.Backoff, time.Second)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, 15*time.Minute)
 	c.MaxFailuresPerSecond = cmp.Or(c.MaxFailuresPerSecond, 100)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
