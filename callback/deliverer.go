@@ -93,8 +93,7 @@ type Deliverer struct {
 	rate   *ratelimit.Limiter
 	conc   *ratelimit.Concurrency
 
-	settingsMu sync.Mutex
-	settings   map[string]cachedSettings
+	settings *settingsCache
 
 	notes chan queue.QueueRef // queues named by notifications
 	freed chan struct{}       // a leased job finished: there may be room to lease more
@@ -106,11 +105,6 @@ type Deliverer struct {
 }
 
 var _ startstop.Service = (*Deliverer)(nil)
-
-type cachedSettings struct {
-	s  Settings
-	at time.Time
-}
 
 // callbackWork is one leased job on its way to a worker.
 type callbackWork struct {
@@ -151,7 +145,7 @@ func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
 		store:    store,
 		strict:   strict,
 		open:     open,
-		settings: make(map[string]cachedSettings),
+		settings: newSettingsCache(store, cfg.SettingsTTL),
 		notes:    make(chan queue.QueueRef, 1024),
 		freed:    make(chan struct{}, 1),
 		slots:    make(chan struct{}, cfg.Workers),
@@ -387,7 +381,7 @@ func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbac
 		d.release(report, job, &ev)
 		return
 	}
-	set, err := d.settingsFor(ctx, job.Namespace)
+	set, err := d.settings.get(ctx, job.Namespace)
 	if err != nil {
 		d.nack(report, job, &ev, "callback: read namespace settings: "+err.Error(), nil, false)
 		return
@@ -551,31 +545,6 @@ func (d *Deliverer) emit(ev Event) {
 	if d.cfg.OnDelivery != nil {
 		d.cfg.OnDelivery(ev)
 	}
-}
-
-// maxCachedSettings bounds the namespaces whose settings a Deliverer caches: past it the cache
-// starts over.
-const maxCachedSettings = 4096
-
-// settingsFor returns a namespace's callback settings, cached for SettingsTTL.
-func (d *Deliverer) settingsFor(ctx context.Context, ns string) (Settings, error) {
-	d.settingsMu.Lock()
-	c, ok := d.settings[ns]
-	d.settingsMu.Unlock()
-	if ok && time.Since(c.at) < d.cfg.SettingsTTL {
-		return c.s, nil
-	}
-	s, err := d.store.Settings(ctx, ns)
-	if err != nil {
-		return Settings{}, err
-	}
-	d.settingsMu.Lock()
-	if len(d.settings) >= maxCachedSettings {
-		clear(d.settings)
-	}
-	d.settings[ns] = cachedSettings{s: s, at: time.Now()}
-	d.settingsMu.Unlock()
-	return s, nil
 }
 
 // endpointFor finds the endpoint of Relay whose target URL covers a callback URL (the longest,

@@ -15,5 +15,7 @@
 // of a request queue endpoint, within that endpoint's QPS and concurrency together with its tasks
 // (DelivererConfig.Relay, an EndpointSlots that *relay.Client satisfies). The job model (the
 // callback field, its validation, the callback lane) is package queue's; this package is the
-// delivery side. docs/callbacks.md is the guide.
+// delivery side. TaskCallbacks carries the request queue's completion callbacks (a task's final
+// state, sent when it ends) over the same machinery, as a relay.CompletionSink. docs/callbacks.md
+// is the guide.
 package callback

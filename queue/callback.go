@@ -3,27 +3,27 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
-// Limits on a job's callback.
+// Limits on a job's callback (the request queue's completion callbacks share them).
 const (
 	// MaxCallbackURL bounds the length of Callback.URL.
-	MaxCallbackURL = 2048
+	MaxCallbackURL = outbound.MaxCallbackURL
 	// MaxCallbackHeaders bounds the number of Callback.Header entries.
-	MaxCallbackHeaders = 32
+	MaxCallbackHeaders = outbound.MaxCallbackHeaders
 	// MaxCallbackHeaderValue bounds the length of one header value.
-	MaxCallbackHeaderValue = 1024
+	MaxCallbackHeaderValue = outbound.MaxCallbackHeaderValue
 	// DefaultCallbackTimeout is a callback's timeout when it names none.
-	DefaultCallbackTimeout = 30 * time.Second
+	DefaultCallbackTimeout = outbound.DefaultCallbackTimeout
 	// MaxCallbackTimeout bounds Callback.Timeout.
-	MaxCallbackTimeout = 5 * time.Minute
+	MaxCallbackTimeout = outbound.MaxCallbackTimeout
 	// callbackLeaseSlack is what a callback job's default lease adds to the callback's timeout, so
 	// a deliverer that is alive never loses the lease of a call that is still allowed to run.
 	callbackLeaseSlack = 5 * time.Second
@@ -63,52 +63,19 @@ type callbackRecord struct {
 	TimeoutMs int64 `json:"timeout_ms"`
 }
 
-// reservedCallbackHeaders are set by the deliverer or by net/http, never by a job.
-var reservedCallbackHeaders = map[string]bool{
-	"webhook-id": true, "webhook-timestamp": true, "webhook-signature": true,
-	"host": true, "content-length": true, "transfer-encoding": true, "connection": true,
-	"te": true, "trailer": true, "upgrade": true, "keep-alive": true, "proxy-connection": true,
-}
-
 // validate checks the callback and fills in its defaults.
 func (cb *Callback) validate() error {
-	if cb.URL == "" {
-		return invalid("callback.url", "is required")
+	timeout, err := outbound.CheckCallback(cb.URL, cb.Header, cb.Timeout)
+	var ce *outbound.CallbackError
+	if errors.As(err, &ce) {
+		return invalid("callback."+ce.Part, "%s", ce.Message)
 	}
-	if len(cb.URL) > MaxCallbackURL {
-		return invalid("callback.url", "longer than %d bytes", MaxCallbackURL)
-	}
-	if err := outbound.CheckPrefix(cb.URL); err != nil {
-		return invalid("callback.url", "%s", strings.TrimPrefix(err.Error(), "outbound: "))
-	}
+	cb.Timeout = timeout
 	if cb.Method == "" {
 		cb.Method = http.MethodPost
 	}
 	if !callbackMethods[cb.Method] {
 		return invalid("callback.method", "%q is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS", cb.Method)
-	}
-	if len(cb.Header) > MaxCallbackHeaders {
-		return invalid("callback.headers", "%d entries is over the limit of %d", len(cb.Header), MaxCallbackHeaders)
-	}
-	for k, v := range cb.Header {
-		if !outbound.ValidToken(k) || len(k) > 128 {
-			return invalid("callback.headers", "%q is not a header name", k)
-		}
-		if reservedCallbackHeaders[strings.ToLower(k)] {
-			return invalid("callback.headers", "%q is set by the deliverer", k)
-		}
-		if len(v) > MaxCallbackHeaderValue || strings.ContainsAny(v, "\r\n\x00") {
-			return invalid("callback.headers", "value of %q must be at most %d bytes without line breaks", k, MaxCallbackHeaderValue)
-		}
-	}
-	if cb.Timeout < 0 {
-		return invalid("callback.timeout", "must not be negative")
-	}
-	if cb.Timeout == 0 {
-		cb.Timeout = DefaultCallbackTimeout
-	}
-	if cb.Timeout < time.Millisecond || cb.Timeout > MaxCallbackTimeout {
-		return invalid("callback.timeout", "must be 1ms..%s", MaxCallbackTimeout)
 	}
 	return nil
 }

@@ -65,9 +65,9 @@ const archivePruneEvery = time.Minute
 // archiveFinished writes a batch of an endpoint's finished tasks to the archive and forgets
 // them in the backlog. The write is an idempotent upsert, so two processes archiving the same
 // task, or a crash between the write and the forgetting, only write a row twice. A task whose
-// final status was already read kept its finished retention until now (get.lua): once archived,
-// its life is shortened to the read retention, as the read would have. A crash before that only
-// leaves it in Redis for the finished retention.
+// final status was already read kept its finished retention until now (get.lua): once archived
+// (and its completion callback handed on), its life is shortened to the read retention, as the
+// read would have, in the script that forgets it (handed_off.lua).
 func (c *Client) archiveFinished(ctx context.Context, endpoint string) (int, error) {
 	a := c.cfg.Archive
 	if a == nil {
@@ -81,13 +81,12 @@ func (c *Client) archiveFinished(ctx context.Context, endpoint string) (int, err
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, k.task(id), archiveReadFields...)
+		cmds[i] = pipe.HMGet(ctx, k.task(id), archiveFields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("relay: read finished tasks of %s: %w", endpoint, err)
 	}
 	recs := make([]ArchiveRecord, 0, len(ids))
-	var read []string // archived tasks whose final status was read
 	for _, cmd := range cmds {
 		v, err := cmd.Result()
 		if err != nil {
@@ -95,9 +94,6 @@ func (c *Client) archiveFinished(ctx context.Context, endpoint string) (int, err
 		}
 		if r, ok := archiveRecord(v); ok {
 			recs = append(recs, r)
-			if s, _ := v[len(archiveFields)].(string); s == "1" {
-				read = append(read, r.ID)
-			}
 		}
 	}
 	if len(recs) > 0 {
@@ -105,21 +101,13 @@ func (c *Client) archiveFinished(ctx context.Context, endpoint string) (int, err
 			return 0, fmt.Errorf("relay: archive tasks of %s: %w", endpoint, err)
 		}
 	}
-	members := make([]any, len(ids))
-	for i, id := range ids {
-		members[i] = id
+	args := make([]any, 0, 1+len(ids))
+	args = append(args, "archive")
+	for _, id := range ids {
+		args = append(args, id)
 	}
-	if err := c.rdb.ZRem(ctx, k.archive(), members...).Err(); err != nil {
+	if err := c.run(ctx, scriptHandedOff, endpoint, args...).Err(); err != nil {
 		return len(recs), fmt.Errorf("relay: forget archived tasks of %s: %w", endpoint, err)
-	}
-	if len(read) > 0 {
-		pipe := c.rdb.Pipeline()
-		for _, id := range read {
-			pipe.PExpire(ctx, k.task(id), c.cfg.ReadRetention)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return len(recs), fmt.Errorf("relay: shorten archived tasks of %s: %w", endpoint, err)
-		}
 	}
 	return len(recs), nil
 }
@@ -141,9 +129,6 @@ func (c *Client) pruneArchive(ctx context.Context) error {
 }
 
 var archiveFields = []string{"id", "ep", "ns", "st", "hs", "res", "rh", "err", "pri", "att", "ca", "sa", "ea"}
-
-// archiveReadFields are archiveFields and then rd, whether the final status was read.
-var archiveReadFields = append(archiveFields[:len(archiveFields):len(archiveFields)], "rd")
 
 // archiveRecord turns the archiveFields of a finished task into a record.
 func archiveRecord(v []any) (ArchiveRecord, bool) {

@@ -72,6 +72,14 @@ type Config struct {
 	// archive.
 	Archive Archive
 
+	// Completions, when set, delivers the completion callbacks of tasks (SubmitParams.Callback):
+	// it checks a callback at Submit, and receives ended tasks from maintenance (so from every
+	// Dispatcher; a task's end marks its callback in the same script, so none is lost when a
+	// process dies). Package callback's TaskCallbacks publishes them as signed callback jobs.
+	// Every Client that submits tasks with callbacks, and those running Dispatchers, need it.
+	// Default nil: a task with a callback is refused.
+	Completions CompletionSink
+
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger
 }

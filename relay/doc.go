@@ -29,6 +29,11 @@
 //	pending ─► cancelled | timeout (waited past QueueTimeout)
 //	processing | permitted ─► cancelled
 //
+// SubmitParams.IdempotencyKey makes a resend safe (the same key from the same submitter answers
+// with the first task); SubmitParams.Callback names a completion callback that receives the task's
+// final state when it ends, handed on by maintenance to Config.Completions (package callback's
+// TaskCallbacks: signed, retried callback jobs).
+//
 // # Dispatch
 //
 // A Dispatcher (any number, in any number of processes) starts tasks. Each dispatch is one Lua

@@ -39,13 +39,13 @@ func idempotencyScope(namespace, submitter, key string) [32]byte {
 
 // requestHash is the SHA-256 (hex) of the canonical request a task makes: its endpoint, type,
 // method, final URL (query included), headers (JSON with sorted names), body, the priority asked
-// for and its subject. A key sent again with a request whose hash
+// for, its subject and its completion callback. A key sent again with a request whose hash
 // differs is a conflict, not a resend. The priority grant is left out: it is a credential, and a
 // client may fetch a fresh one before it resends.
 func requestHash(endpoint string, p *SubmitParams, req preparedRequest) string {
 	h := sha256.New()
 	writeFields(h, endpoint, string(p.Type), req.method, req.url, req.header, string(p.Body),
-		strconv.Itoa(p.Priority), p.Subject)
+		strconv.Itoa(p.Priority), p.Subject, req.callback)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

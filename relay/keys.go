@@ -33,11 +33,13 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "hold",
 		base + "slots",
 		base + "fair",
+		base + "completions",
 	}}
 }
 
 func (k endpointKeys) task(id string) string { return k.all[10] + id }
 func (k endpointKeys) archive() string       { return k.all[9] }
+func (k endpointKeys) completions() string   { return k.all[14] }
 
 // idempotency is the key of the record of one idempotency key: a hash (id, h, pri, ca) that
 // names the task the key first created. It lives under the endpoint's hash tag, so submit.lua

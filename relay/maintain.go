@@ -13,6 +13,8 @@ type MaintainResult struct {
 	TimedOut  int // tasks that waited past their queue deadline
 	Cancelled int // waiting tasks of deleted endpoints
 	Archived  int // finished tasks written to the archive
+	// Completions counts the completion callbacks handed to Config.Completions.
+	Completions int
 }
 
 // forgetGrace is how long after its deletion an endpoint is still maintained, in refresh
@@ -70,6 +72,13 @@ func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
 		res.Reaped += int(r[0])
 		res.TimedOut += int(r[1])
 		res.Cancelled += int(r[2])
+		if r[4] > 0 {
+			n, err := c.forwardCompletions(ctx, name)
+			res.Completions += n
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
 		n, err := c.archiveFinished(ctx, name)
 		res.Archived += n
 		if err != nil {

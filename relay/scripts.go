@@ -14,22 +14,24 @@ var luaFiles embed.FS
 
 // The endpoint scripts, one .lua file each, all starting with lua/lib.lua.
 const (
-	scriptSubmit   = "submit"
-	scriptTake     = "take"
-	scriptFinish   = "finish"
-	scriptMaintain = "maintain"
-	scriptGet      = "get"
-	scriptCancel   = "cancel"
-	scriptPermit   = "permit"
-	scriptStats    = "stats"
-	scriptLate     = "late"
-	scriptSlotTake = "slot_take"
-	scriptSlotFree = "slot_release"
+	scriptSubmit           = "submit"
+	scriptTake             = "take"
+	scriptFinish           = "finish"
+	scriptMaintain         = "maintain"
+	scriptGet              = "get"
+	scriptCancel           = "cancel"
+	scriptPermit           = "permit"
+	scriptStats            = "stats"
+	scriptLate             = "late"
+	scriptSlotTake         = "slot_take"
+	scriptSlotFree         = "slot_release"
+	scriptClaimCompletions = "completions_claim"
+	scriptHandedOff        = "handed_off"
 )
 
 var scriptNames = []string{
 	scriptSubmit, scriptTake, scriptFinish, scriptMaintain, scriptGet, scriptCancel, scriptPermit, scriptStats, scriptLate,
-	scriptSlotTake, scriptSlotFree,
+	scriptSlotTake, scriptSlotFree, scriptClaimCompletions, scriptHandedOff,
 }
 
 // The registry scripts (endpoint settings): rare calls on the registry's keys (hash tag {relay}),
@@ -48,6 +50,7 @@ var functionFlags = map[string]string{
 	scriptStats: "no-writes",
 	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
 	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom", scriptSlotFree: "allow-oom",
+	scriptClaimCompletions: "allow-oom", scriptHandedOff: "allow-oom",
 }
 
 // library is relay's scripts, lib.lua's helpers first, built once per process: as functions of
@@ -72,7 +75,7 @@ func (c *Client) run(ctx context.Context, name, endpoint string, args ...any) *r
 }
 
 // runWithKeys is run with more keys after the endpoint's (each under the endpoint's hash tag,
-// built in keys.go): the script finds them at KEYS[14] on.
+// built in keys.go): the script finds them after lib.lua's.
 func (c *Client) runWithKeys(ctx context.Context, name, endpoint string, more []string, args ...any) *redis.Cmd {
 	k := c.keys.get(endpoint)
 	keys := k.all

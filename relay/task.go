@@ -98,6 +98,11 @@ type SubmitParams struct {
 	// the same key with a different request is ErrIdempotencyConflict. At most
 	// MaxIdempotencyKey bytes of visible ASCII. Optional.
 	IdempotencyKey string
+	// Callback, when set, is called with the task's final state when it ends (completion
+	// callback). It needs Namespace (whose callback settings allow and sign it) and
+	// Config.Completions, which checks its URL against the namespace's allowed destinations.
+	// Optional.
+	Callback *Callback
 }
 
 // SubmitResult is what Submit returns.
@@ -163,6 +168,9 @@ type Task struct {
 
 	// Archived says the task was read from the archive (it left Redis).
 	Archived bool
+
+	// Callback is the task's completion callback (nil: none; not kept by the archive).
+	Callback *Callback
 }
 
 // Submit queues a task and returns its id and place. ErrNotFound: no such endpoint (or none
@@ -177,6 +185,11 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	req, err := c.checkSubmit(&p, target)
 	if err != nil {
 		return SubmitResult{}, err
+	}
+	if p.Callback != nil {
+		if err := c.cfg.Completions.CheckCallback(ctx, p.Namespace, *p.Callback); err != nil {
+			return SubmitResult{}, err
+		}
 	}
 	pri := c.effectivePriority(p)
 	sr := submitReq{e: e, id: c.ids.next(e.Name), pri: pri, p: &p, req: req}
@@ -241,7 +254,7 @@ type submitReply struct {
 func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitReq) ([]submitReply, error) {
 	e := reqs[0].e
 	queueTimeout := min(e.QueueTimeout, c.cfg.PendingRetention)
-	args := make([]any, 0, 7+11*len(reqs))
+	args := make([]any, 0, 7+12*len(reqs))
 	fair := 0
 	if e.FairShare {
 		fair = 1
@@ -256,7 +269,7 @@ func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitR
 			idx = fixed + len(records)
 		}
 		args = append(args, r.id, r.pri, r.p.Subject, string(r.p.Type), r.req.method, r.req.url, r.req.header, r.p.Body,
-			r.p.Namespace, idx, r.hash)
+			r.p.Namespace, idx, r.hash, r.req.callback)
 	}
 	raw, err := c.runWithKeys(ctx, scriptSubmit, endpoint, records, args...).Slice()
 	if err != nil {
@@ -286,6 +299,7 @@ func (c *Client) runSubmits(ctx context.Context, endpoint string, reqs []submitR
 
 type preparedRequest struct {
 	method, url, header string
+	callback            string // the completion callback's record; "" for none
 }
 
 // hopHeaders may not be set by a task: they belong to the connection, not the request.
@@ -332,6 +346,14 @@ func (c *Client) checkSubmit(p *SubmitParams, target string) (preparedRequest, e
 	if err := checkIdempotencyKey(p.IdempotencyKey); err != nil {
 		return r, err
 	}
+	if p.Callback != nil {
+		cb, err := c.checkCallback(p.Namespace, p.Callback)
+		if err != nil {
+			return r, err
+		}
+		p.Callback = cb
+		r.callback = cb.encode()
+	}
 	for name, vals := range p.Header {
 		if !validHeaderName(name) {
 			return r, fieldErr("headers", "%q is not a valid header name", name)
@@ -364,7 +386,8 @@ func (c *Client) checkSubmit(p *SubmitParams, target string) (preparedRequest, e
 			return r, fieldErr("headers", "cannot be encoded: %v", err)
 		}
 	}
-	return preparedRequest{method: p.Method, url: u.String(), header: string(h)}, nil
+	r.method, r.url, r.header = p.Method, u.String(), string(h)
+	return r, nil
 }
 
 func validHeaderName(s string) bool {
@@ -416,7 +439,7 @@ func (c *Client) get(ctx context.Context, id string, markRead bool) (Task, error
 	return t, nil
 }
 
-// parseTask reads get.lua's field list.
+// parseTask reads the fields of lib.lua's task_fields.
 func parseTask(f []any) Task {
 	s := func(i int) string {
 		if v, ok := f[i].(string); ok {
@@ -439,7 +462,7 @@ func parseTask(f []any) Task {
 		Type: TaskType(s(5)), CreatedAt: at(6), StartedAt: at(7), EndedAt: at(8),
 		Tries: int(n(9)), MaxTries: int(n(10)), HTTPStatus: int(n(11)), ResultTruncated: s(14) == "1",
 		Error: s(15), PermitExpires: at(16), Duration: time.Duration(n(18)) * time.Millisecond,
-		Method: s(19), URL: s(20), Namespace: s(21), WaitNum: -1,
+		Method: s(19), URL: s(20), Namespace: s(21), Callback: decodeCallback(s(22)), WaitNum: -1,
 	}
 	if res := s(13); res != "" {
 		t.Result = []byte(res)

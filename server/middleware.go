@@ -135,6 +135,7 @@ var guardCodes = map[adminguard.Reason]httpapi.Code{
 	adminguard.HostRefused:        httpapi.CodeAdminHostRefused,
 	adminguard.OriginRefused:      httpapi.CodeAdminOriginRefused,
 	adminguard.ContentTypeRefused: httpapi.CodeAdminContentTypeRefused,
+	adminguard.CallbackRefused:    httpapi.CodeAdminCallbackRefused,
 }
 
 // adminGuard is how the admin listener tells tools from web pages (internal/adminguard): without

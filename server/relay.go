@@ -7,14 +7,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/relay/mysqlarchive"
 	"github.com/sluicehq/sluice/server/tasks"
 )
 
-// startRelay builds the request queue: the archive (with ArchiveDSN), the relay client, the
-// endpoints of the config file, and the dispatcher (unless RelayWorkers is negative). Run starts
-// the dispatcher; Close stops everything.
+// startRelay builds the request queue: the archive (with ArchiveDSN), the relay client with its
+// completion callbacks (callback jobs of the job queue, which the deliverer sends), the endpoints
+// of the config file, and the dispatcher (unless RelayWorkers is negative). Run starts the
+// dispatcher; Close stops everything.
 func (s *Server) startRelay(ctx context.Context) error {
 	cfg := s.cfg
 	rc := relay.Config{
@@ -26,7 +28,13 @@ func (s *Server) startRelay(ctx context.Context) error {
 		MaxBodyBytes:         int(cfg.MaxBodyBytes),
 		Logger:               s.log,
 	}
-	var err error
+	completions, err := callback.NewTaskCallbacks(callback.TaskCallbacksConfig{
+		Queue: s.queue, Redis: s.rdb, AllowPrivate: cfg.CallbackAllowPrivate, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	rc.Completions = completions
 	if rc.PermitKeys, err = s.permitKeys(ctx); err != nil {
 		return err
 	}

@@ -13,8 +13,13 @@
 //     application/json (which needs a CORS preflight Sluice never grants) or a form encoding,
 //     never text/plain or a body with no type.
 //
-// Tools (curl, Prometheus, the lmstfy admin scripts, Sluice's CLI) send no Origin and a loopback
-// Host, so they pass.
+// A third way in is Sluice itself: a callback (of a job, or a task's completion callback) is a
+// request whose URL a client chose, and a namespace allowed to reach private addresses could aim
+// one at the admin listener. Every callback carries the Standard Webhooks header webhook-id, so
+// a request with it is refused, whatever its address or name.
+//
+// Tools (curl, Prometheus, the lmstfy admin scripts, Sluice's CLI) send no Origin, no webhook-id
+// and a loopback Host, so they pass.
 package adminguard
 
 import (
@@ -37,7 +42,13 @@ const (
 	OriginRefused Reason = "origin"
 	// ContentTypeRefused: a state-changing request whose body a web page could send cross-site.
 	ContentTypeRefused Reason = "content_type"
+	// CallbackRefused: a callback Sluice sent (it carries webhook-id).
+	CallbackRefused Reason = "callback"
 )
+
+// webhookIDHeader is the Standard Webhooks header every callback Sluice sends carries (package
+// callback's HeaderWebhookID, which this ground-floor package cannot import).
+const webhookIDHeader = "webhook-id"
 
 // Refusal is why a request is refused, with a message for the person who sent it.
 type Refusal struct {
@@ -62,6 +73,10 @@ type Config struct {
 
 // Check returns why r must be refused, or nil when it may be served.
 func Check(r *http.Request, cfg Config) *Refusal {
+	if _, ok := r.Header[http.CanonicalHeaderKey(webhookIDHeader)]; ok {
+		return &Refusal{CallbackRefused, "a callback (it carries " + webhookIDHeader + ") may not call the admin API: " +
+			"point callbacks at your own receivers"}
+	}
 	safe := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
 	if safe && cfg.OpenReads[r.URL.Path] {
 		return nil

@@ -26,6 +26,7 @@ func serve(t *testing.T, cfg Config) string {
 
 type req struct {
 	method, path, host, origin, contentType, body string
+	webhookID                                     string // a callback Sluice sent carries one
 }
 
 func send(t *testing.T, base string, q req) (int, string) {
@@ -46,6 +47,9 @@ func send(t *testing.T, base string, q req) (int, string) {
 	}
 	if q.contentType != "" {
 		r.Header.Set("Content-Type", q.contentType)
+	}
+	if q.webhookID != "" {
+		r.Header.Set("webhook-id", q.webhookID)
 	}
 	resp, err := http.DefaultClient.Do(r)
 	if err != nil {
@@ -107,6 +111,9 @@ func TestCheckWithoutAdminToken(t *testing.T) {
 		{"DELETE without body", req{method: "DELETE", path: "/token/ns/abc", host: "localhost:7778"}, ""},
 		{"metrics read from any name", req{method: "GET", path: "/metrics", host: "prometheus-target:7778", origin: "http://evil.example"}, ""},
 		{"metrics write is checked", req{method: "POST", path: "/metrics", host: "evil.example:7778"}, HostRefused},
+		{"a callback", req{method: "POST", path: "/v1/namespaces/ns/tokens", host: "127.0.0.1:7778",
+			contentType: "application/json", body: `{"task_id":"x"}`, webhookID: "01M8G5MS50EFZKYMJBGW04HQPZ"}, CallbackRefused},
+		{"a callback reading metrics", req{method: "GET", path: "/metrics", host: "127.0.0.1:7778", webhookID: "x"}, CallbackRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -141,6 +148,7 @@ func TestCheckWithAdminToken(t *testing.T) {
 			origin: "https://evil.example", contentType: "application/json", body: "{}"}, OriginRefused},
 		{"text/plain", req{method: "POST", path: "/v1/namespaces", host: "sluice.example.com",
 			contentType: "text/plain", body: "{}"}, ContentTypeRefused},
+		{"a callback", req{method: "DELETE", path: "/v1/namespaces/shop", host: "sluice.example.com", webhookID: "x"}, CallbackRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

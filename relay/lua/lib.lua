@@ -30,6 +30,10 @@
 --                            scale: member b -> b * 2^44 + the round of the latest task started
 --                            in the band; member b .. ':' .. subject -> b * 2^44 + the round of
 --                            the subject's latest task submitted in the band
+--   KEYS[15] completions zset id -> when (ms) the completion callback of an ended task is due
+--                            to be handed to the callback queue: its end, or, once claimed
+--                            (completions_claim.lua), the end of the claim; removed when handed
+--                            off (handed_off.lua), so a process that dies mid hand-off loses none
 -- and the same leading ARGV:
 --   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
 --   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
@@ -48,9 +52,11 @@
 -- (offline|online) ca sa ea (created/started/ended ms) att (attempts started) tries m u h b
 -- (method, url, headers json, body) qd (queue deadline ms) hs rh res rt (http status, result
 -- headers json, result body, truncated) err dur (ms) pe (permit end ms) pu (permit used) rd (final
--- status read) ns (namespace of the submitter) fr (1: queued by fair sharing, its score a round).
+-- status read) ns (namespace of the submitter) fr (1: queued by fair sharing, its score a round)
+-- cb (completion callback, JSON: url, headers, timeout_ms; absent without one).
 -- The keys and common arguments of the current call, set by bind.
 local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS, K_FAIR
+local K_DONE
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, FINISHED_TTL_S, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
@@ -59,7 +65,7 @@ local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
   K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
-  K_SLOTS, K_FAIR = keys[13], keys[14]
+  K_SLOTS, K_FAIR, K_DONE = keys[13], keys[14], keys[15]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, FINISHED_TTL_S, READ_TTL = tonumber(args[4]), args[4], tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
@@ -72,6 +78,20 @@ local function now_ms()
 end
 
 local function task_key(id) return K_TASK .. id end
+
+-- task_fields reads what a task is to its readers (get.lua, completions_claim.lua): the order
+-- parseTask reads in Go.
+local function task_fields(tk)
+  return redis.call('HMGET', tk, 'id', 'ep', 'st', 'pri', 'subj', 'ty', 'ca', 'sa', 'ea', 'att', 'tries',
+    'hs', 'rh', 'res', 'rt', 'err', 'pe', 'pu', 'dur', 'm', 'u', 'ns', 'cb')
+end
+
+-- handing_off reports whether an ended task still waits to be handed on: to the archive, or its
+-- completion callback to the callback queue. Until then a read of its final status does not
+-- shorten its stay (handed_off.lua does once it is handed on).
+local function handing_off(id)
+  return (ARCHIVE and redis.call('ZSCORE', K_ARCH, id)) or redis.call('ZSCORE', K_DONE, id)
+end
 
 -- int_str is a whole number as a string, written as Redis would write it. Redis 7.0 turns every
 -- number a script passes to redis.call into a string with snprintf('%.17g'), which costs it 2,000
@@ -119,6 +139,8 @@ local function finish(id, st, now, extra)
   end
   redis.call('PEXPIRE', tk, FINISHED_TTL_S)
   if ARCHIVE then redis.call('ZADD', K_ARCH, at, id) end
+  -- Marked in the same script as the end: the callback is handed on at least once.
+  if redis.call('HEXISTS', tk, 'cb') == 1 then redis.call('ZADD', K_DONE, at, id) end
   ended[st] = (ended[st] or 0) + 1
   ended_any = true
   notify_task(id, st)

@@ -2,12 +2,15 @@
 -- mid-call) are retried or failed by the task's tries; expired permits free their slot (a used
 -- one counts as completed); expired slots of callers that call the endpoint themselves
 -- (slot_take.lua) are freed, and never taken for a task's lease; tasks that waited past their
--- queue deadline time out; the archive backlog is trimmed to the finished retention. With
--- ARGV[9] = 1 the endpoint was deleted: its waiting tasks are cancelled.
+-- queue deadline time out; the archive backlog and the completion callbacks not handed on are
+-- trimmed to the finished retention (by then their tasks are gone). With ARGV[9] = 1 the endpoint
+-- was deleted: its waiting tasks are cancelled.
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] batch: the most tasks each step handles  [9] deleted endpoint (0|1)
--- Returns {reaped leases, permits and slots, timed out, cancelled, empty}: empty is 1 when the
--- endpoint holds no task any more (no waiting, running or unarchived task, no slot).
+-- Returns {reaped leases, permits and slots, timed out, cancelled, empty, completions due}: empty
+-- is 1 when the endpoint holds no task any more (no waiting, running or unarchived task, no
+-- completion callback to hand on, no slot); completions due counts the completion callbacks
+-- ready to be handed on (completions_claim.lua).
 local now = now_ms()
 local batch = tonumber(ARGV[8])
 local reaped, timedout, cancelled = 0, 0, 0
@@ -72,13 +75,14 @@ if ARGV[9] == '1' then
 end
 flush(now)
 redis.call('ZREMRANGEBYSCORE', K_ARCH, '-inf', now - FINISHED_TTL)
+redis.call('ZREMRANGEBYSCORE', K_DONE, '-inf', now - FINISHED_TTL)
 local empty = 0
 if redis.call('ZCARD', K_WAIT) + redis.call('ZCARD', K_QUEUE) + redis.call('ZCARD', K_DELAYED)
-  + redis.call('ZCARD', K_RUN) + redis.call('ZCARD', K_ARCH) == 0 then
+  + redis.call('ZCARD', K_RUN) + redis.call('ZCARD', K_ARCH) + redis.call('ZCARD', K_DONE) == 0 then
   empty = 1
   if ARGV[9] == '1' then
     -- A deleted endpoint that holds nothing any more: its counters go too.
     redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ, K_HOLD, K_SLOTS, K_FAIR)
   end
 end
-return {reaped, timedout, cancelled, empty}
+return {reaped, timedout, cancelled, empty, redis.call('ZCOUNT', K_DONE, '-inf', int_str(now))}

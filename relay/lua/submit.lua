@@ -5,9 +5,10 @@
 -- ARGV[11] queue timeout (ms): a task times out if it has not started by then
 -- ARGV[12] fair sharing between subjects (1: lib.lua fair_score, else 0: first come, first served)
 -- ARGV[13] idempotency retention (ms)
--- ARGV[14] number of tasks n; then 11 fields per task: id, priority 0..255, subject ('' for
+-- ARGV[14] number of tasks n; then 12 fields per task: id, priority 0..255, subject ('' for
 -- none), type (offline|online), method, url, headers (json), body, namespace ('' for none),
--- idempotency record (index into KEYS; 0 for none), request hash.
+-- idempotency record (index into KEYS; 0 for none), request hash, completion callback (json;
+-- '' for none).
 -- Returns per task {0, created_at_ms, wait_num} on success; {1} the endpoint's queue is full;
 -- {2} the subject's share is full; {3} the idempotency record names a task of another request
 -- hash (nothing written); {4, created_at_ms, wait_num (-1 when not pending), id, status ('' once
@@ -21,14 +22,13 @@ local tries, max_queued, max_subject = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV
 local qd = now + tonumber(ARGV[11])
 local now_s, qd_s, ttl_s = int_str(now), int_str(qd), int_str(qd - now + FINISHED_TTL)
 local fair = ARGV[12] == '1'
-local fair_fields = fair and {'fr', '1'} or {} -- the task hash's mark of a fair task (lib.lua)
 local idem_ttl = ARGV[13]
 local n = tonumber(ARGV[14])
 local out = {}
 local waiting = redis.call('ZCARD', K_WAIT)
 local woke = false
 for i = 0, n - 1 do
-  local a = 15 + i * 11
+  local a = 15 + i * 12
   local id, subj = ARGV[a], ARGV[a + 2]
   local ik, rh = tonumber(ARGV[a + 9]), ARGV[a + 10]
   local created = redis.call('HGET', task_key(id), 'ca')
@@ -55,10 +55,19 @@ for i = 0, n - 1 do
     else
       score = int_str((255 - pri) * 17592186044416 + seq)
     end
+    local more = {} -- the marks of a fair task and of one with a completion callback (lib.lua)
+    if fair then
+      more[#more + 1] = 'fr'
+      more[#more + 1] = '1'
+    end
+    if ARGV[a + 11] ~= '' then
+      more[#more + 1] = 'cb'
+      more[#more + 1] = ARGV[a + 11]
+    end
     redis.call('HSET', tk, 'id', id, 'ep', ENDPOINT, 'st', 'pending', 'pri', ARGV[a + 1], 'sc', score,
       'subj', subj, 'sq', subj ~= '' and '1' or '0', 'ty', ARGV[a + 3], 'ca', now_s, 'att', '0',
       'tries', tries, 'm', ARGV[a + 4], 'u', ARGV[a + 5], 'h', ARGV[a + 6], 'b', ARGV[a + 7], 'qd', qd_s,
-      'ns', ARGV[a + 8], unpack(fair_fields))
+      'ns', ARGV[a + 8], unpack(more))
     redis.call('PEXPIRE', tk, ttl_s)
     if ik > 0 then
       redis.call('HSET', KEYS[ik], 'id', id, 'h', rh, 'pri', ARGV[a + 1], 'ca', now_s)

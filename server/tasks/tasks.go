@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/relay"
@@ -46,6 +45,16 @@ type submitRequest struct {
 	TaskType      string          `json:"task_type"`
 	Subject       string          `json:"subject"`
 	PriorityGrant string          `json:"priority_grant"`
+	// Callback is called with the task's final state when it ends (docs/relay.md).
+	Callback *callbackBody `json:"callback"`
+}
+
+// callbackBody is a task's completion callback: the shape of a job's callback (timeout in
+// seconds), less the method: a completion callback is always a POST.
+type callbackBody struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Timeout *float64          `json:"timeout"`
 }
 
 // SubmitResponse is the answer to POST /v1/tasks (201).
@@ -58,31 +67,9 @@ type SubmitResponse struct {
 	WaitNum    int64     `json:"wait_num"`
 }
 
-// TaskResponse is a task as GET /v1/tasks/{id} shows it. Times are RFC 3339 (null before they
-// happen); wait_time is in seconds, null when it cannot be estimated.
-type TaskResponse struct {
-	TaskID            string              `json:"task_id"`
-	TaskStatus        string              `json:"task_status"`
-	TaskType          string              `json:"task_type"`
-	Endpoint          string              `json:"endpoint"`
-	Priority          int                 `json:"priority"`
-	TaskResult        *string             `json:"task_result"`
-	TaskResultBase64  string              `json:"task_result_base64,omitempty"`
-	TaskResultHeaders map[string][]string `json:"task_result_headers,omitempty"`
-	ResultTruncated   bool                `json:"result_truncated,omitempty"`
-	HTTPStatus        int                 `json:"http_status"`
-	Error             string              `json:"error,omitempty"`
-	WaitNum           int64               `json:"wait_num"`
-	WaitTime          *float64            `json:"wait_time"`
-	CreatedAt         *time.Time          `json:"created_at"`
-	StartedAt         *time.Time          `json:"started_at"`
-	EndedAt           *time.Time          `json:"ended_at"`
-	Tries             int                 `json:"tries"`
-	MaxTries          int                 `json:"max_tries"`
-	Permit            string              `json:"permit,omitempty"`
-	PermitExpiresAt   *time.Time          `json:"permit_expires_at,omitempty"`
-	Archived          bool                `json:"archived,omitempty"`
-}
+// TaskResponse is a task as GET /v1/tasks/{id} shows it (relay.TaskJSON, also the body of a
+// task's completion callback).
+type TaskResponse = relay.TaskJSON
 
 // CancelResponse is the answer to DELETE /v1/tasks/{id} and POST /v1/tasks/{id}/cancel.
 type CancelResponse struct {
@@ -157,6 +144,19 @@ func (a *API) submit(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.Grant = cmp.Or(p.Grant, grant)
 		ps[i] = p
+	}
+	// A callback the namespace may not call refuses the whole batch before any task is queued.
+	for i, p := range ps {
+		if p.Callback == nil {
+			continue
+		}
+		if err := a.relay.CheckCallback(r.Context(), p.Namespace, *p.Callback); err != nil {
+			var fe *sluice.FieldError
+			if errors.As(err, &fe) {
+				return httpapi.InvalidArg(fmt.Sprintf("tasks[%d].%s", i, fe.Field), "%s", fe.Reason)
+			}
+			return err
+		}
 	}
 	// Concurrent submits to one endpoint share script calls (the relay combines them), so a
 	// batch costs Redis about one round trip per endpoint. Tasks are accepted or refused one by
@@ -326,6 +326,16 @@ func (req *submitRequest) paramsOf(who submitter) (relay.SubmitParams, error) {
 			}
 		}
 	}
+	if c := req.Callback; c != nil {
+		timeout, err := httpapi.Seconds("callback.timeout", c.Timeout)
+		if err != nil {
+			return p, err
+		}
+		if c.Timeout != nil && timeout < time.Millisecond {
+			return p, httpapi.InvalidArg("callback.timeout", "must be at least 0.001 seconds (leave it out for the default of 30)")
+		}
+		p.Callback = &relay.Callback{URL: c.URL, Header: c.Headers, Timeout: timeout}
+	}
 	return p, nil
 }
 
@@ -366,7 +376,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	httpapi.WriteJSON(w, http.StatusOK, taskResponse(t))
+	httpapi.WriteJSON(w, http.StatusOK, t.JSON())
 	return nil
 }
 
@@ -395,35 +405,6 @@ func parseWait(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (30s) or a number of seconds", v)
 	}
 	return d, nil
-}
-
-func taskResponse(t relay.Task) TaskResponse {
-	at := func(x time.Time) *time.Time {
-		if x.IsZero() {
-			return nil
-		}
-		return &x
-	}
-	res := TaskResponse{
-		TaskID: t.ID, TaskStatus: string(t.Status), TaskType: string(t.Type), Endpoint: t.Endpoint,
-		Priority: t.Priority, HTTPStatus: t.HTTPStatus, Error: t.Error, WaitNum: max(t.WaitNum, 0),
-		CreatedAt: at(t.CreatedAt), StartedAt: at(t.StartedAt), EndedAt: at(t.EndedAt),
-		Tries: t.Tries, MaxTries: t.MaxTries, Permit: t.Permit, PermitExpiresAt: at(t.PermitExpires),
-		ResultTruncated: t.ResultTruncated, Archived: t.Archived, TaskResultHeaders: t.ResultHeader,
-	}
-	if t.WaitNum >= 0 && t.WaitKnown {
-		s := t.WaitTime.Seconds()
-		res.WaitTime = &s
-	}
-	switch {
-	case t.Result == nil:
-	case utf8.Valid(t.Result):
-		s := string(t.Result)
-		res.TaskResult = &s
-	default:
-		res.TaskResultBase64 = base64.StdEncoding.EncodeToString(t.Result)
-	}
-	return res
 }
 
 // cancel is DELETE /v1/tasks/{id} and POST /v1/tasks/{id}/cancel.

@@ -48,6 +48,8 @@ const (
 	CodeAdminHostRefused        Code = "admin_host_refused"
 	CodeAdminOriginRefused      Code = "admin_origin_refused"
 	CodeAdminContentTypeRefused Code = "admin_content_type_refused"
+	// CodeAdminCallbackRefused: a callback Sluice sent (webhook-id) reached the admin listener.
+	CodeAdminCallbackRefused Code = "admin_callback_refused"
 	// CodeAuthBackoff: the client's address made too many failed authentications and must wait
 	// (Retry-After) before its credentials are checked again (server/internal/authguard).
 	CodeAuthBackoff Code = "auth_backoff"
@@ -72,6 +74,7 @@ var statusOf = map[Code]int{
 	CodeAdminHostRefused:        http.StatusForbidden,
 	CodeAdminOriginRefused:      http.StatusForbidden,
 	CodeAdminContentTypeRefused: http.StatusForbidden,
+	CodeAdminCallbackRefused:    http.StatusForbidden,
 	CodeQueueFull:               http.StatusConflict,
 	CodePermitRefused:           http.StatusForbidden,
 	CodePermitMismatch:          http.StatusForbidden,

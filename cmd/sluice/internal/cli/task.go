@@ -40,7 +40,8 @@ waits for the task to end (or be permitted) and prints it.
 Examples:
   sluice task submit imagegen '{"prompt":"a lighthouse"}'
   sluice task submit --method GET --query size=4 https://imagegen.example.com/v1/render
-  sluice task submit --online --wait 60s imagegen`)
+  sluice task submit --online --wait 60s imagegen
+  sluice task submit --callback https://api.example.com/hooks/images imagegen '{"prompt":"a fox"}'`)
 	cf := addConnFlags(fs, env)
 	method := fs.String("method", "", "HTTP `method` of the call (default POST)")
 	headers, query := keyValues{}, keyValues{}
@@ -50,6 +51,7 @@ Examples:
 	online := fs.Bool("online", false, "an online task: wait for a permit and call the endpoint yourself")
 	subject := fs.String("subject", "", "who the task is for (a user id): its fairness subject with a tasks:delegate token; the subject of --grant")
 	grant := fs.String("grant", "", "a priority `grant` signed by your backend for --subject")
+	callbackURL := fs.String("callback", "", "POST the task's final state to this `URL` when it ends (signed; see docs/relay.md)")
 	var wait seconds
 	fs.Var(&wait, "wait", "then wait up to this `duration` for the task to end (or be permitted)")
 	pos, err := parseArgs(fs, args, 1, 2, "<endpoint | target-url> [body]")
@@ -90,6 +92,9 @@ Examples:
 	}
 	if *grant != "" {
 		body["priority_grant"] = *grant
+	}
+	if *callbackURL != "" {
+		body["callback"] = map[string]any{"url": *callbackURL}
 	}
 	var ans taskAnswer
 	data, err := cf.client().callJSON(ctx, http.MethodPost, "/v1/tasks", nil, body, &ans)

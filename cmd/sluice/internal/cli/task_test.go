@@ -57,6 +57,8 @@ func TestTaskAndEndpointCommands(t *testing.T) {
 	}
 	wantFail(t, f.run(t, "task", "get", "gen.nothing"), exitError, "not_found", "(HTTP 404)")
 	wantFail(t, f.run(t, "task", "submit", "nope"), exitError, "not_found")
+	wantFail(t, f.run(t, "task", "submit", "--callback", "https://elsewhere.example/hook", "gen", "hi"), exitError,
+		"invalid_argument", "callback.url")
 	out = f.must(t, "endpoint", "get", "gen")
 	if !strings.Contains(out, "gen") {
 		t.Fatalf("endpoint get: %s", out)
