@@ -17,13 +17,15 @@ import (
 // b.N online tasks of 16 subjects are submitted from 64 goroutines (submit.lua, concurrent
 // calls combined), then one dispatcher permits them all (take.lua, batches of 256; an online
 // task needs no worker). It reports each phase's rate and Redis CPU per task, first come first
-// served (fifo) and with FairShare (fair).
+// served (fifo) and with FairShare (fair), and with an idempotency key on every submit (keyed:
+// one more key read and written per task).
 func BenchmarkSubmitTake(b *testing.B) {
-	b.Run("fifo", func(b *testing.B) { benchSubmitTake(b, relay.Endpoint{}) })
-	b.Run("fair", func(b *testing.B) { benchSubmitTake(b, relay.Endpoint{FairShare: true}) })
+	b.Run("fifo", func(b *testing.B) { benchSubmitTake(b, relay.Endpoint{}, false) })
+	b.Run("fair", func(b *testing.B) { benchSubmitTake(b, relay.Endpoint{FairShare: true}, false) })
+	b.Run("keyed", func(b *testing.B) { benchSubmitTake(b, relay.Endpoint{}, true) })
 }
 
-func benchSubmitTake(b *testing.B, e relay.Endpoint) {
+func benchSubmitTake(b *testing.B, e relay.Endpoint, keyed bool) {
 	env := redistest.New(b)
 	c := newClient(b, env, relay.Config{})
 	e.Name, e.TargetURL, e.Concurrency, e.MaxQueued = "bench", "http://127.0.0.1:9/", 1_000_000, 10_000_000
@@ -43,6 +45,9 @@ func benchSubmitTake(b *testing.B, e relay.Endpoint) {
 					return
 				}
 				p := relay.SubmitParams{Endpoint: "bench", Type: relay.Online, Subject: "s" + strconv.FormatInt(n%16, 10)}
+				if keyed {
+					p.Namespace, p.Submitter, p.IdempotencyKey = "shop", "tok", "order-"+strconv.FormatInt(n, 10)
+				}
 				if _, err := c.Submit(ctx, p); err != nil {
 					b.Error(err)
 					return
