@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,12 @@ import (
 	"github.com/sluicehq/sluice/relay"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(benchRoleEnv); role != "" {
+		os.Exit(runBenchRole(role))
+	}
+	redistest.Main(m, mysqltest.Stop)
+}
 
 // testKey is a permit or grant key for tests (32 bytes).
 var testKey = []byte("0123456789abcdef0123456789abcdef")
