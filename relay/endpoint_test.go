@@ -270,9 +270,15 @@ func TestETAFromSettingsBeforeData(t *testing.T) {
 			t.Errorf("unknown #%d: known = %v", i, task.WaitKnown)
 		}
 	}
-	// QPS 10: one task now, then one every 100ms.
-	if task := get(t, c, limited[5].ID); !task.WaitKnown || task.WaitTime != 500*time.Millisecond {
-		t.Errorf("limited #5: wait %s (known %v), want 500ms", task.WaitTime, task.WaitKnown)
+	// QPS 10 and no token spent yet: one task now, then one every 100ms and the dispatchers'
+	// margin (less than an interval over these six).
+	var last time.Duration
+	for i := range limited {
+		task := get(t, c, limited[i].ID)
+		if low := time.Duration(i) * 100 * time.Millisecond; !task.WaitKnown || task.WaitTime < low || task.WaitTime >= low+100*time.Millisecond || task.WaitTime < last {
+			t.Errorf("limited #%d: wait %s (known %v), want from %s, below %s, and no less than #%d's %s", i, task.WaitTime, task.WaitKnown, low, low+100*time.Millisecond, i-1, last)
+		}
+		last = task.WaitTime
 	}
 	st, err := c.Stats(ctxT(t), "known")
 	if err != nil || st.Queued != 6 || st.Running != 0 {
@@ -280,6 +286,44 @@ func TestETAFromSettingsBeforeData(t *testing.T) {
 	}
 	if eta, ok := st.ETA(3); !ok || eta != time.Second {
 		t.Errorf("Stats.ETA(3) = %s %v, want 1s", eta, ok)
+	}
+}
+
+// While the rate limit binds, a task waits for the next token, not from now: the token of the task
+// that started last is spent. With the next token due in a minute (as a dispatcher leaves it after
+// taking tasks from a long queue), a task with k tasks ahead waits that minute plus k intervals.
+func TestETACountsFromTheNextToken(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	c := newClient(t, env, relay.Config{})
+	setEndpoint(t, c, relay.Endpoint{Name: "spent", TargetURL: "https://s.example.com/", Concurrency: 100, QPS: 1})
+	now, err := env.Client.Time(ctxT(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := now.Add(time.Minute)
+	if err := env.Client.Set(ctxT(t), env.Prefix+":relay:{ep:spent}:rate", next.UnixMilli(), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 3 {
+		ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "spent"}).ID)
+	}
+	for k, id := range ids {
+		task := get(t, c, id)
+		// Read after the token time was set: at most the minute is left of it, and (read well
+		// within the minute) more than 50 s. An interval is 1 s and the dispatchers' margin.
+		low, high := 50*time.Second+time.Duration(k)*time.Second, time.Minute+time.Duration(k)*1100*time.Millisecond
+		if !task.WaitKnown || task.WaitTime <= low || task.WaitTime > high {
+			t.Errorf("task %d ahead: wait %s (known %v), want in (%s, %s]", k, task.WaitTime, task.WaitKnown, low, high)
+		}
+	}
+	st, err := c.Stats(ctxT(t), "spent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eta, ok := st.ETA(0); !ok || eta <= 50*time.Second || eta > time.Minute {
+		t.Errorf("Stats.ETA(0) = %s %v, want the time until the next token", eta, ok)
 	}
 }
 

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -28,18 +27,19 @@ type EndpointStats struct {
 	CompletedPerSec float64
 	// AvgDuration is the measured mean task call duration over the last minute (0 without data).
 	AvgDuration time.Duration
-	// Rate is the start rate the ETA assumes (tasks per second); 0 when it cannot tell.
+	// Rate is the start rate the ETA assumes (tasks per second): the concurrency slots' rate, no
+	// more than the QPS as dispatchers space calls; 0 when it cannot tell.
 	Rate float64
 	// Totals counts the tasks that ended, by status, over the endpoint's life.
 	Totals map[Status]int64
 
-	running int64
+	limits limits
 }
 
-// ETA estimates how long a task with ahead tasks in front of it waits before it starts; false
-// when it cannot tell (no measured calls, no AvgDuration and no QPS).
+// ETA estimates how long a task with ahead tasks in front of it waits before it starts, from the
+// state read by Stats; false when it cannot tell (no measured calls, no AvgDuration and no QPS).
 func (s EndpointStats) ETA(ahead int64) (time.Duration, bool) {
-	return etaFor(s.Endpoint, s.Rate, ahead, s.running)
+	return s.limits.eta(s.Endpoint, ahead)
 }
 
 // RateWindow is the window of the measured completion rate.
@@ -59,11 +59,12 @@ func (c *Client) Stats(ctx context.Context, name string) (EndpointStats, error) 
 		Endpoint: e, Queued: raw[0].(int64), Retrying: raw[1].(int64), Running: raw[2].(int64),
 		Slots: raw[6].(int64), Totals: make(map[Status]int64),
 	}
-	s.running = s.Running
 	ring := parseRing(raw[4].([]any))
 	now := raw[3].(int64)
 	s.CompletedPerSec, s.AvgDuration = ring.window(now, RateWindow), ring.avg(now)
 	s.Rate = startRate(e, s.CompletedPerSec, s.AvgDuration, s.Running, s.Queued)
+	s.limits = limits{running: s.Running, rate: concurrencyRate(e, s.CompletedPerSec, s.AvgDuration, s.Running, s.Queued),
+		nextToken: nextTokenIn(raw[7], now)}
 	counts := raw[5].([]any)
 	for i := 0; i+1 < len(counts); i += 2 {
 		k, _ := counts[i].(string)
@@ -145,54 +146,92 @@ func (r ring) avg(nowMs int64) time.Duration {
 	return time.Duration(d/n) * time.Millisecond
 }
 
-// startRate is how many tasks per second the ETA assumes start. While the endpoint is busy (all
-// slots taken and tasks waiting) the measured completion rate is the start rate: each end lets
-// the next task start. Otherwise (or before there is data) it is what the limits allow:
-// Concurrency / duration (measured, else AvgDuration), no more than QPS. 0: unknown.
-func startRate(e Endpoint, completed float64, measured time.Duration, running, queued int64) float64 {
+// concurrencyRate is how many tasks per second the concurrency slots let start: while the
+// endpoint is busy (all slots taken and tasks waiting) the measured completion rate, as each end
+// lets the next task start; otherwise (or before there is data) Concurrency / duration (measured,
+// else AvgDuration). 0: unknown.
+func concurrencyRate(e Endpoint, completed float64, measured time.Duration, running, queued int64) float64 {
 	if completed > 0 && running >= int64(e.Concurrency) && queued > 0 {
-		if e.QPS > 0 {
-			return math.Min(completed, e.QPS)
-		}
 		return completed
 	}
 	d := measured
 	if d <= 0 {
 		d = e.AvgDuration
 	}
-	rate := 0.0
-	if d > 0 {
-		rate = float64(e.Concurrency) / d.Seconds()
+	if d <= 0 {
+		return 0
 	}
-	if e.QPS > 0 && (rate == 0 || rate > e.QPS) {
-		rate = e.QPS
+	return float64(e.Concurrency) / d.Seconds()
+}
+
+// startRate is how many tasks per second the ETA assumes start: the concurrency slots' rate, no
+// more than the rate limit as dispatchers space calls. 0: unknown.
+func startRate(e Endpoint, completed float64, measured time.Duration, running, queued int64) float64 {
+	rate := concurrencyRate(e, completed, measured, running, queued)
+	if e.QPS > 0 && (rate == 0 || rate > spacedQPS(e)) {
+		rate = spacedQPS(e)
 	}
 	return rate
 }
 
-// etaFor estimates the wait of a task with ahead tasks in front: the tasks that free slots let
-// start at once go now (one at a time under a rate limit), the rest at rate.
-func etaFor(e Endpoint, rate float64, ahead, running int64) (time.Duration, bool) {
-	free := max(0, int64(e.Concurrency)-running)
+// limits is what an ETA needs to know of an endpoint's state, read in one script call.
+type limits struct {
+	running int64
+	// rate is the concurrency slots' start rate (concurrencyRate).
+	rate float64
+	// nextToken is how long until the rate limit's next token is due (negative: it is overdue,
+	// and the next task can start at once).
+	nextToken time.Duration
+}
+
+// eta estimates the wait of a task with ahead tasks in front. Each limit gives the earliest start
+// it allows, and the task starts when both do:
+//   - the concurrency slots: the tasks that free slots let start go now, the rest at l.rate;
+//   - the rate limit (QPS): the next token is due in l.nextToken, and each task ahead takes the
+//     one after, 1/QPS apart as dispatchers space calls (spacedQPS). Counting from the next
+//     token, not from now, is what keeps the ETA right while the rate binds: the token of the
+//     task that started last is spent.
+//
+// false when the wait cannot be told: tasks ahead wait for slots, and neither a duration (measured
+// or AvgDuration) nor a QPS says how fast they free.
+func (l limits) eta(e Endpoint, ahead int64) (time.Duration, bool) {
+	var wait time.Duration
+	known := true
+	if free := max(0, int64(e.Concurrency)-l.running); ahead >= free {
+		if l.rate > 0 {
+			wait = time.Duration(float64(ahead+1-free) / l.rate * float64(time.Second))
+		} else {
+			known = false
+		}
+	}
 	if e.QPS > 0 {
-		free = min(free, 1)
+		interval := time.Duration(float64(time.Second) / spacedQPS(e))
+		// A burst lets a few tokens be taken at once: the first is then up to burst - 1 intervals
+		// behind now (take.lua: rate_tokens).
+		first := max(l.nextToken, -time.Duration(e.burst()-1)*interval)
+		wait, known = max(wait, first+time.Duration(ahead)*interval), true
 	}
-	if ahead < free {
-		return 0, true
+	return max(wait, 0), known
+}
+
+// nextTokenIn reads the rate limit's next token time (a float of ms, or nil when there is none)
+// as the time from nowMs until it is due.
+func nextTokenIn(v any, nowMs int64) time.Duration {
+	s, _ := v.(string)
+	tat, err := strconv.ParseFloat(s, 64)
+	if err != nil || tat <= 0 {
+		return 0
 	}
-	if rate <= 0 {
-		return 0, false
-	}
-	secs := float64(ahead+1-free) / rate
-	return time.Duration(secs * float64(time.Second)), true
+	return time.Duration((tat - float64(nowMs)) * float64(time.Millisecond))
 }
 
 // estimateWait fills t's WaitTime from its place and the endpoint's numbers read with it.
-func (c *Client) estimateWait(ctx context.Context, t *Task, running, queued, nowMs int64, r ring) {
+func (c *Client) estimateWait(ctx context.Context, t *Task, running, queued, nowMs int64, r ring, tat any) {
 	e, err := c.Endpoint(ctx, t.Endpoint)
 	if err != nil {
 		return // a deleted endpoint: its tasks will not start
 	}
-	rate := startRate(e, r.window(nowMs, RateWindow), r.avg(nowMs), running, queued)
-	t.WaitTime, t.WaitKnown = etaFor(e, rate, t.WaitNum, running)
+	l := limits{running: running, rate: concurrencyRate(e, r.window(nowMs, RateWindow), r.avg(nowMs), running, queued),
+		nextToken: nextTokenIn(tat, nowMs)}
+	t.WaitTime, t.WaitKnown = l.eta(e, t.WaitNum)
 }

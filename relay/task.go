@@ -434,7 +434,7 @@ func (c *Client) get(ctx context.Context, id string, markRead bool) (Task, error
 		t.PermitExpires = time.Time{}
 	}
 	if t.WaitNum >= 0 {
-		c.estimateWait(ctx, &t, raw[2].(int64), raw[3].(int64), raw[4].(int64), parseRing(raw[5].([]any)))
+		c.estimateWait(ctx, &t, raw[2].(int64), raw[3].(int64), raw[4].(int64), parseRing(raw[5].([]any)), raw[6])
 	}
 	return t, nil
 }

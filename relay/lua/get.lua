@@ -5,7 +5,8 @@
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] id  [9] mark a final status read (0|1)
 -- Returns {} when there is no such task, else {fields (lib.lua task_fields), wait_num (-1 when
--- not waiting), running, queued, now (ms), ring (HGETALL; only while waiting, for the ETA)}.
+-- not waiting), running, queued, now (ms), ring (HGETALL), the rate limit's next token time (ms,
+-- a float as a string; false when none)}; the last two only while waiting, for the ETA.
 local tk = task_key(ARGV[8])
 local v = redis.call('HMGET', tk, 'st', 'sc', 'rd')
 if not v[1] then return {} end
@@ -23,6 +24,6 @@ if st == 'pending' then
   rank = redis.call('ZRANK', K_QUEUE, ARGV[8]) or redis.call('ZCOUNT', K_QUEUE, '-inf', '(' .. v[2])
 end
 local f = task_fields(tk)
-local ring = {}
-if rank >= 0 then ring = redis.call('HGETALL', K_RING) end
-return {f, rank, redis.call('ZCARD', K_RUN), redis.call('ZCARD', K_QUEUE), now_ms(), ring}
+local ring, tat = {}, false
+if rank >= 0 then ring, tat = redis.call('HGETALL', K_RING), redis.call('GET', K_RATE) end
+return {f, rank, redis.call('ZCARD', K_RUN), redis.call('ZCARD', K_QUEUE), now_ms(), ring, tat}
