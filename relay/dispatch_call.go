@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
-// lateCall is a rate-limited call that started later than rateMargin after its token's time.
+// lateCall is a rate-limited call that started later than lateAfter after its token's time.
 type lateCall struct {
 	endpoint string
 	id       string
@@ -89,16 +89,17 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 	}
 }
 
-// watchLate returns ctx with a trace that measures how late j's call starts: when it has its
-// connection (after a dial, if one was needed), just before the request is written. A call
-// later than rateMargin is reported before the call returns, so its hold reaches Redis while
-// it still matters (within the second after the call).
+// watchLate returns ctx with a trace that measures how late j's call starts: when its request has
+// been written (after a dial, if one was needed), which is no earlier than its first bytes left,
+// so the start log never takes a call for earlier than it was. A call later than lateAfter is
+// reported before the call returns, so its real start reaches the start log while it still
+// matters (within the second after the call).
 func (d *Dispatcher) watchLate(ctx context.Context, j dispatchJob, late chan<- lateCall) context.Context {
 	var once sync.Once
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) {
+		WroteRequest: func(httptrace.WroteRequestInfo) {
 			once.Do(func() {
-				if l := time.Since(j.token); l > rateMargin {
+				if l := time.Since(j.token); l > lateAfter {
 					d.stats.late.Add(1)
 					late <- lateCall{endpoint: j.endpoint.Name, id: j.id, late: l}
 				}

@@ -64,8 +64,8 @@ func (d *Dispatcher) store(ctx context.Context, endpoint string, args []any) {
 }
 
 // reportLate tells Redis about late calls (late.lua), batching those that are ready together:
-// one script call per endpoint. A report must arrive within the second after the call to hold
-// anything back, so it never waits behind call results.
+// one script call per endpoint. A report must arrive within the second after the call to move
+// any token, so it never waits behind call results.
 func (d *Dispatcher) reportLate(ctx context.Context, late <-chan lateCall) {
 	batch := make(map[string][]any)
 	for l := range late {

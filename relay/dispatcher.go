@@ -67,7 +67,7 @@ type DispatcherStats struct {
 	Failed    int64 // calls failed for good (4xx, refused, no tries left)
 	Discarded int64 // results dropped: the task was cancelled or its lease had ended
 	Held      int64 // dispatch rounds skipped because an endpoint's breaker was open
-	Late      int64 // rate-limited calls that started late enough to hold back the second after them
+	Late      int64 // rate-limited calls that started later than the spacing's margin (reported to the start log)
 	InFlight  int64 // calls under way now
 }
 

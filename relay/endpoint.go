@@ -182,6 +182,12 @@ func (e Endpoint) burst() int64 {
 	return max(1, int64(e.QPS/1000))
 }
 
+// window is the most calls the rate limit lets into one sliding second: the QPS, rounded up (the
+// spacing of a fractional QPS puts that many into some seconds).
+func (e Endpoint) window() int64 {
+	return int64(math.Ceil(e.QPS))
+}
+
 // SetEndpoint creates or replaces an endpoint. Unset fields get their defaults; a bad field is a
 // *sluice.FieldError naming it. The change applies on every Client before it returns (each one
 // confirms it; endpoint_watch.go), so a task submitted anywhere next sees it.

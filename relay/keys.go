@@ -30,7 +30,7 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "counts",
 		base + "archive",
 		base + "t:",
-		base + "hold",
+		base + "starts",
 		base + "slots",
 		base + "fair",
 		base + "completions",

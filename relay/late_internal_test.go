@@ -1,17 +1,19 @@
 package relay
 
 import (
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
-// late.lua holds [sa + 1s, sa + 1s + lateness + 1ms) for each reported call (the 1 ms because
-// sa is rounded down), keeps the longest span reported for a start, ignores tasks it does not
-// know, and lets the holds expire.
-func TestLateCallHoldsTheNextSecond(t *testing.T) {
+// late.lua moves a reported call in the start log to its real start: its token's time (the task's
+// sa, rounded down, plus 1 ms) plus its lateness; never back (a second, smaller report changes
+// nothing), and a report sent twice counts once; a call no longer in the log (trimmed) is logged
+// again; unknown tasks are ignored; the log outlives the starts it holds by a second, no more.
+func TestLateCallCountsFromItsRealStart(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := internalClient(t, env)
@@ -21,27 +23,36 @@ func TestLateCallHoldsTheNextSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 		sa := now.UnixMilli()
-		id := c.ids.next("slow")
-		if err := env.Client.HSet(ctx, k.task(id), "st", "processing", "sa", sa).Err(); err != nil {
+		logged, trimmed := c.ids.next("slow"), c.ids.next("slow")
+		for _, id := range []string{logged, trimmed} {
+			if err := env.Client.HSet(ctx, k.task(id), "st", "processing", "sa", sa, "att", 2).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		starts := k.all[11]
+		token := float64(sa) + 0.25 // as take.lua logs it
+		if err := env.Client.ZAdd(ctx, starts, redis.Z{Score: token, Member: logged + "#2"}).Err(); err != nil {
 			t.Fatal(err)
 		}
-		held, err := c.run(ctx, scriptLate, "slow", 2, id, 7.5, c.ids.next("slow"), 30).Int64()
-		if err != nil || held != 1 {
-			t.Fatalf("late = %d, %v; want 1 span held (the unknown task ignored)", held, err)
+		n, err := c.run(ctx, scriptLate, "slow", 3, logged, 7.5, c.ids.next("slow"), 30, trimmed, 4).Int64()
+		if err != nil || n != 2 {
+			t.Fatalf("late = %d, %v; want 2 calls recorded (the unknown task ignored)", n, err)
 		}
-		if _, err := c.run(ctx, scriptLate, "slow", 1, id, 2).Int64(); err != nil {
-			t.Fatal(err)
+		for _, again := range []float64{2, 7.5} {
+			if _, err := c.run(ctx, scriptLate, "slow", 1, logged, again).Int64(); err != nil {
+				t.Fatal(err)
+			}
 		}
-		hold := k.all[11]
-		spans, err := env.Client.ZRangeWithScores(ctx, hold, 0, -1).Result()
+		got, err := env.Client.ZRangeWithScores(ctx, starts, 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(spans) != 1 || spans[0].Member != strconv.FormatInt(sa+1000, 10) || spans[0].Score != float64(sa+1008)+0.5 {
-			t.Fatalf("holds = %v; want [%d, %d.5)", spans, sa+1000, sa+1008)
+		want := []redis.Z{{Score: float64(sa) + 1 + 4, Member: trimmed + "#2"}, {Score: float64(sa) + 1 + 7.5, Member: logged + "#2"}}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("start log = %v, want %v", got, want)
 		}
-		if ttl, err := env.Client.PTTL(ctx, hold).Result(); err != nil || ttl <= 0 || ttl > 3*time.Second {
-			t.Fatalf("hold ttl = %s, %v; want it to expire a little after the span", ttl, err)
+		if ttl, err := env.Client.PTTL(ctx, starts).Result(); err != nil || ttl <= 0 || ttl > 2*time.Second {
+			t.Fatalf("start log ttl = %s, %v; want it to expire a second after its last start", ttl, err)
 		}
 	})
 }

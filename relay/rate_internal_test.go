@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
@@ -34,7 +36,7 @@ type exactTokens struct {
 // takeTask runs take.lua for one task and returns the call's Redis time and start delay (µs).
 func (x exactTokens) takeTask(t *testing.T, i int) (redisUs, delayUs int64) {
 	t.Helper()
-	raw, err := x.c.run(t.Context(), scriptTake, x.e.Name, 1, x.e.Concurrency, x.qps, x.e.burst(), 60_000, 60_000, x.lookahead, 1).Slice()
+	raw, err := x.c.run(t.Context(), scriptTake, x.e.Name, 1, x.e.Concurrency, x.qps, x.e.burst(), 60_000, 60_000, x.lookahead, 1, x.e.window(), logSpan.Milliseconds()).Slice()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,4 +91,78 @@ func checkExactTokens(t *testing.T, env *redistest.Env, calls int, take func(x e
 			t.Fatalf("after call %d the tat is %.6f ms, want %.6f", i, got, want)
 		}
 	}
+}
+
+// The start log moves a token only as far as its second needs. QPS 10 (tokens 100.8 ms apart),
+// the next token 30 s ahead at T (so no call finds it behind Redis's clock), three tasks taken;
+// the log's check spans 1005 ms (logSpan):
+//   - nine calls logged from T-990 to T-910, one of them reported late (at T-900): there is
+//     room, and the tokens stay T, T+100.8, T+201.6 (a late call moves nothing by itself);
+//   - ten calls logged from T-990 to T-900: the first token waits until the first of them is a
+//     span behind (T+15, and 1 µs), and the next follow one interval apart.
+func TestStartLogMovesOnlyWhatTheSecondNeeds(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		for _, c := range []struct {
+			name   string
+			logged func(T float64) []float64
+			want   []float64 // token times, from T
+		}{
+			{"room", func(T float64) (out []float64) {
+				for i := range 9 {
+					out = append(out, T-990+10*float64(i))
+				}
+				out[4] += 50 // a call reported late
+				return out
+			}, []float64{0, 100.8, 201.6}},
+			{"full", func(T float64) (out []float64) {
+				for i := range 10 {
+					out = append(out, T-990+10*float64(i))
+				}
+				return out
+			}, []float64{15.001, 115.801, 216.601}},
+		} {
+			cl := internalClient(t, env)
+			ctx, k := t.Context(), cl.keys.get(c.name)
+			e, err := cl.SetEndpoint(ctx, Endpoint{Name: c.name, TargetURL: "http://127.0.0.1:9/", QPS: 10, Concurrency: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, err := cl.Submit(ctx, SubmitParams{Endpoint: c.name}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now, err := env.Client.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			T := float64(now.UnixMilli() + 30_000)
+			if err := env.Client.Set(ctx, k.all[6], strconv.FormatFloat(T, 'f', -1, 64), time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var log []redis.Z
+			for i, s := range c.logged(T) {
+				log = append(log, redis.Z{Score: s, Member: "earlier." + strconv.Itoa(i) + "#1"})
+			}
+			if err := env.Client.ZAdd(ctx, k.all[11], log...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := cl.run(ctx, scriptTake, c.name, 3, e.Concurrency, spacedQPS(e), e.burst(), 60_000, 60_000, 60_000, 3, e.window(), logSpan.Milliseconds()).Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := raw[1].(int64); n != 3 {
+				t.Fatalf("%s: took %v tasks, want 3: %v", c.name, raw[1], raw)
+			}
+			redisUs, _ := raw[2].(int64)
+			for i, want := range c.want {
+				delayUs, _ := raw[3+8*i+7].(int64)
+				// The call's start: Redis's time rounded down to the ms plus its delay (µs, rounded down).
+				if got := float64(redisUs/1000) + float64(delayUs)/1000 - T; math.Abs(got-want) > 0.002 {
+					t.Errorf("%s: token %d at T%+.3f ms, want T%+.3f", c.name, i, got, want)
+				}
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package relay_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,43 +11,45 @@ import (
 	"github.com/sluicehq/sluice/relay"
 )
 
-// A held span of the rate limit (a late call holds back the next second's calls) starts no call:
-// the tasks queued before it wait for its end, also when two spans overlap.
-func TestHeldSpansStartNoCall(t *testing.T) {
+// A second that the start log shows full starts no more calls: with ten calls (QPS 10) logged as
+// starting in [now + 1s, now + 1.09s) (as late calls are, at their real start), the first task
+// waits until the first of them is more than the start log's span (1005 ms) behind.
+func TestFullSecondInTheStartLogStartsNoCall(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := newClient(t, env, relay.Config{})
 		tg := newTarget(t, nil)
-		setEndpoint(t, c, relay.Endpoint{Name: "held", TargetURL: tg.URL, QPS: 100, Concurrency: 100})
+		setEndpoint(t, c, relay.Endpoint{Name: "full", TargetURL: tg.URL, QPS: 10, Concurrency: 100})
 		var ids []string
-		for range 20 {
-			ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "held"}).ID)
+		for range 5 {
+			ids = append(ids, submit(t, c, relay.SubmitParams{Endpoint: "full"}).ID)
 		}
 		now, err := env.Client.Time(ctxT(t)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms := now.UnixMilli()
-		end := ms + 1500
-		key := env.Prefix + ":relay:{ep:held}:hold"
-		// Span start (member) -> span end (score): the second span begins inside the first.
-		if err := env.Client.ZAdd(ctxT(t), key,
-			redis.Z{Score: float64(ms + 800), Member: ms - 1000},
-			redis.Z{Score: float64(end), Member: ms + 700},
-		).Err(); err != nil {
+		first := now.UnixMilli() + 1000
+		key := env.Prefix + ":relay:{ep:full}:starts"
+		var log []redis.Z
+		for i := range 10 {
+			log = append(log, redis.Z{Score: float64(first + 10*int64(i)), Member: "earlier." + strconv.Itoa(i) + "#1"})
+		}
+		if err := env.Client.ZAdd(ctxT(t), key, log...).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := env.Client.PExpire(ctxT(t), key, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 		startDispatcher(t, c, relay.DispatcherConfig{})
+		// StartedAt is the start rounded down to the ms.
+		free := first + 1005
 		for _, id := range ids {
 			task := waitFinal(t, c, id)
 			if task.Status != relay.StatusCompleted {
 				t.Fatalf("task %s = %s (%s)", id, task.Status, task.Error)
 			}
-			if started := task.StartedAt.UnixMilli(); started < end {
-				t.Fatalf("task started at %d, inside the held spans ending at %d", started, end)
+			if started := task.StartedAt.UnixMilli(); started < free {
+				t.Fatalf("task started at %d, in the second of the ten logged calls (it frees at %d)", started, free)
 			}
 		}
 	})

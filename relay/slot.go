@@ -161,8 +161,8 @@ type slotReq struct {
 // which applies within the refresh interval anyway). Each answer is {code, value} (slot_take.lua).
 func (c *Client) runSlotTakes(ctx context.Context, endpoint string, reqs []slotReq) ([][2]int64, error) {
 	e := reqs[0].e
-	args := make([]any, 0, 5+2*len(reqs))
-	args = append(args, e.Concurrency, spacedQPS(e), e.burst(), rateLookahead.Milliseconds(), len(reqs))
+	args := make([]any, 0, 7+2*len(reqs))
+	args = append(args, e.Concurrency, spacedQPS(e), e.burst(), rateLookahead.Milliseconds(), e.window(), logSpan.Milliseconds(), len(reqs))
 	for _, r := range reqs {
 		args = append(args, r.member, ms(r.hold))
 	}

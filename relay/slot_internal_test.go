@@ -19,7 +19,7 @@ func TestSlotTakesTokensAsTakeDoes(t *testing.T) {
 			if i%2 == 0 {
 				return x.takeTask(t, i)
 			}
-			r, err := x.c.run(t.Context(), scriptSlotTake, x.e.Name, x.e.Concurrency, x.qps, x.e.burst(), x.lookahead, 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
+			r, err := x.c.run(t.Context(), scriptSlotTake, x.e.Name, x.e.Concurrency, x.qps, x.e.burst(), x.lookahead, x.e.window(), logSpan.Milliseconds(), 1, "slot:h"+strconv.Itoa(i), 60_000).Int64Slice()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,11 +36,21 @@ const rateLookahead = 50 * time.Millisecond
 // calls span one second plus rateMargin on Redis's clock. A call starts after its token's time
 // (the answer's round trip, timers, the machine's scheduling), and with calls spaced exactly a
 // call only slightly later than the one a second before it would put QPS + 1 calls into a
-// one-second window at the endpoint. Lateness up to the margin is absorbed by it; a call later
-// than that holds back the next second's calls by as much (late.lua). It costs 0.8% of the rate;
-// a smaller margin (4 ms was tried) made a loaded machine report twice as many late calls, each
-// of which costs the rate its lateness.
+// one-second window at the endpoint. It costs 0.8% of the rate.
 const rateMargin = 8 * time.Millisecond
+
+// lateAfter is the lateness past which a call is reported (late.lua) and counts in the start log
+// from its real start rather than its token's time: half the margin, so that the start log's
+// check (logSpan) can allow for the calls that were late by less and still never move a token of
+// calls spaced as rateMargin spaces them.
+const lateAfter = rateMargin / 2
+
+// logSpan is the span of the start log's check (lib.lua rate_tokens): a token starts only when
+// fewer than the endpoint's window of calls are logged in the logSpan before it. One second,
+// plus lateAfter for the unreported lateness of the calls in it, plus 1 ms for what a call's
+// arrival may add to the moment its lateness is measured; less than a second plus rateMargin,
+// so calls on time never move a token.
+const logSpan = time.Second + lateAfter + time.Millisecond
 
 // spacedQPS is the rate at which take.lua spaces e's calls: QPS calls per second plus rateMargin.
 func spacedQPS(e Endpoint) float64 {
@@ -83,7 +93,7 @@ func (c *Client) take(ctx context.Context, e Endpoint, n, maxOffline int, clock 
 	lease := e.Timeout + c.cfg.LeaseMargin
 	sent := time.Now()
 	raw, err := c.run(ctx, scriptTake, e.Name, n, e.Concurrency, spacedQPS(e), e.burst(), ms(lease), ms(e.PermitTTL),
-		rateLookahead.Milliseconds(), maxOffline).Slice()
+		rateLookahead.Milliseconds(), maxOffline, e.window(), logSpan.Milliseconds()).Slice()
 	if err != nil {
 		return 0, nil, err
 	}

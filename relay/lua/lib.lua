@@ -17,9 +17,11 @@
 --   KEYS[9]  counts   hash  status -> tasks that ended in it (totals)
 --   KEYS[10] archive  zset  id -> end time (ms) of finished tasks not yet archived
 --   KEYS[11] task     prefix of the task hashes: the key of task id is KEYS[11]..id
---   KEYS[12] hold     zset  start (ms) -> end (ms) of spans in which the rate limit starts no
---                            call: a call started late by L holds [start + 1s, start + L + 1s), so
---                            the next second's calls cannot bunch up behind it (late.lua)
+--   KEYS[12] starts   zset  member -> start (ms, fractional) of the rate-limited calls of about
+--                            the last second: the task id and '#' and its attempt (a slot: its
+--                            member), at its token's time, or later once its call was reported
+--                            late (late.lua); the rate limit starts no call that would put more
+--                            than its window of calls into about a second (rate_tokens)
 --   KEYS[13] slots    zset  'slot:' .. holder -> expiry (ms) of the slots held by callers that
 --                            call the endpoint themselves (slot_take.lua: callbacks); each member
 --                            is in running too, with the same score, so it takes a concurrency
@@ -44,8 +46,8 @@
 -- Script-specific arguments start at ARGV[8].
 --
 -- Nothing here needs a TTL to stay bounded: the sets and hashes are emptied as tasks move on
--- (Redis removes an empty key), task hashes expire, the holds expire a little after their last
--- span ends, and the counters (seq, rate, ring, counts) are one small key each per endpoint,
+-- (Redis removes an empty key), task hashes expire, the start log is trimmed to about a second
+-- and expires with the rate limit's token time, and the counters (seq, rate, ring, counts) are one small key each per endpoint,
 -- deleted by maintain.lua once a deleted endpoint is empty.
 --
 -- Task hash fields: id ep st(status) pri sc(score) subj sq(1 while counted in subjects) ty
@@ -55,7 +57,7 @@
 -- status read) ns (namespace of the submitter) fr (1: queued by fair sharing, its score a round)
 -- cb (completion callback, JSON: url, headers, timeout_ms; absent without one).
 -- The keys and common arguments of the current call, set by bind.
-local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_HOLD, K_SLOTS, K_FAIR
+local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_STARTS, K_SLOTS, K_FAIR
 local K_DONE
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, FINISHED_TTL_S, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
@@ -64,7 +66,7 @@ local calls_n, calls_ms, ended, ended_any
 local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
-  K_COUNTS, K_ARCH, K_TASK, K_HOLD = keys[9], keys[10], keys[11], keys[12]
+  K_COUNTS, K_ARCH, K_TASK, K_STARTS = keys[9], keys[10], keys[11], keys[12]
   K_SLOTS, K_FAIR, K_DONE = keys[13], keys[14], keys[15]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, FINISHED_TTL_S, READ_TTL = tonumber(args[4]), args[4], tonumber(args[5])
@@ -96,8 +98,7 @@ end
 -- int_str is a whole number as a string, written as Redis would write it. Redis 7.0 turns every
 -- number a script passes to redis.call into a string with snprintf('%.17g'), which costs it 2,000
 -- to 6,600 instructions, about three times string.format('%d'); so whole numbers go as strings.
--- Never for a fraction ('%d' would cut it): rate-limit times and the spans derived from them stay
--- numbers.
+-- Never for a fraction ('%d' would cut it): rate-limit times go through num_str (below).
 local function int_str(n) return string.format('%d', n) end
 
 local function wake() redis.call('PUBLISH', WAKE, ENDPOINT) end
@@ -179,43 +180,75 @@ local function requeue(id, extra)
   redis.call('ZADD', K_QUEUE, sc, id)
 end
 
+-- num_str is a number as a string that keeps the exact double (%.17g): a time in ms since 1970 as
+-- Lua's tostring writes it keeps 0.1 ms, which lost the fraction of an interval at every call.
+local function num_str(x) return string.format('%.17g', x) end
+
 -- rate_tokens takes up to n tokens of the QPS limit (GCRA) at now: tat (K_RATE) is when the next
--- token is due. Tokens are due every interval (1000 / qps ms) from t0; a burst lets t0 run burst - 1
--- intervals behind now, and the lookahead lets tokens due within it be taken now. A token that
--- falls in a held span (late.lua) moves to its end, and the ones after it follow. Returns the
--- tokens (start times in ms, fractional), the time of the token after them and the interval.
--- Nothing is stored: a caller that uses tokens stores the next one with rate_store.
-local function rate_tokens(now, n, qps, burst, lookahead)
+-- token is due. Tokens are due every interval (1000 / qps ms) from t0; a burst lets t0 run
+-- burst - 1 intervals behind now, and the lookahead lets tokens due within it be taken now. Each
+-- token is checked against the start log (K_STARTS): when window calls are logged in the span (ms,
+-- a second and a little: relay's logSpan) before it, it moves to a span after the oldest one that
+-- must leave, and the tokens after it follow. Calls on time never move a token (the spacing puts
+-- fewer than window calls in any span); a call reported late does, by what its second needs.
+-- Returns the tokens (start times in ms, fractional), the time of the token after them and the
+-- interval. A caller logs the tokens it uses (rate_log) and stores the next one (rate_store).
+local function rate_tokens(now, n, qps, burst, lookahead, window, span)
   local interval = 1000 / qps
   local tat = tonumber(redis.call('GET', K_RATE) or '0')
   local t0 = math.max(tat, now - (burst - 1) * interval)
-  local holds = redis.call('ZRANGEBYSCORE', K_HOLD, '(' .. t0, '+inf', 'WITHSCORES')
-  local function skip(t)
-    local moved = true
-    while moved do
-      moved = false
-      for i = 1, #holds, 2 do
-        local hs, he = tonumber(holds[i]), tonumber(holds[i + 1])
-        if t >= hs and t < he then t, moved = he, true end
+  -- Starts a span or more before the first token are in no span with a token.
+  redis.call('ZREMRANGEBYSCORE', K_STARTS, '-inf', num_str(t0 - span))
+  local logged = redis.call('ZCARD', K_STARTS)
+  local tokens = {}
+  -- fit returns the earliest time from t at which a call leaves fewer than window calls in the
+  -- span before it.
+  local function fit(t)
+    if logged + #tokens < window then return t end
+    for _ = 1, 8 do -- one round is enough unless late calls keep crowding the span
+      local lo = t - span
+      local mine = {} -- this call's tokens in the span before t, oldest first
+      for i = #tokens, 1, -1 do
+        if tokens[i] <= lo then break end
+        table.insert(mine, 1, tokens[i])
       end
+      local over = redis.call('ZCOUNT', K_STARTS, '(' .. num_str(lo), '+inf') + #mine - window + 1
+      if over <= 0 then return t end
+      -- The over-th oldest start of the span (merging the log and this call's tokens) must leave
+      -- it; 1 µs more, so that it does whatever the rounding of t - span.
+      local log = redis.call('ZRANGEBYSCORE', K_STARTS, '(' .. num_str(lo), '+inf', 'WITHSCORES', 'LIMIT', '0', int_str(over))
+      local a, b, kth = 2, 1, nil
+      for _ = 1, over do
+        local la = tonumber(log[a])
+        if la and (not mine[b] or la <= mine[b]) then
+          kth, a = la, a + 2
+        else
+          kth, b = mine[b], b + 1
+        end
+      end
+      t = math.max(t, kth + span + 0.001)
     end
     return t
   end
-  local tokens = {}
-  local t = skip(t0)
+  local t = fit(t0)
   while #tokens < n and t <= now + lookahead + 1e-9 do
     tokens[#tokens + 1] = t
-    t = skip(t + interval)
+    t = fit(t + interval)
   end
   return tokens, t, interval
 end
 
--- rate_store keeps next_token as the rate limit's tat. %.17g keeps the exact double: tostring
--- keeps 14 significant digits, i.e. 0.1 ms of a time in ms since 1970, and a dispatcher taking one
--- token per call then lost the interval's fraction at every call (5.04 ms became 5.0: QPS + 1
--- calls in some one-second windows).
+-- rate_log records a call started at token t in the start log.
+local function rate_log(member, t)
+  redis.call('ZADD', K_STARTS, num_str(t), member)
+end
+
+-- rate_store keeps next_token as the rate limit's tat, at full precision (num_str), and keeps the
+-- start log as long as the tokens it can move.
 local function rate_store(next_token, now, burst, interval)
-  redis.call('SET', K_RATE, string.format('%.17g', next_token), 'PX', int_str(math.ceil(next_token - now + burst * interval) + 1000))
+  local ttl = int_str(math.ceil(next_token - now + burst * interval) + 1000)
+  redis.call('SET', K_RATE, num_str(next_token), 'PX', ttl)
+  redis.call('PEXPIRE', K_STARTS, ttl)
 end
 
 -- reap_slots frees up to limit slots (KEYS[13]) whose expiry has passed: their holders died or

@@ -82,7 +82,7 @@ if redis.call('ZCARD', K_WAIT) + redis.call('ZCARD', K_QUEUE) + redis.call('ZCAR
   empty = 1
   if ARGV[9] == '1' then
     -- A deleted endpoint that holds nothing any more: its counters go too.
-    redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ, K_HOLD, K_SLOTS, K_FAIR)
+    redis.call('DEL', K_SEQ, K_RATE, K_RING, K_COUNTS, K_SUBJ, K_STARTS, K_SLOTS, K_FAIR)
   end
 end
 return {reaped, timedout, cancelled, empty, redis.call('ZCOUNT', K_DONE, '-inf', int_str(now))}

@@ -8,7 +8,8 @@
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] concurrency  [9] qps as take.lua spaces calls (0: no rate limit)  [10] burst
 -- [11] lookahead (ms): tokens due within it are taken now, each with its delay
--- [12] n, then n pairs: member ('slot:' .. holder), hold (ms: the slot frees itself this long
+-- [12] window  [13] span (ms): as take.lua's ARGV[16] and [17]
+-- [14] n, then n pairs: member ('slot:' .. holder), hold (ms: the slot frees itself this long
 -- after the call's start)
 -- Returns {Redis's time (µs), then per member: code, value}: code 0 the slot is taken, value the
 -- delay (µs from Redis's time rounded down to the ms) to the call's start (a member already
@@ -18,12 +19,12 @@
 local tm = redis.call('TIME')
 local now_us = tonumber(tm[1]) * 1000000 + tonumber(tm[2])
 local now = math.floor(now_us / 1000) -- as now_ms()
-local n = tonumber(ARGV[12])
+local n = tonumber(ARGV[14])
 if reap_slots(now, 100) > 0 then wake() end
 local out = {now_us}
 local fresh = {} -- indexes of the members that need a new slot
 for i = 1, n do
-  local member, hold = ARGV[11 + 2 * i], tonumber(ARGV[12 + 2 * i])
+  local member, hold = ARGV[13 + 2 * i], tonumber(ARGV[14 + 2 * i])
   if redis.call('ZSCORE', K_SLOTS, member) then
     redis.call('ZADD', K_SLOTS, now + hold, member)
     redis.call('ZADD', K_RUN, now + hold, member)
@@ -38,17 +39,20 @@ local tokens, next_token, interval
 local qps = tonumber(ARGV[9])
 local burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11])
 if qps > 0 and k > 0 then
-  tokens, next_token, interval = rate_tokens(now, k, qps, burst, lookahead)
+  tokens, next_token, interval = rate_tokens(now, k, qps, burst, lookahead, tonumber(ARGV[12]), tonumber(ARGV[13]))
 end
 for j, i in ipairs(fresh) do
-  local member, hold = ARGV[11 + 2 * i], tonumber(ARGV[12 + 2 * i])
+  local member, hold = ARGV[13 + 2 * i], tonumber(ARGV[14 + 2 * i])
   if j > k then
     out[2 * i], out[2 * i + 1] = 2, 0
   elseif tokens and j > #tokens then
     out[2 * i], out[2 * i + 1] = 1, math.max(1, math.ceil(next_token - lookahead - now))
   else
     local delay = 0
-    if tokens then delay = math.max(0, tokens[j] - now) end
+    if tokens then
+      delay = math.max(0, tokens[j] - now)
+      rate_log(member, tokens[j])
+    end
     local expiry = now + delay + hold
     redis.call('ZADD', K_SLOTS, expiry, member)
     redis.call('ZADD', K_RUN, expiry, member)

@@ -10,6 +10,8 @@
 -- says how long its caller waits before the call (so calls keep their exact spacing even when
 -- the dispatcher comes back late; the concurrency slot is held from now)
 -- ARGV[15] most offline tasks to take (the caller's free workers; online tasks need none)
+-- ARGV[16] window: most calls the rate limit lets into one sliding second (the QPS, rounded up)
+-- ARGV[17] span (ms) of the start log's check: a second and a little (relay's logSpan)
 -- Returns {hint, n, then, when n > 0, Redis's time in µs and n offline tasks of 8 fields: id,
 -- attempt, tries, method, url, headers, body, delay (µs from that time rounded down to the ms, to
 -- the call's start)}. n counts only offline tasks (online ones become permitted
@@ -40,10 +42,11 @@ if free <= 0 and reap_slots(now, 100) > 0 then free = tonumber(ARGV[9]) - redis.
 if free <= 0 then return {-1, 0} end
 local n = math.min(want, free)
 local qps, burst, lookahead = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[14])
--- GCRA (lib.lua rate_tokens): tokens are the start times of the calls this step may start.
+-- GCRA and the start log (lib.lua rate_tokens): tokens are the start times of the calls this step
+-- may start.
 local interval, tokens, next_token = 0, nil, now
 if qps > 0 then
-  tokens, next_token, interval = rate_tokens(now, n, qps, burst, lookahead)
+  tokens, next_token, interval = rate_tokens(now, n, qps, burst, lookahead, tonumber(ARGV[16]), tonumber(ARGV[17]))
   if #tokens == 0 then return {math.max(1, math.ceil(next_token - lookahead - now)), 0} end
   n = #tokens
 end
@@ -78,9 +81,12 @@ for i = 1, #popped, 2 do
       finish(id, 'timeout', now)
     else
       local delay = 0
-      if tokens then delay = math.max(0, tokens[started + 1] - now) end
-      started = started + 1
       local att = tonumber(v[4]) + 1
+      if tokens then
+        delay = math.max(0, tokens[started + 1] - now)
+        rate_log(id .. '#' .. att, tokens[started + 1])
+      end
+      started = started + 1
       -- The task hash lives until its queue deadline plus the finished retention; a task that
       -- starts close to (or, retried, after) its deadline gets the time its call may take. The
       -- delay is fractional (rate-limit tokens are), and PEXPIRE takes whole ms only: a fraction
