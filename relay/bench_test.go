@@ -62,6 +62,48 @@ func BenchmarkOfflineEndToEnd(b *testing.B) {
 	}
 }
 
+// BenchmarkRateBoundEndToEnd measures a backlog of offline tasks drained through an endpoint
+// whose QPS (2,000) binds, to a local no-op target: the rate achieved and Redis's CPU per task,
+// which includes the rate limit's start log (a token checked and logged per task). Run with
+// -benchtime 20000x.
+func BenchmarkRateBoundEndToEnd(b *testing.B) {
+	env := redistest.New(b)
+	c := newClient(b, env, relay.Config{})
+	tg := newTarget(b, func(w http.ResponseWriter, r *http.Request, n int64) {})
+	setEndpoint(b, c, relay.Endpoint{Name: "bench", TargetURL: tg.URL, Concurrency: 100_000, QPS: 2000, MaxQueued: 10_000_000})
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if _, err := c.Submit(ctx, relay.SubmitParams{Endpoint: "bench", Body: []byte("x")}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ResetTimer()
+	start := time.Now()
+	redis0 := cpustat.MustRedis(b, env.Client)
+	startDispatcherB(b, c, relay.DispatcherConfig{Workers: 256, Batch: 256})
+	for {
+		st, err := c.Stats(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Totals[relay.StatusCompleted] >= int64(b.N) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+	b.ReportMetric(float64((cpustat.MustRedis(b, env.Client)-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/task")
+}
+
 // BenchmarkQPSAccuracy runs an endpoint at QPS 50 and at QPS 200 for 20 s each (b.N ignored;
 // run with -benchtime 1x) with a backlog, two dispatchers in two processes (as two instances) and
 // the target in a third, calls of 20 ms. The target records each call twice: when it reached the
