@@ -68,7 +68,7 @@ func New(cfg Config) (*Sender, error) {
 		// No proxy from the environment: the address check must judge the real destination, and a
 		// proxy on loopback would either be refused or, allowed, hide where calls go.
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           dialWatched(dialer),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 		MaxConnsPerHost:       cfg.MaxConnsPerHost,
