@@ -25,33 +25,11 @@ func BenchmarkOfflineEndToEnd(b *testing.B) {
 	setEndpoint(b, c, relay.Endpoint{Name: "bench", TargetURL: tg.URL, Concurrency: 100_000, MaxQueued: 10_000_000})
 	startDispatcherB(b, c, relay.DispatcherConfig{Workers: 256, Batch: 256})
 
-	ctx := context.Background()
 	b.ResetTimer()
 	start := time.Now()
 	cpu0, redis0 := cpustat.Self(), cpustat.MustRedis(b, env.Client)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if _, err := c.Submit(ctx, relay.SubmitParams{Endpoint: "bench", Body: []byte("x")}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for {
-		st, err := c.Stats(ctx, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if st.Totals[relay.StatusCompleted] >= int64(b.N) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	submitFrom64(b, c, "bench")
+	waitCompleted(b, c, "bench")
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
@@ -71,34 +49,12 @@ func BenchmarkRateBoundEndToEnd(b *testing.B) {
 	c := newClient(b, env, relay.Config{})
 	tg := newTarget(b, func(w http.ResponseWriter, r *http.Request, n int64) {})
 	setEndpoint(b, c, relay.Endpoint{Name: "bench", TargetURL: tg.URL, Concurrency: 100_000, QPS: 2000, MaxQueued: 10_000_000})
-	ctx := context.Background()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
-				if _, err := c.Submit(ctx, relay.SubmitParams{Endpoint: "bench", Body: []byte("x")}); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	submitFrom64(b, c, "bench")
 	b.ResetTimer()
 	start := time.Now()
 	redis0 := cpustat.MustRedis(b, env.Client)
 	startDispatcherB(b, c, relay.DispatcherConfig{Workers: 256, Batch: 256})
-	for {
-		st, err := c.Stats(ctx, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if st.Totals[relay.StatusCompleted] >= int64(b.N) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitCompleted(b, c, "bench")
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
 	b.ReportMetric(float64((cpustat.MustRedis(b, env.Client)-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/task")
@@ -294,6 +250,37 @@ func benchETA(b *testing.B, e relay.Endpoint, backlog int, every time.Duration) 
 	b.ReportMetric(errs[len(errs)/2]*100, "median-err-%")
 	b.ReportMetric(errs[len(errs)*9/10]*100, "p90-err-%")
 	b.ReportMetric(float64(len(errs)), "samples")
+}
+
+// submitFrom64 submits b.N small offline tasks to endpoint from 64 goroutines.
+func submitFrom64(b *testing.B, c *relay.Client, endpoint string) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if _, err := c.Submit(context.Background(), relay.SubmitParams{Endpoint: endpoint, Body: []byte("x")}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitCompleted returns once endpoint counts b.N tasks completed.
+func waitCompleted(b *testing.B, c *relay.Client, endpoint string) {
+	for {
+		st, err := c.Stats(context.Background(), endpoint)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.Totals[relay.StatusCompleted] >= int64(b.N) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig) *relay.Dispatcher {
