@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 
@@ -69,13 +70,9 @@ func TestFairShareBoundsTheWaitBehindAFlood(t *testing.T) {
 		t.Cleanup(release) // before the dispatcher stops: it waits for the held call
 
 		// The held call keeps the endpoint's one slot: nothing else starts until it returns.
-		deadline := time.Now().Add(30 * time.Second)
-		for tg.calls.Load() < held {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d calls reached the target, want %d", tg.calls.Load(), held)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.Until(t, 30*time.Second, "the held call to reach the target", func() bool {
+			return tg.calls.Load() >= held
+		})
 		second := submit(t, c, relay.SubmitParams{Endpoint: "fair", Subject: "B", Body: []byte("B2")})
 		if second.WaitNum > 2 {
 			t.Fatalf("B's task queued during the flood has %d ahead, want at most 2", second.WaitNum)

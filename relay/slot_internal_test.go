@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // A slot takes the rate limit's tokens from the same state as take.lua and at the same precision:
@@ -84,18 +85,14 @@ func TestMaintenanceFreesExpiredSlotsAsSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 		reaped := 0
-		deadline := time.Now().Add(10 * time.Second)
-		for reaped < 2 {
-			if time.Now().After(deadline) {
-				t.Fatalf("maintenance reaped %d slots, want 2", reaped)
-			}
+		testwait.Until(t, 10*time.Second, "maintenance to reap 2 slots", func() bool {
 			r, err := c.MaintainOnce(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			reaped += r.Reaped
-			time.Sleep(5 * time.Millisecond)
-		}
+			return reaped >= 2
+		})
 		for _, key := range []string{k.all[0], k.all[2], k.all[3], k.all[12]} {
 			if n, err := env.Client.Exists(ctx, key).Result(); err != nil || n != 0 {
 				t.Fatalf("%s exists (%d, %v) after the slots were freed", key, n, err)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/internal/startstop"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -29,17 +30,6 @@ func (l *loop) Start(ctx context.Context) error {
 
 var _ startstop.Service = (*loop)(nil)
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestStartStop(t *testing.T) {
 	t.Parallel()
 	var l loop
@@ -53,7 +43,7 @@ func TestStartStop(t *testing.T) {
 	if err := l.Start(t.Context()); !errors.Is(err, startstop.ErrAlreadyStarted) {
 		t.Fatalf("second Start: %v, want ErrAlreadyStarted", err)
 	}
-	waitFor(t, func() bool { return l.steps.Load() >= 3 })
+	testwait.Until(t, 10*time.Second, "three steps", func() bool { return l.steps.Load() >= 3 })
 	l.Stop()
 	if l.Running() {
 		t.Fatal("running after Stop")
@@ -67,7 +57,7 @@ func TestStartStop(t *testing.T) {
 	if err := l.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return l.steps.Load() > after })
+	testwait.Until(t, 10*time.Second, "another step", func() bool { return l.steps.Load() > after })
 	l.Stop()
 }
 
