@@ -1,9 +1,6 @@
 package sluice
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrInvalid is matched (errors.Is) by every *FieldError, for a caller that only asks whether an
 // input was refused.
@@ -25,9 +22,10 @@ type FieldError struct {
 	Reason string
 }
 
-// Invalid returns a FieldError for field, its reason formatted as fmt.Sprintf does.
+// Invalid returns a FieldError for field, its reason formatted as fmt.Sprintf does with every string
+// argument shortened to MaxEcho bytes (Sprintf), since the arguments are often the refused input.
 func Invalid(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &FieldError{Field: field, Reason: Sprintf(format, args...)}
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Reason }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -122,9 +123,10 @@ func (e *Error) Is(target error) bool {
 // Status is the HTTP status of the error.
 func (e *Error) Status() int { return statusOf[e.Code] }
 
-// InvalidArg returns an invalid_argument error naming a field.
+// InvalidArg returns an invalid_argument error naming a field, its message formatted with every
+// string argument shortened to sluice.MaxEcho bytes (the arguments are often the refused input).
 func InvalidArg(field, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalidArgument, Field: field, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: CodeInvalidArgument, Field: field, Message: sluice.Sprintf(format, args...)}
 }
 
 // ErrorBody is the JSON shape of every native error.
@@ -258,7 +260,7 @@ func ErrorFor(r *http.Request, err error) *Error {
 	if ClientGone(r, err) {
 		return nil
 	}
-	e := ErrorOf(r.Context(), err)
+	e := bounded(ErrorOf(r.Context(), err))
 	if st := StateOf(r.Context()); st != nil {
 		st.NoteError(r.Context(), e, err)
 	}
@@ -276,4 +278,46 @@ func SetRetryAfter(w http.ResponseWriter, d time.Duration) {
 	if d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
 	}
+}
+
+// maxMessage caps an error's message in bytes. Messages that quote an input quote it shortened
+// (sluice.Shorten); this is the guard for one that quotes it whole ("no queue <1 MB name>").
+const maxMessage = 4 * sluice.MaxEcho
+
+// bounded returns e, or a copy of it whose field and message are cut to what an error body may
+// echo: each run of non-space bytes over sluice.MaxEcho is shortened, then the whole message is
+// cut to maxMessage bytes. So no error body echoes more than about MaxEcho bytes of one input.
+func bounded(e *Error) *Error {
+	msg, field := e.Message, sluice.Shorten(e.Field)
+	if len(msg) > sluice.MaxEcho {
+		msg = shortenRuns(msg)
+	}
+	if len(msg) > maxMessage {
+		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
+	}
+	if msg == e.Message && field == e.Field {
+		return e
+	}
+	c := *e
+	c.Message, c.Field = msg, field
+	return &c
+}
+
+// shortenRuns shortens (sluice.Shorten) each run of non-space bytes of s longer than
+// sluice.MaxEcho.
+func shortenRuns(s string) string {
+	var b strings.Builder
+	for s != "" {
+		end := strings.IndexByte(s, ' ')
+		if end < 0 {
+			end = len(s)
+		}
+		b.WriteString(sluice.Shorten(s[:end]))
+		if end < len(s) {
+			b.WriteByte(' ')
+			end++
+		}
+		s = s[end:]
+	}
+	return b.String()
 }

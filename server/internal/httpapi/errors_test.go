@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +117,28 @@ func TestWriteErrorShape(t *testing.T) {
 	want := `{"error":{"code":"invalid_argument","message":"must be at least 1","field":"ttl"}}` + "\n"
 	if rec.Code != http.StatusBadRequest || rec.Body.String() != want {
 		t.Fatalf("got %d %s, want 400 %s", rec.Code, rec.Body, want)
+	}
+}
+
+// An error whose message or field quotes a huge input whole is written with it cut: each long run
+// shortened, the whole message capped.
+func TestWriteErrorEchoesLittleOfAnyInput(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("x", 1<<20)
+	for name, err := range map[string]error{
+		"one run":   &Error{Code: CodeNotFound, Message: "no queue " + huge + " in namespace shop"},
+		"spaced":    &Error{Code: CodeNotFound, Message: strings.Repeat("x ", 1<<19)},
+		"field":     InvalidArg(huge, "unknown field"),
+		"formatted": InvalidArg("queue", "%q is not a name", huge),
+	} {
+		rec := httptest.NewRecorder()
+		WriteError(rec, httptest.NewRequest(http.MethodGet, "/", nil), err)
+		var b ErrorBody
+		if jerr := json.Unmarshal(rec.Body.Bytes(), &b); jerr != nil || rec.Body.Len() > 1200 {
+			t.Errorf("%s: %d bytes %.300s (%v)", name, rec.Body.Len(), rec.Body, jerr)
+		}
+	}
+	if e := ErrNotFound; bounded(e) != e || e.Message != "not found" {
+		t.Errorf("bounded changed or copied a short sentinel: %+v", e)
 	}
 }
