@@ -284,17 +284,6 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	return nil
 }
 
-// readyz answers 200 while Redis answers a PING within a second, else 503 unavailable.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-	defer cancel()
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		return &httpapi.Error{Code: httpapi.CodeUnavailable, Message: "redis does not answer: " + err.Error(), RetryAfter: time.Second, Cause: err}
-	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
-}
-
 // Run listens on PublicAddr and AdminAddr and serves until ctx ends, then shuts down gracefully
 // (Serve). It does not Close the server.
 func (s *Server) Run(ctx context.Context) error {
