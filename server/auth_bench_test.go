@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/server/internal/authguard"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -21,20 +19,8 @@ import (
 // guard that saw no failure, and with one that remembers failures of 10,000 other clients (its
 // most). Sub-benchmarks run side by side in one process: read them as ratios.
 func BenchmarkTokenAuth(b *testing.B) {
-	env := redistest.New(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	srv, err := New(ctx, Config{RedisURL: env.URL, Prefix: env.Prefix, TokenCacheTTL: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Close() })
-	secret, _, err := srv.tokens.Create(ctx, tenant.CreateTokenParams{Namespace: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	busy, err := authguard.New(authguard.Config{Redis: env.Client, Prefix: env.Prefix, MaxFailuresPerSecond: 1 << 20,
+	ctx, srv, secret := newHandlerBench(b, Config{TokenCacheTTL: time.Second})
+	busy, err := authguard.New(authguard.Config{Redis: srv.rdb, Prefix: srv.cfg.Prefix, MaxFailuresPerSecond: 1 << 20,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

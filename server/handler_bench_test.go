@@ -16,17 +16,16 @@ import (
 	"github.com/sluicehq/sluice/server/tenant"
 )
 
-// BenchmarkHandlerConsumeAck runs one job's consume and ack through the public handler directly
-// (no sockets, no HTTP parsing), on the native routes and on the lmstfy-compatible ones, which do
-// the same engine work. ns/op (mostly the Redis round trips) and allocs/op are per job (two
-// requests). Its point is the CPU profile: with -cpuprofile, focusing on each API's handlers and
-// ignoring queue.(*Client), it shows what the routes themselves cost per job, apart from the
-// kernel's and the engine's share, which a side-by-side run over sockets cannot resolve.
-func BenchmarkHandlerConsumeAck(b *testing.B) {
+// newHandlerBench builds a server on a fresh Redis, without listeners, for benchmarks that call
+// its handlers directly, and returns it with a token of the namespace "bench".
+func newHandlerBench(b *testing.B, cfg Config) (context.Context, *Server, string) {
+	b.Helper()
 	env := redistest.New(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	srv, err := New(ctx, Config{RedisURL: env.URL, Prefix: env.Prefix, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg.RedisURL, cfg.Prefix = env.URL, env.Prefix
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -35,6 +34,17 @@ func BenchmarkHandlerConsumeAck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return ctx, srv, secret
+}
+
+// BenchmarkHandlerConsumeAck runs one job's consume and ack through the public handler directly
+// (no sockets, no HTTP parsing), on the native routes and on the lmstfy-compatible ones, which do
+// the same engine work. ns/op (mostly the Redis round trips) and allocs/op are per job (two
+// requests). Its point is the CPU profile: with -cpuprofile, focusing on each API's handlers and
+// ignoring queue.(*Client), it shows what the routes themselves cost per job, apart from the
+// kernel's and the engine's share, which a side-by-side run over sockets cannot resolve.
+func BenchmarkHandlerConsumeAck(b *testing.B) {
+	ctx, srv, secret := newHandlerBench(b, Config{})
 	h := srv.PublicHandler()
 	payload := bytes.Repeat([]byte("x"), 98)
 	fill := func(b *testing.B, q string, n int) {
