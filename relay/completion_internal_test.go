@@ -68,11 +68,7 @@ func TestCompletionCallbackSurvivesADeadClaimerAndAFailingSink(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		sink := &recordingSink{}
-		c, err := NewClient(env.Client, Config{Prefix: env.Prefix, Completions: sink})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
+		c := internalClient(t, env, Config{Completions: sink})
 		ctx := t.Context()
 		id := endedWithCallback(t, c)
 
@@ -118,11 +114,7 @@ func TestCompletionCallbackKeepsTheTaskUntilHandedOn(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
 	sink := &recordingSink{fail: true}
-	c, err := NewClient(env.Client, Config{Prefix: env.Prefix, Completions: sink, ReadRetention: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := internalClient(t, env, Config{Completions: sink, ReadRetention: time.Second})
 	ctx := t.Context()
 	id := endedWithCallback(t, c)
 	if _, err := c.Get(ctx, id); err != nil { // the caller reads the final status

@@ -16,11 +16,7 @@ import (
 func TestEndpointCacheReadsOwnChangesPastARefreshUnderWay(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	c, err := NewClient(env.Client, Config{Prefix: env.Prefix, RefreshInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := internalClient(t, env, Config{RefreshInterval: time.Hour})
 	ctx := t.Context()
 	if _, err := c.SetEndpoint(ctx, Endpoint{Name: "old", TargetURL: "http://127.0.0.1:9/"}); err != nil {
 		t.Fatal(err)
@@ -51,11 +47,7 @@ func TestEndpointCacheReadsOwnChangesPastARefreshUnderWay(t *testing.T) {
 func TestSubmitReadsThroughForAnUnknownEndpoint(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	c, err := NewClient(env.Client, Config{Prefix: env.Prefix, RefreshInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := internalClient(t, env, Config{RefreshInterval: time.Hour})
 	ctx := t.Context()
 	if _, err := c.Submit(ctx, SubmitParams{Endpoint: "quiet"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("before the endpoint exists: %v", err)

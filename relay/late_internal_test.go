@@ -80,11 +80,16 @@ func TestRedisClockKeepsTheBestRecentBound(t *testing.T) {
 	}
 }
 
-// internalClient is a Client on the test's key prefix, closed when the test ends, for the tests
-// inside the package that read its keys and state.
-func internalClient(t *testing.T, env *redistest.Env) *Client {
+// internalClient is a Client on the test's key prefix with the given settings (or the defaults),
+// closed when the test ends, for the tests inside the package that read its keys and state.
+func internalClient(t *testing.T, env *redistest.Env, cfgs ...Config) *Client {
 	t.Helper()
-	c, err := NewClient(env.Client, Config{Prefix: env.Prefix})
+	var cfg Config
+	if len(cfgs) > 0 {
+		cfg = cfgs[0]
+	}
+	cfg.Prefix = env.Prefix
+	c, err := NewClient(env.Client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
