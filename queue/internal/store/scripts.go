@@ -47,7 +47,7 @@ var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
-	scriptAckNoResult, scriptPublishBatch,
+	scriptAckNoResult, scriptPublishBatch, scriptScheduleFire,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's

@@ -47,7 +47,9 @@ type Store struct {
 	rdb     redis.UniversalClient
 	cfg     Config
 	scripts *redisx.ScriptRunner // runs the scripts on rdb (runner.go)
-	keys    *keyCache
+	// scheduleScripts runs the schedule scripts that need no queue helpers (schedule.go).
+	scheduleScripts *redisx.ScriptRunner
+	keys            *keyCache
 	// clocks are the readings of the Redis servers' clocks that lone publishes stamp jobs with
 	// (clock.go).
 	clocks *redisClocks
@@ -69,6 +71,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 		rdb:                 rdb,
 		cfg:                 cfg,
 		scripts:             redisx.NewScriptRunner(library, rdb, cfg.Logger, "queue"),
+		scheduleScripts:     redisx.NewScriptRunner(scheduleLibrary, rdb, cfg.Logger, "queue schedules"),
 		keys:                newKeyCache(cfg.Prefix),
 		clocks:              newRedisClocks(rdb, time.Now),
 		registered:          make(map[QueueName]time.Time),
