@@ -224,14 +224,15 @@ func (s *Server) setupRooms(ctx context.Context) error {
 }
 
 // backgroundServices lists the server's background loops in the order Serve starts them: the job
-// queue's and the waiting rooms' maintainers, the callback deliverer (stopped after the listeners
-// drained, it gives back the callbacks not yet sent and lets the ones in flight finish), the
-// dashboard's throughput sampler and the request queue's dispatcher (its calls under way finish
-// and are stored).
+// queue's and the waiting rooms' maintainers, the scheduler of schedules, the callback deliverer
+// (stopped after the listeners drained, it gives back the callbacks not yet sent and lets the ones
+// in flight finish), the dashboard's throughput sampler and the request queue's dispatcher (its
+// calls under way finish and are stored).
 func (s *Server) backgroundServices() []startstop.Service {
 	services := []startstop.Service{
 		queue.NewMaintainer(s.queue, queue.MaintainerConfig{Interval: s.cfg.MaintainInterval, Logger: s.log}),
 		waitroom.NewMaintainer(s.waitroom, waitroom.MaintainerConfig{}),
+		s.newScheduler(),
 		s.deliverer,
 		s.ui.Sampler(),
 	}

@@ -40,7 +40,7 @@ func (a *API) Routes() []httpapi.Route {
 	publish := []tenant.Permission{tenant.PermPublish}
 	consume := []tenant.Permission{tenant.PermConsume}
 	manage := []tenant.Permission{tenant.PermManage}
-	return []httpapi.Route{
+	return append([]httpapi.Route{
 		{Pattern: "POST " + q + "/jobs", Handler: a.publish, Perms: publish, Limit: tenant.LimitWrite},
 		{Pattern: "GET " + q + "/jobs/{id}", Handler: a.getJob, Perms: anyPerm},
 		{Pattern: "DELETE " + q + "/jobs/{id}", Handler: a.deleteJob, Perms: []tenant.Permission{tenant.PermPublish, tenant.PermManage}},
@@ -56,5 +56,5 @@ func (a *API) Routes() []httpapi.Route {
 		{Pattern: "GET " + q + "/dead", Handler: a.listDead, Perms: anyPerm},
 		{Pattern: "POST " + q + "/dead/respawn", Handler: a.respawnDead, Perms: manage},
 		{Pattern: "DELETE " + q + "/dead", Handler: a.deleteDead, Perms: manage},
-	}
+	}, a.scheduleRoutes()...)
 }
