@@ -37,6 +37,7 @@ func commandTable() map[string]command {
 	t := map[string]command{}
 	registerServer(t)
 	registerClient(t)
+	registerSchedules(t)
 	return t
 }
 

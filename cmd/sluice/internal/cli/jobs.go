@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,66 +37,21 @@ Examples:
   cat image.png | sluice publish thumbnails --raw
   sluice publish orders --delay 30m --callback https://api.example.com/hooks/close '{"order":42}'`)
 	cf := addConnFlags(fs, env)
-	priority := fs.Int("priority", 0, "`priority` 0..255; higher runs first")
-	var delay, ttl, ttr seconds
+	jf := addJobFlags(fs)
+	var delay seconds
 	fs.Var(&delay, "delay", "postpone the first delivery by this `duration` (10s, 1.5, 2m)")
 	runAt := fs.String("at", "", "deliver at this RFC 3339 `time` instead of a delay")
-	tries := fs.Int("tries", 0, "most deliveries the job gets (default: the server's, 3)")
-	fs.Var(&ttl, "ttl", "the job expires if not delivered within this `duration`")
-	fs.Var(&ttr, "ttr", "lease a consumer gets when its consume names none (`duration`)")
-	var backoffBase, backoffMax, uniqueFor seconds
-	fs.Var(&backoffBase, "backoff", "retry a failed delivery after this `duration`, doubled every try (default: at once)")
-	fs.Var(&backoffMax, "backoff-max", "cap the retry delay of --backoff at this `duration`")
-	uniqueKey := fs.String("unique-key", "", "deduplicate: while a job with this `key` is pending, publishing it again returns that job")
-	fs.Var(&uniqueFor, "unique-for", "hold the unique key at most this `duration` (default: the server's, 24h)")
-	attrs := keyValues{}
-	fs.Var(attrs, "attr", "attribute `key=value` delivered with the job (repeatable)")
-	asString := fs.Bool("string", false, "send the payload as a JSON string even when it parses as JSON")
-	raw := fs.Bool("raw", false, "send the payload bytes unchanged (base64 on the wire)")
-	callbackURL := fs.String("callback", "", "deliver the job to this `URL` when due instead of to consumers (signed; see docs/callbacks.md)")
-	callbackMethod := fs.String("callback-method", "", "HTTP `method` of the callback (default POST)")
-	callbackHeaders := keyValues{}
-	fs.Var(callbackHeaders, "callback-header", "header `name=value` sent with the callback (repeatable)")
-	var callbackTimeout seconds
-	fs.Var(&callbackTimeout, "callback-timeout", "how long one callback call may take (`duration`, default 30s)")
 	pos, err := parseArgs(fs, args, 1, 2, "<queue> [payload]")
 	if err != nil {
 		return err
 	}
-	if *raw && *asString {
-		return usagef("--raw and --string exclude each other")
-	}
 	if delay.set && *runAt != "" {
 		return usagef("--delay and --at exclude each other")
 	}
-	var payload []byte
-	if len(pos) == 2 && pos[1] != "-" {
-		payload = []byte(pos[1])
-	} else {
-		if payload, err = io.ReadAll(io.LimitReader(env.Stdin, 64<<20)); err != nil {
-			return fmt.Errorf("read the payload from standard input: %w", err)
-		}
-		if !*raw {
-			payload = bytes.TrimRight(payload, "\r\n")
-		}
+	job, err := jf.job(env, pos[min(1, len(pos)-1)], len(pos) == 2)
+	if err != nil {
+		return err
 	}
-	job := map[string]any{}
-	switch {
-	case *raw:
-		job["payload_base64"] = base64.StdEncoding.EncodeToString(payload)
-	case !*asString && json.Valid(payload):
-		job["payload"] = json.RawMessage(payload)
-	default:
-		job["payload"] = string(payload)
-	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "priority":
-			job["priority"] = *priority
-		case "tries":
-			job["tries"] = *tries
-		}
-	})
 	if delay.set {
 		job["delay"] = secs(delay.d)
 	}
@@ -108,54 +62,13 @@ Examples:
 		}
 		job["run_at"] = at.Format(time.RFC3339Nano)
 	}
-	if ttl.set {
-		job["ttl"] = secs(ttl.d)
-	}
-	if ttr.set {
-		job["ttr"] = secs(ttr.d)
-	}
-	if backoffBase.set || backoffMax.set {
-		b := map[string]float64{}
-		if backoffBase.set {
-			b["base"] = secs(backoffBase.d)
-		}
-		if backoffMax.set {
-			b["max"] = secs(backoffMax.d)
-		}
-		job["backoff"] = b
-	}
-	if *uniqueKey != "" {
-		job["unique_key"] = *uniqueKey
-	}
-	if uniqueFor.set {
-		job["unique_for"] = secs(uniqueFor.d)
-	}
-	if len(attrs) > 0 {
-		job["attributes"] = map[string]string(attrs)
-	}
-	if *callbackURL == "" && (*callbackMethod != "" || len(callbackHeaders) > 0 || callbackTimeout.set) {
-		return usagef("--callback-method, --callback-header and --callback-timeout need --callback")
-	}
-	if *callbackURL != "" {
-		cb := map[string]any{"url": *callbackURL}
-		if *callbackMethod != "" {
-			cb["method"] = *callbackMethod
-		}
-		if len(callbackHeaders) > 0 {
-			cb["headers"] = map[string]string(callbackHeaders)
-		}
-		if callbackTimeout.set {
-			cb["timeout"] = secs(callbackTimeout.d)
-		}
-		job["callback"] = cb
-	}
 	q := pos[0]
 	var ans publishAnswer
 	if err := cf.show(ctx, http.MethodPost, queuePath(cf.ns, q)+"/jobs", nil, job, &ans); err != nil || cf.json {
 		return err
 	}
 	if ans.Duplicate {
-		fmt.Fprintf(cf.out(), "duplicate: job %s already holds unique key %q in %s/%s\n", ans.JobID, *uniqueKey, cf.ns, q)
+		fmt.Fprintf(cf.out(), "duplicate: job %s already holds unique key %q in %s/%s\n", ans.JobID, *jf.uniqueKey, cf.ns, q)
 		return nil
 	}
 	fmt.Fprintf(cf.out(), "published job %s to %s/%s\n", ans.JobID, cf.ns, q)
