@@ -205,3 +205,26 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 const errNoJobs = errString("no jobs yet")
+
+// A typed queue's schedule publishes its payload encoded by the queue's codec, and the queue's
+// workers get the ticks' jobs.
+func TestTypedQueueSchedule(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	type report struct{ Kind string }
+	reports, err := queue.NewQueue[report](f.client, f.ns, "reports", queue.QueueConfig{Tries: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := reports.Schedule(ctxT(t), "weekly", queue.ScheduleParams{Cron: "@weekly"}, report{Kind: "weekly"})
+	if err != nil || s.Job.Queue != "reports" || s.Job.Tries != 7 || string(s.Job.Payload) != `{"Kind":"weekly"}` {
+		t.Fatalf("Schedule = %+v, %v", s, err)
+	}
+	if _, err := f.client.Schedules().Trigger(ctxT(t), f.ns, "weekly"); err != nil {
+		t.Fatal(err)
+	}
+	d := f.consumeOne(t, "reports")
+	if string(d.Payload) != `{"Kind":"weekly"}` || d.RemainingTries != 6 || d.Attributes[queue.AttrSchedule] != "weekly" {
+		t.Errorf("scheduled job = %+v", d)
+	}
+}
