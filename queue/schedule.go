@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/sluicehq/sluice/queue/internal/store"
@@ -189,7 +187,9 @@ func (c *Client) validateSchedule(p *ScheduleParams) (scheduleRule, error) {
 // publishParams is the job of one tick (tick) or of a trigger.
 func (t JobTemplate) publishParams(ns, name string, tick time.Time, triggered bool) PublishParams {
 	attrs := make(map[string]string, len(t.Attributes)+3)
-	maps.Copy(attrs, t.Attributes)
+	for k, v := range t.Attributes {
+		attrs[k] = v
+	}
 	attrs[AttrSchedule] = name
 	attrs[AttrScheduleTick] = tick.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	if triggered {
@@ -491,7 +491,7 @@ func (s Schedules) Trigger(ctx context.Context, ns, name string) (TriggerResult,
 	}
 	switch out := res.Outcomes[0]; {
 	case out.Published < 0:
-		return TriggerResult{}, errors.Join(ErrScheduleNotFound, errors.New("changed or deleted while triggered"))
+		return TriggerResult{}, fmt.Errorf("%w (changed or deleted while triggered)", ErrScheduleNotFound)
 	case out.Published == 0:
 		return TriggerResult{Duplicate: true}, nil
 	default:

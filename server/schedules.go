@@ -9,25 +9,21 @@ import (
 // scheduleMetrics turn the scheduler's fires into metrics. The namespace label is bounded
 // (namespaces are created by the admin); schedule names are not labels.
 type scheduleMetrics struct {
-	fires    *prometheus.CounterVec
-	missed   *prometheus.CounterVec
-	lateness prometheus.Histogram
+	// fires counts the jobs published and missed the ticks skipped, by namespace.
+	fires, missed *prometheus.CounterVec
+	lateness      prometheus.Histogram
 }
 
 func newScheduleMetrics(reg prometheus.Registerer) *scheduleMetrics {
+	byNamespace := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"namespace"})
+	}
 	m := &scheduleMetrics{
-		fires: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_schedule_fires_total",
-			Help: "Jobs published by schedule ticks, by namespace (this instance's scheduler).",
-		}, []string{"namespace"}),
-		missed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_schedule_missed_total",
-			Help: "Schedule ticks not fired because their catch-up policy skipped them, by namespace.",
-		}, []string{"namespace"}),
+		fires:  byNamespace("sluice_schedule_fires_total", "Jobs published by schedule ticks, by namespace (this instance's scheduler)."),
+		missed: byNamespace("sluice_schedule_missed_total", "Schedule ticks not fired because their catch-up policy skipped them, by namespace."),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sluice_schedule_lateness_seconds",
-			Help:    "How long after its tick (by Redis's clock) a schedule's job was published.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			Name: "sluice_schedule_lateness_seconds", Help: "How long after its tick (by Redis's clock) a schedule's job was published.",
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 16),
 		}),
 	}
 	reg.MustRegister(m.fires, m.missed, m.lateness)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,24 @@ import (
 	"github.com/sluicehq/sluice/server/jobs"
 	"github.com/sluicehq/sluice/server/tenant"
 )
+
+// scheduleJSON is the part of a schedule's JSON the tests read.
+type scheduleJSON struct {
+	Name      string   `json:"name"`
+	Cron      string   `json:"cron"`
+	Every     *float64 `json:"every"`
+	Timezone  string   `json:"timezone"`
+	CatchUp   string   `json:"catch_up"`
+	Paused    bool     `json:"paused"`
+	NextRun   *string  `json:"next_run"`
+	LastJobID string   `json:"last_job_id"`
+	Fires     int64    `json:"fires"`
+	Job       struct {
+		Queue    string          `json:"queue"`
+		Payload  json.RawMessage `json:"payload"`
+		Priority int             `json:"priority"`
+	} `json:"job"`
+}
 
 // A schedule set over HTTP fires through the server's own scheduler; pause, resume, trigger,
 // list and delete answer as documented.
@@ -22,9 +41,9 @@ func TestScheduleRoutes(t *testing.T) {
 		"job": map[string]any{"queue": "beats", "payload": map[string]any{"n": 1}, "priority": 2, "attributes": map[string]string{"team": "ops"}},
 	})
 	wantStatus(t, r, http.StatusOK, "")
-	var s jobs.ScheduleJSON
+	var s scheduleJSON
 	r.JSON(t, &s)
-	if s.Name != "beat" || s.Every != 1 || s.NextRun == nil || s.Job.Queue != "beats" || string(s.Job.Payload) != `{"n":1}` ||
+	if s.Name != "beat" || s.Every == nil || *s.Every != 1 || s.NextRun == nil || s.Job.Queue != "beats" || string(s.Job.Payload) != `{"n":1}` ||
 		s.Job.Priority != 2 || s.CatchUp != "all" || s.Timezone != "UTC" {
 		t.Fatalf("PUT schedule = %s", r.Body)
 	}
@@ -70,7 +89,7 @@ func TestScheduleRoutes(t *testing.T) {
 	r = ts.public(t, http.MethodGet, "/v1/ns/shop/schedules?limit=1", tok, nil)
 	wantStatus(t, r, http.StatusOK, "")
 	var page struct {
-		Schedules []jobs.ScheduleJSON `json:"schedules"`
+		Schedules []scheduleJSON `json:"schedules"`
 		NextAfter string              `json:"next_after"`
 	}
 	r.JSON(t, &page)

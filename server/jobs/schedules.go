@@ -2,7 +2,7 @@ package jobs
 
 import (
 	"cmp"
-	"encoding/json"
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -51,45 +51,6 @@ type scheduleRequest struct {
 type scheduleJob struct {
 	Queue string `json:"queue"`
 	publishJob
-}
-
-// ScheduleJSON is a schedule as the API shows it.
-type ScheduleJSON struct {
-	Name      string          `json:"name"`
-	Namespace string          `json:"namespace"`
-	Cron      string          `json:"cron,omitempty"`
-	Every     float64         `json:"every,omitempty"`
-	Timezone  string          `json:"timezone"`
-	Job       ScheduleJobJSON `json:"job"`
-	CatchUp   string          `json:"catch_up"`
-	Jitter    float64         `json:"jitter,omitempty"`
-	StartAt   *time.Time      `json:"start_at,omitempty"`
-	EndAt     *time.Time      `json:"end_at,omitempty"`
-	Paused    bool            `json:"paused"`
-	NextRun   *time.Time      `json:"next_run"`
-	LastRun   *time.Time      `json:"last_run"`
-	LastJobID string          `json:"last_job_id,omitempty"`
-	Missed    int64           `json:"missed"`
-	Fires     int64           `json:"fires"`
-	Version   int64           `json:"version"`
-	CreatedAt *time.Time      `json:"created_at,omitempty"`
-	UpdatedAt *time.Time      `json:"updated_at,omitempty"`
-}
-
-// ScheduleJobJSON is a schedule's job template.
-type ScheduleJobJSON struct {
-	Queue         string            `json:"queue"`
-	Payload       json.RawMessage   `json:"payload,omitempty"`
-	PayloadBase64 *string           `json:"payload_base64,omitempty"`
-	Priority      int               `json:"priority"`
-	Tries         int               `json:"tries,omitempty"`
-	TTL           float64           `json:"ttl,omitempty"`
-	TTR           float64           `json:"ttr,omitempty"`
-	Backoff       *BackoffJSON      `json:"backoff,omitempty"`
-	UniqueKey     string            `json:"unique_key,omitempty"`
-	UniqueFor     float64           `json:"unique_for,omitempty"`
-	Attributes    map[string]string `json:"attributes,omitempty"`
-	Callback      *CallbackJSON     `json:"callback,omitempty"`
 }
 
 // TriggerJSON is the answer to a trigger.
@@ -149,29 +110,58 @@ func rfc3339(field string, s *string) (time.Time, error) {
 	return t, nil
 }
 
-// ToScheduleJSON renders a schedule (also for the dashboard).
-func ToScheduleJSON(s queue.Schedule) ScheduleJSON {
-	j := s.Job
+// ScheduleBody renders a schedule as the API shows it (docs/openapi.yaml, Schedule): a map, so
+// that the fields a schedule does not use (cron or every, its bounds) are left out.
+func ScheduleBody(s queue.Schedule) map[string]any {
+	body := map[string]any{
+		"name": s.Name, "namespace": s.Namespace, "timezone": s.Timezone, "job": scheduleJobBody(s.Job),
+		"catch_up": string(s.CatchUp), "paused": s.Paused, "next_run": timePtr(s.NextRun),
+		"last_run": timePtr(s.LastRun), "missed": s.Missed, "fires": s.Fires, "version": s.Version,
+	}
+	optional := map[string]any{
+		"cron": s.Cron, "every": secondsOf(s.Every), "jitter": secondsOf(s.Jitter), "start_at": timePtr(s.StartAt),
+		"end_at": timePtr(s.EndAt), "last_job_id": s.LastJobID, "created_at": timePtr(s.CreatedAt),
+		"updated_at": timePtr(s.UpdatedAt),
+	}
+	for k, v := range optional {
+		if v != "" && v != 0.0 && v != (*time.Time)(nil) {
+			body[k] = v
+		}
+	}
+	return body
+}
+
+// scheduleJobBody renders a schedule's job template, its payload as a publish's job shows it.
+func scheduleJobBody(j queue.JobTemplate) map[string]any {
 	pl := encodePayload(j.Payload, j.Attributes)
-	out := ScheduleJSON{
-		Name: s.Name, Namespace: s.Namespace, Cron: s.Cron, Every: secondsOf(s.Every), Timezone: s.Timezone,
-		CatchUp: string(s.CatchUp), Jitter: secondsOf(s.Jitter), StartAt: timePtr(s.StartAt), EndAt: timePtr(s.EndAt),
-		Paused: s.Paused, NextRun: timePtr(s.NextRun), LastRun: timePtr(s.LastRun), LastJobID: s.LastJobID,
-		Missed: s.Missed, Fires: s.Fires, Version: s.Version, CreatedAt: timePtr(s.CreatedAt), UpdatedAt: timePtr(s.UpdatedAt),
-		Job: ScheduleJobJSON{
-			Queue: j.Queue, Payload: pl.JSON, PayloadBase64: pl.Base64, Priority: j.Priority, Tries: j.Tries,
-			TTL: secondsOf(j.TTL), TTR: secondsOf(j.TTR), UniqueKey: j.UniqueKey, UniqueFor: secondsOf(j.UniqueFor),
-			Attributes: httpapi.PublicAttributes(j.Attributes),
-		},
+	body := map[string]any{"queue": j.Queue, "priority": j.Priority}
+	if pl.Base64 != nil {
+		body["payload_base64"] = *pl.Base64
+	} else {
+		body["payload"] = pl.JSON
+	}
+	optional := map[string]any{
+		"tries": float64(j.Tries), "ttl": secondsOf(j.TTL), "ttr": secondsOf(j.TTR), "unique_for": secondsOf(j.UniqueFor),
+	}
+	for k, v := range optional {
+		if v != 0.0 {
+			body[k] = v
+		}
+	}
+	if j.UniqueKey != "" {
+		body["unique_key"] = j.UniqueKey
+	}
+	if a := httpapi.PublicAttributes(j.Attributes); len(a) > 0 {
+		body["attributes"] = a
 	}
 	if j.Backoff != (queue.Backoff{}) {
-		out.Job.Backoff = &BackoffJSON{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
+		body["backoff"] = BackoffJSON{Base: secondsOf(j.Backoff.Base), Max: secondsOf(j.Backoff.Max)}
 	}
 	if c := j.Callback; c != nil {
 		timeout := secondsOf(c.Timeout)
-		out.Job.Callback = &CallbackJSON{URL: c.URL, Method: c.Method, Headers: c.Header, Timeout: &timeout}
+		body["callback"] = CallbackJSON{URL: c.URL, Method: c.Method, Headers: c.Header, Timeout: &timeout}
 	}
-	return out
+	return body
 }
 
 // setSchedule is PUT /v1/ns/{ns}/schedules/{name}: 200 with the schedule, created or replaced.
@@ -194,7 +184,7 @@ func (a *API) setSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, ToScheduleJSON(s))
+	httpapi.WriteJSON(w, http.StatusOK, ScheduleBody(s))
 	return nil
 }
 
@@ -209,12 +199,7 @@ func prefixField(prefix string, err error) error {
 
 // getSchedule is GET /v1/ns/{ns}/schedules/{name}.
 func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.queue.Schedules().Get(r.Context(), r.PathValue("ns"), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, ToScheduleJSON(s))
-	return nil
+	return a.answerSchedule(w, r, a.queue.Schedules().Get)
 }
 
 // listSchedules is GET /v1/ns/{ns}/schedules?after=&limit=: a page in name order; next_after names
@@ -232,9 +217,9 @@ func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]ScheduleJSON, len(list))
+	out := make([]map[string]any, len(list))
 	for i, s := range list {
-		out[i] = ToScheduleJSON(s)
+		out[i] = ScheduleBody(s)
 	}
 	body := map[string]any{"schedules": out}
 	if len(list) > 0 && len(list) == cmp.Or(p.Limit, 100) {
@@ -255,21 +240,23 @@ func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 
 // pauseSchedule is POST /v1/ns/{ns}/schedules/{name}/pause: 200 with the schedule.
 func (a *API) pauseSchedule(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.queue.Schedules().Pause(r.Context(), r.PathValue("ns"), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, ToScheduleJSON(s))
-	return nil
+	return a.answerSchedule(w, r, a.queue.Schedules().Pause)
 }
 
 // resumeSchedule is POST /v1/ns/{ns}/schedules/{name}/resume: 200 with the schedule.
 func (a *API) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.queue.Schedules().Resume(r.Context(), r.PathValue("ns"), r.PathValue("name"))
+	return a.answerSchedule(w, r, a.queue.Schedules().Resume)
+}
+
+// answerSchedule answers 200 with the schedule that call returns for the request's namespace and
+// name.
+func (a *API) answerSchedule(w http.ResponseWriter, r *http.Request,
+	call func(ctx context.Context, ns, name string) (queue.Schedule, error)) error {
+	s, err := call(r.Context(), r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, ToScheduleJSON(s))
+	httpapi.WriteJSON(w, http.StatusOK, ScheduleBody(s))
 	return nil
 }
 

@@ -20,19 +20,15 @@ import (
 //go:embed lua/schedule_*.lua
 var scheduleFiles embed.FS
 
-// The schedule scripts.
-const (
-	// scriptScheduleFire fires ticks: publishes their jobs and advances their schedules (queue
-	// library).
-	scriptScheduleFire scriptName = "schedule_fire"
+// scriptScheduleFire fires ticks: publishes their jobs and advances their schedules. It belongs to
+// the queue's library (it publishes with lib.lua's helpers); the others to scheduleLibrary.
+const scriptScheduleFire scriptName = "schedule_fire"
 
-	scriptSchedulePut    = "schedule_put"
-	scriptScheduleDelete = "schedule_delete"
-	scriptSchedulePause  = "schedule_pause"
-	scriptScheduleDue    = "schedule_due"
-	scriptScheduleClaim  = "schedule_claim"
-	scriptScheduleSettle = "schedule_settle"
-	scriptScheduleLower  = "schedule_lower"
+// The scripts of scheduleLibrary, each named after its file.
+const (
+	scriptSchedulePut, scriptScheduleDelete, scriptSchedulePause = "schedule_put", "schedule_delete", "schedule_pause"
+	scriptScheduleDue, scriptScheduleClaim                       = "schedule_due", "schedule_claim"
+	scriptScheduleSettle, scriptScheduleLower                    = "schedule_settle", "schedule_lower"
 )
 
 // scheduleLibrary is the schedule scripts that work on schedules and the due index alone.
@@ -63,35 +59,30 @@ type ScheduleRecord struct {
 	UpdatedAt   int64 // ms
 }
 
-func parseScheduleRecord(name, q string, fields []any) ScheduleRecord {
-	r := ScheduleRecord{Name: name, Queue: q, NextRun: NoRun}
-	for i := 0; i+1 < len(fields); i += 2 {
-		v := str(fields[i+1])
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch str(fields[i]) {
-		case "spec":
-			r.Spec = v
-		case "version":
-			r.Version = n
-		case "paused":
-			r.Paused = v == "1"
-		case "next_run":
-			r.NextRun = n
-		case "last_run":
-			r.LastRun = n
-		case "last_job_id":
-			r.LastJobID = v
-		case "missed":
-			r.Missed = n
-		case "fires":
-			r.Fires = n
-		case "created_at":
-			r.CreatedAt = n
-		case "updated_at":
-			r.UpdatedAt = n
-		}
+// scheduleFromMap reads a schedule's hash (HGETALL).
+func scheduleFromMap(name, q string, m map[string]string) ScheduleRecord {
+	n := func(field string) int64 {
+		v, _ := strconv.ParseInt(m[field], 10, 64)
+		return v
+	}
+	r := ScheduleRecord{
+		Name: name, Queue: q, Spec: m["spec"], Version: n("version"), Paused: m["paused"] == "1",
+		NextRun: NoRun, LastRun: n("last_run"), LastJobID: m["last_job_id"], Missed: n("missed"),
+		Fires: n("fires"), CreatedAt: n("created_at"), UpdatedAt: n("updated_at"),
+	}
+	if _, ok := m["next_run"]; ok {
+		r.NextRun = n("next_run")
 	}
 	return r
+}
+
+// parseScheduleRecord reads a schedule's hash from a script's reply (a flat field, value array).
+func parseScheduleRecord(name, q string, fields []any) ScheduleRecord {
+	m := make(map[string]string, len(fields)/2)
+	for i := 0; i+1 < len(fields); i += 2 {
+		m[str(fields[i])] = str(fields[i+1])
+	}
+	return scheduleFromMap(name, q, m)
 }
 
 // runSchedule runs one script of the schedule library.
@@ -162,14 +153,6 @@ func (s *Store) GetSchedule(ctx context.Context, ns, q, name string) (ScheduleRe
 		return ScheduleRecord{}, false, err
 	}
 	return scheduleFromMap(name, q, m), true, nil
-}
-
-func scheduleFromMap(name, q string, m map[string]string) ScheduleRecord {
-	fields := make([]any, 0, 2*len(m))
-	for k, v := range m {
-		fields = append(fields, k, v)
-	}
-	return parseScheduleRecord(name, q, fields)
 }
 
 // ListSchedules reads up to limit schedules of a namespace in name order, the first after name

@@ -37,7 +37,6 @@ func commandTable() map[string]command {
 	t := map[string]command{}
 	registerServer(t)
 	registerClient(t)
-	registerSchedules(t)
 	return t
 }
 

@@ -24,6 +24,12 @@ func registerClient(t map[string]command) {
 	t["endpoint list"] = command{"list endpoints with live stats (admin API)", runEndpointList}
 	t["endpoint get"] = command{"show an endpoint with live stats (admin API)", runEndpointGet}
 	t["endpoint delete"] = command{"delete an endpoint (admin API)", runEndpointDelete}
+	t["schedule set"] = command{"create or replace a cron or every schedule that publishes a job per tick", runScheduleSet}
+	t["schedule list"] = command{"list schedules with their next and last runs", runScheduleList}
+	t["schedule get"] = command{"show a schedule", runScheduleGet}
+	for _, action := range []string{"delete", "pause", "resume", "trigger"} {
+		t["schedule "+action] = command{scheduleActions[action].summary, runScheduleAction(action)}
+	}
 	t["version"] = command{"print the version", runVersion}
 	t["bench"] = command{"measure a server: HTTP load generator", runBench}
 }

@@ -122,13 +122,7 @@ Example:
 	if err != nil {
 		return err
 	}
-	query := url.Values{}
-	if *limit > 0 {
-		query.Set("limit", strconv.Itoa(*limit))
-	}
-	if *cursor != "" {
-		query.Set("cursor", *cursor)
-	}
+	query := pageQuery(*limit, "cursor", *cursor)
 	var ans struct {
 		Jobs       []map[string]any `json:"jobs"`
 		NextCursor string           `json:"next_cursor"`
@@ -218,4 +212,17 @@ Examples:
 	}
 	fmt.Fprintf(cf.out(), "respawned %d job(s) in %s/%s\n", n, cf.ns, pos[0])
 	return nil
+}
+
+// pageQuery is the query of a page of a list: its limit (0: the server's default) and where it
+// starts (from, the value of parameter key; "": the first page).
+func pageQuery(limit int, key, from string) url.Values {
+	query := url.Values{}
+	if limit > 0 {
+		query.Set("limit", strconv.Itoa(limit))
+	}
+	if from != "" {
+		query.Set(key, from)
+	}
+	return query
 }

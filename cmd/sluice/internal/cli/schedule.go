@@ -4,20 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
-	"time"
 )
-
-func registerSchedules(t map[string]command) {
-	t["schedule set"] = command{"create or replace a cron or every schedule that publishes a job per tick", runScheduleSet}
-	t["schedule list"] = command{"list schedules with their next and last runs", runScheduleList}
-	t["schedule get"] = command{"show a schedule", runScheduleGet}
-	t["schedule delete"] = command{"delete a schedule", runScheduleDelete}
-	t["schedule pause"] = command{"pause a schedule", runScheduleAction("pause")}
-	t["schedule resume"] = command{"resume a paused schedule", runScheduleAction("resume")}
-	t["schedule trigger"] = command{"publish a schedule's job now", runScheduleTrigger}
-}
 
 func schedulePath(ns, name string) string {
 	return "/v1/ns/" + pathEscape(ns) + "/schedules/" + pathEscape(name)
@@ -48,10 +35,10 @@ func scheduleHeader(env *Env) *table {
 func (s scheduleAnswer) row(t *table) {
 	rule := s.Cron
 	if rule == "" {
-		rule = "every " + (time.Duration(s.Every * float64(time.Second))).String()
+		rule = fmt.Sprintf("every %gs", s.Every)
 	}
 	t.row(s.Name, rule, s.Timezone, s.Job.Queue, when(s.NextRun), when(s.LastRun),
-		strconv.FormatInt(s.Fires, 10), strconv.FormatInt(s.Missed, 10), strconv.FormatBool(s.Paused))
+		fmt.Sprint(s.Fires), fmt.Sprint(s.Missed), fmt.Sprint(s.Paused))
 }
 
 func runScheduleSet(ctx context.Context, env *Env, args []string) error {
@@ -118,13 +105,7 @@ published and ticks missed. When more remain, the next page's --after is printed
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	query := url.Values{}
-	if *limit > 0 {
-		query.Set("limit", strconv.Itoa(*limit))
-	}
-	if *after != "" {
-		query.Set("after", *after)
-	}
+	query := pageQuery(*limit, "after", *after)
 	var ans struct {
 		Schedules []scheduleAnswer `json:"schedules"`
 		NextAfter string           `json:"next_after"`
@@ -166,57 +147,43 @@ Show one schedule (--json for every field, the job template included).`)
 	return t.flush()
 }
 
-func runScheduleDelete(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "schedule delete", "[flags] <name>", `
-Delete a schedule. The jobs it published stay in their queue.`)
-	cf := addConnFlags(fs, env)
-	pos, err := parseArgs(fs, args, 1, 1, "<name>")
-	if err != nil {
-		return err
-	}
-	if _, err := cf.client().call(ctx, http.MethodDelete, schedulePath(cf.ns, pos[0]), nil, nil); err != nil {
-		return err
-	}
-	fmt.Fprintf(cf.out(), "deleted schedule %s/%s\n", cf.ns, pos[0])
-	return nil
+// scheduleActions are the commands on one schedule by name: the HTTP call each makes and its help.
+var scheduleActions = map[string]struct{ method, suffix, summary, help string }{
+	"delete": {http.MethodDelete, "", "delete a schedule", "Delete a schedule. The jobs it published stay in their queue."},
+	"pause": {http.MethodPost, "/pause", "pause a schedule",
+		"Pause a schedule: its ticks neither fire nor count as missed until resumed."},
+	"resume": {http.MethodPost, "/resume", "resume a paused schedule", "Resume a paused schedule at its first tick after now."},
+	"trigger": {http.MethodPost, "/trigger", "publish a schedule's job now",
+		"Publish the schedule's job now, paused or not; its next run stays as it is."},
 }
 
-// runScheduleAction is schedule pause or resume.
+// runScheduleAction is schedule delete, pause, resume or trigger.
 func runScheduleAction(action string) func(ctx context.Context, env *Env, args []string) error {
+	act := scheduleActions[action]
 	return func(ctx context.Context, env *Env, args []string) error {
-		fs := newFlags(env, "schedule "+action, "[flags] <name>", `
-Pause a schedule (its ticks neither fire nor count as missed) or resume it at its first tick
-after now.`)
+		fs := newFlags(env, "schedule "+action, "[flags] <name>", "\n"+act.help)
 		cf := addConnFlags(fs, env)
 		pos, err := parseArgs(fs, args, 1, 1, "<name>")
 		if err != nil {
 			return err
 		}
-		var s scheduleAnswer
-		if err := cf.show(ctx, http.MethodPost, schedulePath(cf.ns, pos[0])+"/"+action, nil, nil, &s); err != nil || cf.json {
+		var ans struct {
+			scheduleAnswer
+			publishAnswer
+		}
+		if err := cf.show(ctx, act.method, schedulePath(cf.ns, pos[0])+act.suffix, nil, nil, &ans); err != nil || cf.json {
 			return err
 		}
-		fmt.Fprintf(cf.out(), "schedule %s/%s %sd; next run %s\n", cf.ns, s.Name, action, when(s.NextRun))
+		switch {
+		case action == "delete":
+			fmt.Fprintf(cf.out(), "deleted schedule %s/%s\n", cf.ns, pos[0])
+		case action != "trigger":
+			fmt.Fprintf(cf.out(), "schedule %s/%s %sd; next run %s\n", cf.ns, pos[0], action, when(ans.NextRun))
+		case ans.Duplicate:
+			fmt.Fprintf(cf.out(), "duplicate: the job's unique key is held; nothing published\n")
+		default:
+			fmt.Fprintf(cf.out(), "published job %s\n", ans.JobID)
+		}
 		return nil
 	}
-}
-
-func runScheduleTrigger(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "schedule trigger", "[flags] <name>", `
-Publish the schedule's job now, paused or not; its next run stays as it is.`)
-	cf := addConnFlags(fs, env)
-	pos, err := parseArgs(fs, args, 1, 1, "<name>")
-	if err != nil {
-		return err
-	}
-	var ans publishAnswer
-	if err := cf.show(ctx, http.MethodPost, schedulePath(cf.ns, pos[0])+"/trigger", nil, nil, &ans); err != nil || cf.json {
-		return err
-	}
-	if ans.Duplicate {
-		fmt.Fprintf(cf.out(), "duplicate: the job's unique key is held; nothing published\n")
-		return nil
-	}
-	fmt.Fprintf(cf.out(), "published job %s\n", ans.JobID)
-	return nil
 }

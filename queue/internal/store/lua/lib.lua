@@ -135,6 +135,27 @@ local function due_in(now, delay_ms)
   return now + delay_ms
 end
 
+-- new_job_record is the record of a new job whose 14 fields start at args[a] (publish.lua lists
+-- them), published at now: delayed, or ready when due by now (a run_at, when not 0, replaces the
+-- delay). publish.lua and schedule_fire.lua both make jobs with it.
+local function new_job_record(args, a, now)
+  local ttl = arg_num(args[a + 4])
+  local due = due_in(now, arg_num(args[a + 6]))
+  local run_at = arg_num(args[a + 7])
+  if run_at > 0 then due = run_at end
+  local state = S_DELAYED
+  if due <= now then state, due = S_READY, now end
+  local expire_at = 0
+  if ttl > 0 then expire_at = now + ttl end
+  local tries = arg_num(args[a + 3])
+  return {
+    state, arg_num(args[a + 2]), tries, tries, 0,
+    ttl, expire_at, arg_num(args[a + 5]), arg_num(args[a + 8]), arg_num(args[a + 9]),
+    now, due, 0, args[a + 10], args[a + 12],
+    args[a + 1], '', '', 0, args[a + 13],
+  }
+end
+
 local function pack_plain(rec)
   local parts = {}
   for i = 1, R_CALLBACK do

@@ -20,23 +20,7 @@ local now = now_ms()
 local n = arg_num(ARGV[7])
 
 -- new_record is the record of the job whose fields start at ARGV[a], delayed or due now.
-local function new_record(a)
-  local ttl = arg_num(ARGV[a + 4])
-  local due = due_in(now, arg_num(ARGV[a + 6]))
-  local run_at = arg_num(ARGV[a + 7])
-  if run_at > 0 then due = run_at end
-  local state = S_DELAYED
-  if due <= now then state, due = S_READY, now end
-  local expire_at = 0
-  if ttl > 0 then expire_at = now + ttl end
-  local tries = arg_num(ARGV[a + 3])
-  return {
-    state, arg_num(ARGV[a + 2]), tries, tries, 0,
-    ttl, expire_at, arg_num(ARGV[a + 5]), arg_num(ARGV[a + 8]), arg_num(ARGV[a + 9]),
-    now, due, 0, ARGV[a + 10], ARGV[a + 12],
-    ARGV[a + 1], '', '', 0, ARGV[a + 13],
-  }
-end
+local function new_record(a) return new_job_record(ARGV, a, now) end
 
 -- One job, the call of a lone Publish: HSETNX writes the record and finds a resend in one command,
 -- where a batch needs an HMGET before and an HSET after. A job that holds its own unique key was

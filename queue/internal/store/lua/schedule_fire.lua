@@ -16,23 +16,6 @@
 local now = now_ms()
 local due_key = KEYS[13]
 
--- job_record is the record of the job whose fields start at ARGV[a] (publish.lua's order).
-local function job_record(a)
-  local ttl = arg_num(ARGV[a + 4])
-  local due = due_in(now, arg_num(ARGV[a + 6]))
-  local state = S_DELAYED
-  if due <= now then state, due = S_READY, now end
-  local expire_at = 0
-  if ttl > 0 then expire_at = now + ttl end
-  local tries = arg_num(ARGV[a + 3])
-  return {
-    state, arg_num(ARGV[a + 2]), tries, tries, 0,
-    ttl, expire_at, arg_num(ARGV[a + 5]), arg_num(ARGV[a + 8]), arg_num(ARGV[a + 9]),
-    now, due, 0, ARGV[a + 10], ARGV[a + 12],
-    ARGV[a + 1], '', '', 0, ARGV[a + 13],
-  }
-end
-
 -- publish_job publishes the job whose fields start at ARGV[a]; returns its id, or nil when it
 -- was not written (a resend of its id, or its unique key held by another job).
 local function publish_job(a)
@@ -41,7 +24,7 @@ local function publish_job(a)
     local holder = unique_holder(unique, now, nil)
     if holder then return nil end
   end
-  local rec = job_record(a)
+  local rec = new_job_record(ARGV, a, now)
   if redis.call('HSETNX', K_JOBS, id, encode(rec)) == 0 then return nil end
   if rec[R_STATE] == S_DELAYED then
     push_delayed(id, rec, rec[R_DUE])
