@@ -90,7 +90,7 @@ func TestScheduleRoutes(t *testing.T) {
 	wantStatus(t, r, http.StatusOK, "")
 	var page struct {
 		Schedules []scheduleJSON `json:"schedules"`
-		NextAfter string              `json:"next_after"`
+		NextAfter string         `json:"next_after"`
 	}
 	r.JSON(t, &page)
 	if len(page.Schedules) != 1 || page.Schedules[0].Name != "beat" || page.NextAfter != "beat" {
