@@ -461,11 +461,10 @@ func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbac
 	outcome, retryAfter := outbound.Classify(resp, callErr)
 	switch outcome {
 	case outbound.Success:
-		result := resp.Body
-		if result == nil {
-			result = []byte{}
-		}
-		err := d.cfg.Queue.Ack(report, queue.AckParams{Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery, Result: result})
+		_, err := d.cfg.Queue.FinishCallback(report, queue.FinishCallbackParams{
+			Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery,
+			Attempt: attemptOf(&ev), Delivered: true, Result: resp.Body,
+		})
 		if err != nil {
 			d.lostReport(job, &ev, err)
 			return
@@ -497,15 +496,15 @@ func describeFailure(resp outbound.Response, err error) string {
 
 func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *Event, reason string, after *time.Duration, final bool) {
 	ev.Error = reason
-	out, err := d.cfg.Queue.Nack(ctx, queue.NackParams{
+	out, err := d.cfg.Queue.FinishCallback(ctx, queue.FinishCallbackParams{
 		Namespace: job.Namespace, Queue: job.Queue, ID: job.ID, Delivery: job.Delivery.Delivery,
-		Error: reason, RetryAfter: after, NoRetry: final,
+		Attempt: attemptOf(ev), Error: reason, RetryAfter: after, NoRetry: final,
 	})
 	if err != nil {
 		d.lostReport(job, ev, err)
 		return
 	}
-	switch out {
+	switch queue.NackOutcome(out) {
 	case queue.NackRetried:
 		ev.Outcome = OutcomeRetried
 		d.retried.Add(1)
@@ -517,6 +516,12 @@ func (d *Deliverer) nack(ctx context.Context, job queue.CallbackJob, ev *Event, 
 		d.dead.Add(1)
 	}
 	d.emit(*ev)
+}
+
+// attemptOf is the try ev describes, as the job's list of attempts keeps it: sent Duration ago
+// (now, when no call was made).
+func attemptOf(ev *Event) queue.CallbackAttempt {
+	return queue.CallbackAttempt{At: time.Now().Add(-ev.Duration), Status: ev.Status, Latency: ev.Duration, Error: ev.Error}
 }
 
 func (d *Deliverer) release(ctx context.Context, job queue.CallbackJob, ev *Event) {

@@ -141,3 +141,24 @@ func (s *Store) Channel(ns, q string) string { return s.keys.get(ns, q).channel 
 // CallbackChannel is the Pub/Sub channel on which the scripts announce callback work; a message
 // is the hash tag of the queue concerned (ParseHashTag).
 func (s *Store) CallbackChannel() string { return callbackChannel(s.cfg.Prefix) }
+
+// uniqueKey is the string holding the id of the job that holds unique key u (K_UNIQUE..u in
+// lib.lua).
+func (k queueKeys) uniqueKey(u string) string { return k.unique() + u }
+
+// tries is the list of a callback job's tries (callback_finish.lua), newest first.
+func (k queueKeys) tries(id string) string { return k.all[0] + ":tries:" + id }
+
+// withTries is the queue's keys with the list of tries of job id after them (KEYS[13] of
+// callback_finish.lua).
+func (k queueKeys) withTries(id string) queueKeys {
+	out := k
+	out.all = append(k.all[:len(k.all):len(k.all)], k.tries(id))
+	out.head = make([]any, 0, 2+len(out.all))
+	out.head = append(out.head, len(out.all))
+	for _, key := range out.all {
+		out.head = append(out.head, key)
+	}
+	out.head = append(out.head, out.channel)
+	return out
+}

@@ -41,13 +41,20 @@ const (
 	scriptPending     scriptName = "pending"
 	// scriptConsumeCallbacks leases jobs of a queue's callback lane for the callback deliverer.
 	scriptConsumeCallbacks scriptName = "consume_callbacks"
+	// The inspection scripts of dashboards and the job list API (browse.go).
+	scriptList           scriptName = "list"
+	scriptDelayedSplit   scriptName = "delayed_split"
+	scriptRunNow         scriptName = "run_now"
+	scriptSetPriority    scriptName = "set_priority"
+	scriptCallbackFinish scriptName = "callback_finish"
 )
 
 var scriptNames = []scriptName{
 	scriptPublish, scriptConsume, scriptAck, scriptNack, scriptTouch, scriptRelease, scriptDelete,
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
-	scriptAckNoResult, scriptPublishBatch, scriptScheduleFire,
+	scriptAckNoResult, scriptPublishBatch, scriptScheduleFire, scriptList, scriptDelayedSplit,
+	scriptRunNow, scriptSetPriority, scriptCallbackFinish,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
@@ -60,12 +67,13 @@ var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptPublishBat
 // still be drained. Publish has no flag: a full Redis refuses new jobs.
 var scriptFlags = map[scriptName]string{
 	scriptGet: "no-writes", scriptPeek: "no-writes", scriptStats: "no-writes", scriptDeadList: "no-writes",
-	scriptPending: "no-writes",
+	scriptPending: "no-writes", scriptList: "no-writes", scriptDelayedSplit: "no-writes",
 	scriptConsume: "allow-oom", scriptAck: "allow-oom", scriptAckNoResult: "allow-oom", scriptNack: "allow-oom",
 	scriptTouch:   "allow-oom",
 	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
 	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
-	scriptConsumeCallbacks: "allow-oom",
+	scriptConsumeCallbacks: "allow-oom", scriptRunNow: "allow-oom", scriptSetPriority: "allow-oom",
+	scriptCallbackFinish: "allow-oom",
 }
 
 // library is the queue's scripts, lib.lua's helpers first, built once per process: as functions

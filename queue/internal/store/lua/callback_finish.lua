@@ -1,0 +1,48 @@
+-- callback_finish.lua: record the outcome of one try of a callback job and the try itself, in one
+-- step, so the list of tries never disagrees with the job. A delivered try acks the delivery with
+-- the response as the result (as ack.lua with a result does); a failed one nacks it (as nack.lua).
+-- The try is pushed onto the job's list of tries (newest first), which keeps the last keep of
+-- them and expires keep_ms after the last try.
+-- KEYS: the queue keys (lib.lua), then KEYS[13]: the job's list of tries.
+-- ARGV[7]: id; ARGV[8]: delivery; ARGV[9]: the try as a JSON object, which gets an "outcome"
+-- member here; ARGV[10]: keep; ARGV[11]: keep_ms; ARGV[12]: 'ack' or 'nack'; ARGV[13]: the
+-- result (ack) or the error text (nack); ARGV[14]: retry_ms (-1: the job's backoff);
+-- ARGV[15]: no_retry (0|1).
+-- Returns: 'delivered', 'retried', 'dead' or 'expired'; error replies 'NOT_FOUND' or 'LEASE_LOST'.
+local now = now_ms()
+local id = ARGV[7]
+local delivery = tonumber(ARGV[8])
+local rec, why = take_lease(id, delivery, now)
+if not rec then return redis.error_reply(string.upper(why)) end
+local outcome
+if ARGV[12] == 'ack' then
+  release_unique(id, rec)
+  rec[R_STATE] = S_DONE
+  rec[R_DELIVERY] = delivery
+  rec[R_LEFT] = rec[R_LEFT] - 1
+  rec[R_PAYLOAD] = ''
+  rec[R_RESULT] = ARGV[13]
+  rec[R_FINISHED] = now
+  save(id, rec)
+  redis.call('ZADD', K_DONE, ms_str(now), id)
+  count('acked', 1)
+  trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
+  outcome = 'delivered'
+else
+  end_lease(rec, delivery)
+  count('nacked', 1)
+  if ARGV[15] == '1' then
+    to_dead(id, rec, now, ARGV[13])
+    outcome = 'dead'
+  else
+    local delay = tonumber(ARGV[14])
+    if delay < 0 then delay = backoff_ms(rec) end
+    outcome = retry_or_dead(id, rec, now, delay, ARGV[13])
+  end
+end
+local tries = KEYS[13]
+redis.call('LPUSH', tries, string.sub(ARGV[9], 1, -2) .. ',"outcome":"' .. outcome .. '"}')
+redis.call('LTRIM', tries, 0, tonumber(ARGV[10]) - 1)
+redis.call('PEXPIRE', tries, ARGV[11])
+flush_notify()
+return outcome
