@@ -61,7 +61,7 @@ func acceptConfirms(b *browsertest.Browser) {
 
 // TestDashboardInChromium drives the dashboard in a real headless Chromium: log in with the admin
 // token, see the counts of jobs published through the API refresh live, drill into a queue and a
-// job, respawn a dead job with a click, create a token (its secret shown once) and revoke it,
+// job, respawn a dead job with a click and a confirmation, create a token (its secret shown once) and revoke it,
 // change a room's capacity, look at the request queue, and read the overview at a phone's width.
 func TestDashboardInChromium(t *testing.T) {
 	t.Parallel()
@@ -124,7 +124,7 @@ func TestDashboardInChromium(t *testing.T) {
 	// Into the queue, then the job.
 	b.Run(chromedp.Click(`a[href="/ui/ns/shop/queues/mail"]`))
 	waitText(t, b, "h1", "Queue mail")
-	waitText(t, b, "main", "4 of 4 pending")
+	waitText(t, b, "#tab-ready .count", "4")
 	s.shot(t, "queue")
 	b.Navigate(ts.AdminURL + "/ui/ns/shop/queues/mail/jobs/" + dead)
 	waitText(t, b, "#job-state", "dead")
@@ -132,11 +132,13 @@ func TestDashboardInChromium(t *testing.T) {
 	waitText(t, b, "#job-payload", `"to": "bounced@example.com"`)
 	s.shot(t, "job")
 
-	// The dead letter: tick the job and respawn it.
+	// The dead letter: tick the job and respawn it, after the confirmation.
 	b.Navigate(ts.AdminURL + "/ui/ns/shop/queues/mail/dead")
-	waitText(t, b, "#dead-total", "1 job")
+	waitText(t, b, "#tab-dead .count", "1")
 	s.shot(t, "dead")
-	b.Run(chromedp.Click(`input[name="id"][value="`+dead+`"]`), chromedp.Click("#respawn-selected"))
+	b.Run(chromedp.Click(`input[name="id"][value="`+dead+`"]`), chromedp.Click("#act-respawn"))
+	waitText(t, b, "#confirm-question", "respawn")
+	b.Run(chromedp.Click("#confirm-action"))
 	waitText(t, b, ".note", "Respawned 1")
 	waitText(t, b, "main", "The dead letter is empty")
 	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead); err != nil || j.State != queue.StateReady {

@@ -239,8 +239,11 @@ func TestDashboardQueues(t *testing.T) {
 		return err == nil && n > 0
 	})
 
-	// Queue page: the next jobs, a job by id (JSON and hex payloads), the find form.
-	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "Next jobs", "4 of 4 pending", `{&#34;n&#34;:1}`)
+	// Queue page: the ready tab first, a job by id (JSON and hex payloads), the find form.
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, `id="tab-ready" aria-current="page">Ready <span class="count" data-live="shop/mail:ready">3<`,
+		`id="tab-scheduled" >Scheduled <span class="count">1<`, `{&#34;n&#34;:1}`)
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=scheduled"), http.StatusOK, "binary: 00 01 02 ff")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=gone"), http.StatusBadRequest, "state")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/nope"), http.StatusNotFound, "no queue")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/jobs/"+bin.ID), http.StatusOK, "delayed", "hex", "00 01 02 ff")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/jobs/"+dead1), http.StatusOK, "dead", "boom: first")
@@ -255,26 +258,25 @@ func TestDashboardQueues(t *testing.T) {
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, `id="pause"`)
 
 	// Dead letter: listed with the last error; respawn one selected, delete the other.
-	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, `id="dead-total">2 jobs<`, "boom: first", "boom: second")
+	wantRedirect(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), "/ui/ns/shop/queues/mail?state=dead")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=dead"), http.StatusOK, `data-live="shop/mail:dead">2<`, "boom: first", "boom: second")
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", nil), http.StatusBadRequest, "select at least one")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail/dead?n=1&note=respawned")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=respawned")
 	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead1); err != nil || j.State != queue.StateReady {
 		t.Fatalf("respawned job: %+v %v", j, err)
 	}
-	d.get(t, "/ui/ns/shop/queues/mail/dead")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail/dead?n=1&note=dead_deleted")
-	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), http.StatusOK, "The dead letter is empty")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=dead_deleted")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=dead"), http.StatusOK, "The dead letter is empty")
 
 	// All of them at once.
 	for i := range 3 {
 		deadJob(t, ts, "shop", "other", "x"+string(rune('a'+i)))
 	}
-	d.get(t, "/ui/ns/shop/queues/other/dead")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other/dead?n=3&note=respawned")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other?state=dead&n=3&note=respawned")
 	for i := range 2 {
 		deadJob(t, ts, "shop", "third", "y"+string(rune('a'+i)))
 	}
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third/dead?n=2&note=dead_deleted")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third?state=dead&n=2&note=dead_deleted")
 	if n, err := ts.Queue.DeadSize(ctx, "shop", "third"); err != nil || n != 0 {
 		t.Fatalf("dead size after delete all: %d %v", n, err)
 	}
@@ -286,7 +288,7 @@ func TestDashboardQueues(t *testing.T) {
 	if st, err := ts.Queue.Stats(ctx, "shop", "mail"); err != nil || st.Ready+st.Delayed != 0 {
 		t.Fatalf("after purge: %+v %v", st, err)
 	}
-	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "No pending jobs")
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail"), http.StatusOK, "No ready jobs")
 }
 
 func TestDashboardTokens(t *testing.T) {

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -124,23 +123,15 @@ func (a *API) resumeQueue(w http.ResponseWriter, r *http.Request) error {
 
 // listDead is GET /v1/ns/{ns}/queues/{q}/dead?limit=&cursor=.
 func (a *API) listDead(w http.ResponseWriter, r *http.Request) error {
-	p := queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor")}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > queue.MaxDeadPage {
-			return httpapi.InvalidArg("limit", "%q is not a number in 1..%d", l, queue.MaxDeadPage)
-		}
-		p.Limit = n
-	}
-	res, err := a.queue.DeadList(r.Context(), p)
+	limit, err := queryLimit(r, queue.MaxDeadPage)
 	if err != nil {
 		return err
 	}
-	jobs := make([]JobJSON, len(res.Jobs))
-	for i := range res.Jobs {
-		jobs[i] = toJobJSON(&res.Jobs[i])
+	res, err := a.queue.DeadList(r.Context(), queue.DeadListParams{Namespace: r.PathValue("ns"), Queue: r.PathValue("q"), Cursor: r.URL.Query().Get("cursor"), Limit: limit})
+	if err != nil {
+		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"jobs": jobs, "next_cursor": res.NextCursor, "total": res.Total})
+	writeJobPage(w, res.Jobs, res.NextCursor, res.Total)
 	return nil
 }
 

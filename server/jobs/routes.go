@@ -42,6 +42,7 @@ func (a *API) Routes() []httpapi.Route {
 	manage := []tenant.Permission{tenant.PermManage}
 	return append([]httpapi.Route{
 		{Pattern: "POST " + q + "/jobs", Handler: a.publish, Perms: publish, Limit: tenant.LimitWrite},
+		{Pattern: "GET " + q + "/jobs", Handler: a.listJobs, Perms: anyPerm},
 		{Pattern: "GET " + q + "/jobs/{id}", Handler: a.getJob, Perms: anyPerm},
 		{Pattern: "DELETE " + q + "/jobs/{id}", Handler: a.deleteJob, Perms: []tenant.Permission{tenant.PermPublish, tenant.PermManage}},
 		{Pattern: "POST " + q + "/jobs/{id}/ack", Handler: a.ack, Perms: consume},

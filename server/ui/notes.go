@@ -27,6 +27,11 @@ const (
 	noteTokenRevoked        note = "token_revoked"
 	noteLoggedOut           note = "logged_out"
 	noteLoggedOutEverywhere note = "logged_out_everywhere"
+	noteJobsDeleted         note = "jobs_deleted"
+	noteRunNow              note = "run_now"
+	notePriority            note = "priority"
+	noteAcked               note = "acked"
+	noteReleased            note = "released"
 )
 
 // noteTexts are the banners' texts; a %d takes the count.
@@ -42,6 +47,11 @@ var noteTexts = map[note]string{
 	noteTokenRevoked:        "Revoked the token: requests with it are refused from now on.",
 	noteLoggedOut:           "Logged out.",
 	noteLoggedOutEverywhere: "Every dashboard session has ended, on every server.",
+	noteJobsDeleted:         "Deleted %d jobs.",
+	noteRunNow:              "%d jobs are ready now.",
+	notePriority:            "Changed the priority of %d jobs.",
+	noteAcked:               "Acked %d leased jobs: they are finished.",
+	noteReleased:            "Took %d jobs back from their consumers: they are ready again.",
 }
 
 // noteText is the banner a request's query asks for, or "" for none.

@@ -139,15 +139,14 @@ func (u *UI) overviewJSON(w http.ResponseWriter, r *http.Request) error {
 func (u *UI) find(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ns, qn, id := strings.TrimSpace(q.Get("ns")), strings.TrimSpace(q.Get("q")), strings.TrimSpace(q.Get("id"))
-	if id == "" {
-		return httpapi.InvalidArg("id", "enter a job id")
+	unique := q.Get("unique")
+	if id == "" && unique == "" {
+		return httpapi.InvalidArg("id", "enter a job id or a unique key")
 	}
 	if ns == "" || qn == "" {
-		return httpapi.InvalidArg("queue", "a job is found by namespace, queue and id")
+		return httpapi.InvalidArg("queue", "a job is found by namespace, queue and id (or unique key)")
 	}
-	http.Redirect(w, r, queuePath(ns, qn)+"/jobs/"+url.PathEscape(id), http.StatusSeeOther) //nolint:gosec // a path under /ui/, its parts escaped
-
-	return nil
+	return u.findJob(w, r, ns, qn, id, unique)
 }
 
 func queuePath(ns, q string) string {
@@ -188,23 +187,23 @@ func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
 	return ns, q, l, nil
 }
 
-// peekLimit is how many of the next jobs the queue page lists.
-const peekLimit = 20
-
 func (u *UI) queuePage(w http.ResponseWriter, r *http.Request) error {
 	ns, q, l, err := u.queueLive(r)
 	if err != nil {
 		return err
 	}
-	pending, err := u.cfg.Queue.Pending(r.Context(), queue.PendingParams{Namespace: ns, Queue: q, Limit: peekLimit})
+	data, err := u.tabData(r, ns, q, l)
 	if err != nil {
 		return err
 	}
-	u.render(w, r, http.StatusOK, "queue", q+" · "+ns, map[string]any{
+	for k, v := range map[string]any{
 		"NS": ns, "Queue": q, "Key": ns + "/" + q, "Path": queuePath(ns, q), "Live": l,
-		"Paused": l[ns+"/"+q+":paused"] == "paused", "Pending": pending,
-		"Poll": "/ui/api/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q),
-	})
+		"Paused": l[ns+"/"+q+":paused"] == "paused",
+		"Poll":   "/ui/api/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q),
+	} {
+		data[k] = v
+	}
+	u.render(w, r, http.StatusOK, "queue", q+" · "+ns, data)
 	return nil
 }
 
@@ -261,29 +260,24 @@ func (u *UI) jobPage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	attrs, _ := json.Marshal(job.Attributes)
-	u.render(w, r, http.StatusOK, "job", "Job "+id, map[string]any{
+	data := map[string]any{
 		"Job": job, "Path": queuePath(ns, q), "Payload": preview(job.Payload), "Result": preview(job.Result),
 		"Attributes": string(attrs),
-	})
+	}
+	if err := u.jobExtras(r.Context(), job, data); err != nil {
+		return err
+	}
+	u.render(w, r, http.StatusOK, "job", "Job "+id, data)
 	return nil
 }
 
-// deadPageSize is the dead letter page's length.
-const deadPageSize = 50
-
+// deadPage is the dead letter's old address: the queue page's Dead tab now.
 func (u *UI) deadPage(w http.ResponseWriter, r *http.Request) error {
 	ns, q, err := u.queueRef(r)
 	if err != nil {
 		return err
 	}
-	cursor := r.URL.Query().Get("cursor")
-	res, err := u.cfg.Queue.DeadList(r.Context(), queue.DeadListParams{Namespace: ns, Queue: q, Limit: deadPageSize, Cursor: cursor})
-	if err != nil {
-		return err
-	}
-	u.render(w, r, http.StatusOK, "dead", "Dead letter · "+q, map[string]any{
-		"NS": ns, "Queue": q, "Path": queuePath(ns, q), "Page": res, "First": cursor == "",
-	})
+	http.Redirect(w, r, queuePath(ns, q)+"?state=dead", http.StatusSeeOther) //nolint:gosec // a path under /ui/, its parts escaped
 	return nil
 }
 
@@ -334,7 +328,7 @@ func (u *UI) deadRespawn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q)+"/dead", noteRespawned, int64(n))
+	return done(w, r, queuePath(ns, q)+"?state=dead", noteRespawned, int64(n))
 }
 
 func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
@@ -348,5 +342,5 @@ func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q)+"/dead", noteDeadDeleted, int64(n))
+	return done(w, r, queuePath(ns, q)+"?state=dead", noteDeadDeleted, int64(n))
 }

@@ -84,7 +84,7 @@ func preview(b []byte) payloadView {
 		if json.Indent(&out, b, "", "  ") == nil {
 			v.Kind, v.Text = "JSON", out.String()
 		}
-	} else if utf8.Valid(b) {
+	} else if printable(b) {
 		v.Kind, v.Text = "text", string(b)
 	}
 	if v.Kind == "" {
@@ -106,10 +106,29 @@ func preview(b []byte) payloadView {
 	return v
 }
 
-// shortPreview is one line of a payload for lists.
-func shortPreview(b []byte) string {
+// printable reports whether b reads as text: UTF-8 without control characters other than tabs
+// and line breaks (a payload of NULs and escapes is valid UTF-8, and would show as mojibake).
+func printable(b []byte) bool {
 	if !utf8.Valid(b) {
-		return fmt.Sprintf("%d bytes of binary", len(b))
+		return false
+	}
+	for _, c := range string(b) {
+		if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f || c == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+// shortPreview is one line of a payload for lists: its start in hex when it is binary.
+func shortPreview(b []byte) string {
+	if !printable(b) {
+		head := b[:min(len(b), 12)]
+		more := ""
+		if len(b) > len(head) {
+			more = " …"
+		}
+		return fmt.Sprintf("binary: % x%s", head, more)
 	}
 	s := strings.Join(strings.Fields(string(b)), " ")
 	if len(s) > 80 {

@@ -142,6 +142,7 @@ func (u *UI) routes() http.Handler {
 	page("POST /ui/ns/{ns}/queues/{q}/resume", u.resume)
 	page("POST /ui/ns/{ns}/queues/{q}/purge", u.purge)
 	page("GET /ui/ns/{ns}/queues/{q}/jobs/{id}", u.jobPage)
+	page("POST /ui/ns/{ns}/queues/{q}/jobs/action", u.jobsAction)
 	page("GET /ui/ns/{ns}/queues/{q}/dead", u.deadPage)
 	page("POST /ui/ns/{ns}/queues/{q}/dead/respawn", u.deadRespawn)
 	page("POST /ui/ns/{ns}/queues/{q}/dead/delete", u.deadDelete)

@@ -6,11 +6,11 @@
     var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || ev.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) { ev.preventDefault(); }
   });
-  // The dead letter's "select all" box.
+  // A job list's "select all" box.
   var all = document.getElementById("select-all");
   if (all) {
     all.addEventListener("change", function () {
-      document.querySelectorAll('#dead-form input[name="id"]').forEach(function (b) { b.checked = all.checked; });
+      document.querySelectorAll('#jobs-form input[name="id"], #jobs-form input[name="lease"]').forEach(function (b) { b.checked = all.checked; });
     });
   }
   // Live numbers: the page names its JSON twin in data-poll; each element with data-live (text)
