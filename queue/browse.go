@@ -40,17 +40,11 @@ type ListJobsParams struct {
 	Cursor string
 }
 
-// ListJobsResult is one page of jobs in one state.
-type ListJobsResult struct {
-	// Jobs are the page, their Payload and Result cut to ListPreviewBytes.
-	Jobs []Job
-	// NextCursor fetches the next page; "" when this page is the last.
-	NextCursor string
-	// Total is the number of jobs in the state, except for scheduled and retrying, which share
-	// the delayed jobs: there it is their number together (Stats.Delayed; SplitDelayed counts
-	// each).
-	Total int64
-}
+// ListJobsResult is one page of jobs in one state. Their Payload and Result are cut to
+// ListPreviewBytes. Total is the number of jobs in the state, except for scheduled and retrying,
+// which share the delayed jobs: there it is their number together (Stats.Delayed; SplitDelayed
+// counts each).
+type ListJobsResult = JobPage
 
 // ListJobs returns a page of the queue's jobs in one state, in one read-only script call. Jobs past
 // their ttl that wait for housekeeping are left out, as Get leaves them out. The cursor is an
@@ -71,12 +65,9 @@ func (c *Client) ListJobs(ctx context.Context, p ListJobsParams) (ListJobsResult
 	if limit < 1 || limit > MaxListPage {
 		return ListJobsResult{}, invalid("limit", "%d is outside 1..%d", limit, MaxListPage)
 	}
-	var offset int64
-	if p.Cursor != "" {
-		var err error
-		if offset, err = strconv.ParseInt(p.Cursor, 10, 64); err != nil || offset < 0 || offset > 1<<40 {
-			return ListJobsResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
-		}
+	offset, err := offsetCursor(p.Cursor)
+	if err != nil {
+		return ListJobsResult{}, err
 	}
 	page, err := c.store.List(ctx, p.Namespace, p.Queue, string(p.State), offset, limit, ListPreviewBytes)
 	if err != nil {

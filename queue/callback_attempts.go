@@ -63,15 +63,9 @@ type FinishCallbackParams struct {
 // misses one that was. It returns the outcome ("delivered", or a NackOutcome), or ErrNotFound or
 // ErrLeaseLost (then nothing is recorded).
 func (c *Client) FinishCallback(ctx context.Context, p FinishCallbackParams) (string, error) {
-	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+	retry, err := failedDelivery(p.Namespace, p.Queue, p.ID, p.Delivery, p.RetryAfter)
+	if err != nil {
 		return "", err
-	}
-	retry := int64(-1)
-	if p.RetryAfter != nil {
-		if *p.RetryAfter < 0 {
-			return "", invalid("retry_after", "must not be negative")
-		}
-		retry = ceilMillis(*p.RetryAfter)
 	}
 	a := p.Attempt
 	a.Delivery, a.Outcome = p.Delivery, ""

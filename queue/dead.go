@@ -20,13 +20,30 @@ type DeadListParams struct {
 	Cursor string
 }
 
-// DeadListResult is one page of dead jobs.
-type DeadListResult struct {
+// DeadListResult is one page of dead jobs; its Total is the size of the dead letter.
+type DeadListResult = JobPage
+
+// JobPage is one page of a list of jobs.
+type JobPage struct {
 	Jobs []Job
 	// NextCursor fetches the next page; "" when this page is the last.
 	NextCursor string
-	// Total is the size of the dead letter.
+	// Total is the number of jobs listed, of which Jobs are a page.
 	Total int64
+}
+
+// offsetCursor reads a cursor that is an offset ("" is 0).
+func offsetCursor(cursor string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	// No list reaches 2^40 jobs; larger offsets would reach Redis as numbers it cannot read (and
+	// overflow offset + limit).
+	offset, err := strconv.ParseInt(cursor, 10, 64)
+	if err != nil || offset < 0 || offset > 1<<40 {
+		return 0, invalid("cursor", "%q is not a cursor this API returned", cursor)
+	}
+	return offset, nil
 }
 
 // DeadList returns a page of the dead letter. The cursor is an offset: jobs respawned or deleted
@@ -39,21 +56,17 @@ func (c *Client) DeadList(ctx context.Context, p DeadListParams) (DeadListResult
 	if err != nil {
 		return DeadListResult{}, err
 	}
-	offset := 0
-	if p.Cursor != "" {
-		// No dead letter reaches 2^40 jobs; larger offsets would reach Redis as numbers it
-		// cannot read (and overflow offset + limit).
-		if offset, err = strconv.Atoi(p.Cursor); err != nil || offset < 0 || offset > 1<<40 {
-			return DeadListResult{}, invalid("cursor", "%q is not a cursor this API returned", p.Cursor)
-		}
+	offset, err := offsetCursor(p.Cursor)
+	if err != nil {
+		return DeadListResult{}, err
 	}
-	page, err := c.store.DeadList(ctx, p.Namespace, p.Queue, offset, limit)
+	page, err := c.store.DeadList(ctx, p.Namespace, p.Queue, int(offset), limit)
 	if err != nil {
 		return DeadListResult{}, fmt.Errorf("queue: dead list: %w", err)
 	}
 	res := DeadListResult{Total: page.Total, Jobs: appendJobs(nil, p.Namespace, p.Queue, page.Jobs)}
-	if next := offset + limit; int64(next) < res.Total {
-		res.NextCursor = strconv.Itoa(next)
+	if next := offset + int64(limit); next < res.Total {
+		res.NextCursor = strconv.FormatInt(next, 10)
 	}
 	return res, nil
 }

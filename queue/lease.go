@@ -140,21 +140,30 @@ const (
 // Nack reports a failed delivery: the job is tried again after RetryAfter (or its backoff) while
 // it has tries left, else it goes to the dead letter.
 func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
-	if err := validateLease(p.Namespace, p.Queue, p.ID, p.Delivery); err != nil {
+	retry, err := failedDelivery(p.Namespace, p.Queue, p.ID, p.Delivery, p.RetryAfter)
+	if err != nil {
 		return "", err
-	}
-	retry := int64(-1)
-	if p.RetryAfter != nil {
-		if *p.RetryAfter < 0 {
-			return "", invalid("retry_after", "must not be negative")
-		}
-		retry = ceilMillis(*p.RetryAfter)
 	}
 	out, err := c.store.Nack(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, p.Error, retry, p.NoRetry)
 	if err != nil {
 		return "", leaseError("nack", err)
 	}
 	return NackOutcome(out), nil
+}
+
+// failedDelivery checks a failed delivery's lease and returns its RetryAfter in ms, -1 for none
+// (the job's backoff): Nack's and FinishCallback's arguments.
+func failedDelivery(ns, q, id string, delivery int, after *time.Duration) (int64, error) {
+	if err := validateLease(ns, q, id, delivery); err != nil {
+		return 0, err
+	}
+	if after == nil {
+		return -1, nil
+	}
+	if *after < 0 {
+		return 0, invalid("retry_after", "must not be negative")
+	}
+	return ceilMillis(*after), nil
 }
 
 // TouchParams name a lease to extend.

@@ -1,7 +1,8 @@
 // Package ui is Sluice's web dashboard, served by `sluice server` on the admin listener under
-// /ui/: queues (depths, throughput of the last hour, the next jobs, pause, resume, purge), jobs by
-// id, dead letters (respawn, delete), tokens (create, revoke), the request queue's endpoints and
-// tasks, and the waiting rooms.
+// /ui/: queues (depths, throughput of the last hour, pause, resume, purge), their jobs in tabs by
+// state with actions on a selection (delete, run now, respawn, ack or cancel a lease, priority)
+// behind a confirmation page, jobs by id or unique key (with a callback job's attempts), tokens
+// (create, revoke), the request queue's endpoints and tasks, and the waiting rooms.
 //
 // Pages are rendered on the server from embedded html/template files, with a little vanilla
 // JavaScript (no CDN, no build step) that refreshes the numbers from a JSON endpoint. Every page

@@ -3,7 +3,6 @@ package ui
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -196,7 +195,7 @@ func (u *UI) jobsAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	back := queuePath(ns, q)
 	if sel.From == "job" && len(sel.IDs) == 1 && sel.Action != actDelete {
-		back += "/jobs/" + url.PathEscape(sel.IDs[0])
+		back = jobPath(ns, q, sel.IDs[0])
 	} else if sel.From != "" && sel.From != "job" {
 		back += "?state=" + sel.From
 	}
@@ -275,6 +274,6 @@ func (u *UI) findJob(w http.ResponseWriter, r *http.Request, ns, q, id, unique s
 		}
 		id = j.ID
 	}
-	http.Redirect(w, r, queuePath(ns, q)+"/jobs/"+url.PathEscape(id), http.StatusSeeOther) //nolint:gosec // a path under /ui/, its parts escaped
+	http.Redirect(w, r, jobPath(ns, q, id), http.StatusSeeOther) //nolint:gosec // a path under /ui/, its parts escaped
 	return nil
 }

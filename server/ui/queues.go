@@ -153,6 +153,8 @@ func queuePath(ns, q string) string {
 	return "/ui/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q)
 }
 
+func jobPath(ns, q, id string) string { return queuePath(ns, q) + "/jobs/" + url.PathEscape(id) }
+
 // queueRef reads and checks {ns} and {q}: a queue that does not exist is not_found (so that a
 // typo does not show an empty page that looks real).
 func (u *UI) queueRef(r *http.Request) (ns, q string, err error) {

@@ -29,16 +29,7 @@ if ARGV[12] == 'ack' then
   trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
   outcome = 'delivered'
 else
-  end_lease(rec, delivery)
-  count('nacked', 1)
-  if ARGV[15] == '1' then
-    to_dead(id, rec, now, ARGV[13])
-    outcome = 'dead'
-  else
-    local delay = tonumber(ARGV[14])
-    if delay < 0 then delay = backoff_ms(rec) end
-    outcome = retry_or_dead(id, rec, now, delay, ARGV[13])
-  end
+  outcome = fail_delivery(id, rec, delivery, now, ARGV[13], ARGV[14], ARGV[15])
 end
 local tries = KEYS[13]
 redis.call('LPUSH', tries, string.sub(ARGV[9], 1, -2) .. ',"outcome":"' .. outcome .. '"}')

@@ -475,6 +475,33 @@ local function as_leased(rec, delivery, lease_until)
   rec[R_LEASE] = lease_until
 end
 
+-- fail_delivery ends a delivery that failed (nack.lua, callback_finish.lua), its lease entries
+-- already removed: its try is used, and the job goes to the dead letter at once when no_retry is
+-- '1', else it is tried again after delay_arg ms ('-1': its backoff) while tries are left.
+-- Returns 'retried', 'dead' or 'expired'.
+local function fail_delivery(id, rec, delivery, now, reason, delay_arg, no_retry)
+  end_lease(rec, delivery)
+  count('nacked', 1)
+  if no_retry == '1' then
+    to_dead(id, rec, now, reason)
+    return 'dead'
+  end
+  local delay = tonumber(delay_arg)
+  if delay < 0 then delay = backoff_ms(rec) end
+  return retry_or_dead(id, rec, now, delay, reason)
+end
+
+-- leased_view is a leased job's record as its lease shows it (as_leased), for the listing scripts,
+-- or nil when Get would answer it as gone (past its ttl, and its lease ended) or it is not leased.
+local function leased_view(id, lease_until, now)
+  local rec = load(id)
+  local delivery = lease_of(id)
+  if not (rec and delivery) then return nil end
+  if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] <= now and lease_until <= now then return nil end
+  as_leased(rec, delivery, lease_until)
+  return rec
+end
+
 -- reap_lease ends a lease whose time is up as a failed try: the job is retried while it has tries
 -- and its ttl allows, else it goes dead (or expires). Returns the record as it now is, or nil when
 -- the job is gone.

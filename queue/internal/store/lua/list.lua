@@ -91,13 +91,8 @@ elseif state == 'leased' then
   total = redis.call('ZCARD', K_LEASED)
   local leased = redis.call('ZRANGE', K_LEASED, offset, offset + limit - 1, 'WITHSCORES')
   for i = 1, #leased, 2 do
-    local id, lease_until = leased[i], tonumber(leased[i + 1])
-    local rec = load(id)
-    local delivery = lease_of(id)
-    if rec and delivery and (live(rec) or lease_until > now) then
-      as_leased(rec, delivery, lease_until)
-      reply(id, rec, -1)
-    end
+    local rec = leased_view(leased[i], tonumber(leased[i + 1]), now)
+    if rec then reply(leased[i], rec, -1) end
   end
   more = offset + limit < total
 elseif state == 'dead' then

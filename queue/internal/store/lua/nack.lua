@@ -10,16 +10,6 @@ local id = ARGV[7]
 local delivery = tonumber(ARGV[8])
 local rec, why = take_lease(id, delivery, now)
 if not rec then return redis.error_reply(string.upper(why)) end
-end_lease(rec, delivery)
-count('nacked', 1)
-local outcome
-if ARGV[11] == '1' then
-  to_dead(id, rec, now, ARGV[9])
-  outcome = 'dead'
-else
-  local delay = tonumber(ARGV[10])
-  if delay < 0 then delay = backoff_ms(rec) end
-  outcome = retry_or_dead(id, rec, now, delay, ARGV[9])
-end
+local outcome = fail_delivery(id, rec, delivery, now, ARGV[9], ARGV[10], ARGV[11])
 flush_notify()
 return outcome

@@ -47,12 +47,9 @@ total = total + redis.call('ZCARD', K_LEASED)
 if n < limit then
   local leased = redis.call('ZRANGE', K_LEASED, 0, limit - n - 1, 'WITHSCORES')
   for i = 1, #leased, 2 do
-    local id, lease_until = leased[i], tonumber(leased[i + 1])
-    local rec = load(id)
-    local delivery = lease_of(id)
-    if rec and delivery and (live(rec) or lease_until > now) then
-      as_leased(rec, delivery, lease_until)
-      reply_job(out, id, rec, -1)
+    local rec = leased_view(leased[i], tonumber(leased[i + 1]), now)
+    if rec then
+      reply_job(out, leased[i], rec, -1)
       n = n + 1
     end
   end
