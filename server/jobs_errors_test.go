@@ -217,7 +217,7 @@ func TestUncleanPaths(t *testing.T) {
 			t.Fatalf("%s %s: Location %q on a 404", c.method, c.path, loc)
 		}
 	}
-	wantStatus(t, ts.public(t, http.MethodGet, "/v1/ns/shop/queues/emails/jobs", tok, nil), http.StatusMethodNotAllowed, "method_not_allowed")
+	wantStatus(t, ts.public(t, http.MethodPut, "/v1/ns/shop/queues/emails/jobs", tok, nil), http.StatusMethodNotAllowed, "method_not_allowed")
 }
 
 func TestRequestID(t *testing.T) {
