@@ -3,11 +3,13 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/server/jobs"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // The job actions refuse what an attacker could send: no CSRF token, a foreign Origin, an id of
@@ -108,4 +110,55 @@ func TestListJobsAPI(t *testing.T) {
 	wantStatus(t, ts.public(t, "GET", "/v1/ns/shop/queues/mail/jobs?state=lost", tok, nil), http.StatusBadRequest, "invalid_argument")
 	wantStatus(t, ts.public(t, "GET", "/v1/ns/shop/queues/mail/jobs?state=ready&limit=101", tok, nil), http.StatusBadRequest, "invalid_argument")
 	wantStatus(t, ts.public(t, "GET", "/v1/ns/shop/queues/mail/jobs?state=ready", otherTok, nil), http.StatusForbidden, "")
+}
+
+// A session opened with a namespace token (manage permission) sees and acts on its namespace's
+// jobs only: another namespace's pages, jobs and actions, and the server-wide pages, are refused,
+// whatever the path or form names; revoking the token ends the session.
+func TestDashboardNamespaceSession(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	ctx := ctxT(t)
+	pub := func(ns string) string {
+		res, err := ts.Queue.Publish(ctx, queue.PublishParams{Namespace: ns, Queue: "work", Payload: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ID
+	}
+	mine, theirs := pub("shop"), pub("other")
+	publishOnly := ts.token(t, "shop", tenant.PermPublish)
+	manage := ts.token(t, "shop", tenant.PermManage)
+	d := newDashboard(t, ts)
+	wantPage(t, d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {publishOnly}, "next": {"/ui/"}}, nil), http.StatusUnauthorized, "manage permission")
+	wantRedirect(t, d.send(t, http.MethodPost, "/ui/login", url.Values{"token": {manage}, "next": {"/ui/"}}, nil), "/ui/")
+
+	r := d.get(t, "/ui/")
+	wantPage(t, r, http.StatusOK, `href="/ui/ns/shop/queues/work"`, `id="session-scope"`)
+	if strings.Contains(string(r.Body), "other") || strings.Contains(string(r.Body), `href="/ui/tokens"`) {
+		t.Fatalf("a namespace session sees more than its namespace:\n%s", r.Body)
+	}
+	for _, path := range []string{
+		"/ui/ns/other/queues/work", "/ui/ns/other/queues/work/jobs/" + theirs, "/ui/api/ns/other/queues/work",
+		"/ui/find?ns=other&q=work&id=" + theirs, "/ui/tokens", "/ui/endpoints", "/ui/rooms", "/ui/tasks",
+	} {
+		wantPage(t, d.get(t, path), http.StatusForbidden, "one namespace")
+	}
+	wantPage(t, d.post(t, "/ui/ns/other/queues/work/jobs/action", url.Values{"action": {"delete"}, "id": {theirs}, "confirm": {"yes"}}), http.StatusForbidden)
+	wantPage(t, d.post(t, "/ui/ns/other/queues/work/purge", url.Values{"confirm": {"work"}}), http.StatusForbidden)
+	wantPage(t, d.post(t, "/ui/logout-everywhere", nil), http.StatusForbidden)
+	// Its own queue's id of the other namespace's job reaches nothing either.
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/work/jobs/action", url.Values{"action": {"delete"}, "id": {theirs}, "confirm": {"yes"}}), "/ui/ns/shop/queues/work?n=0")
+	if _, err := ts.Queue.Get(ctx, "other", "work", theirs); err != nil {
+		t.Fatalf("another namespace's job: %v", err)
+	}
+	// Its own namespace: pages and actions work.
+	wantPage(t, d.get(t, "/ui/ns/shop/queues/work/jobs/"+mine), http.StatusOK, mine)
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/work/jobs/action", url.Values{"action": {"delete"}, "id": {mine}, "confirm": {"yes"}}), "/ui/ns/shop/queues/work?n=1")
+
+	// Revoking the token ends the session.
+	if err := ts.Tokens.Revoke(ctx, "shop", manage); err != nil {
+		t.Fatal(err)
+	}
+	wantRedirect(t, d.get(t, "/ui/"), "/ui/login")
 }

@@ -8,9 +8,11 @@ import (
 
 	"github.com/sluicehq/sluice/server/internal/authguard"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
-// errWrongToken is a login with a token that is not the admin token.
+// errWrongToken is a login with a token that is neither the admin token nor a namespace token
+// with the manage permission.
 var errWrongToken = errors.New("ui: not the admin token")
 
 func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) error {
@@ -29,7 +31,7 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// login checks the admin token once, under the limit of failed authentications (a client that
+// login checks the admin token (or a namespace token: scope.go) once, under the limit of failed authentications (a client that
 // failed too often gets the page again with 429 and how long to wait), and swaps it for a
 // session cookie.
 func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
@@ -41,8 +43,17 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/
 		return nil
 	}
-	err := httpapi.Authenticate(r, authguard.Dashboard, errWrongToken, func(context.Context) (bool, error) {
-		return u.sessions.checkToken(r.PostFormValue("token")), nil
+	// The admin token opens an admin session; a namespace token with the manage permission, one
+	// limited to its namespace (scope.go).
+	var scoped tenant.Token
+	err := httpapi.Authenticate(r, authguard.Dashboard, errWrongToken, func(ctx context.Context) (bool, error) {
+		secret := r.PostFormValue("token")
+		if u.sessions.checkToken(secret) {
+			return true, nil
+		}
+		t, ok, err := u.namespaceToken(ctx, secret)
+		scoped = t
+		return ok, err
 	})
 	if errors.Is(err, errWrongToken) {
 		u.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Next": next, "Failed": true})
@@ -57,7 +68,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := u.sessions.issue(w, r); err != nil {
+	if _, err := u.sessions.issue(w, r, scoped.Namespace, scoped.ID); err != nil {
 		return err
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // safeNext keeps it under /ui/

@@ -71,7 +71,9 @@ func (u *UI) overviewData(ctx context.Context) ([]nsBlock, live, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if tn, err := u.cfg.Namespaces.List(ctx); err == nil {
+	if ns := scopeOf(ctx); ns != "" {
+		nss = []string{ns} // a session limited to one namespace (scope.go)
+	} else if tn, err := u.cfg.Namespaces.List(ctx); err == nil {
 		for _, n := range tn {
 			if !contains(nss, n.Name) {
 				nss = append(nss, n.Name)

@@ -23,7 +23,10 @@ type pageData struct {
 	Login bool
 	// Note is the outcome of the action that led here.
 	Note string
-	Data any
+	// Scope is the namespace a session opened with a namespace token is limited to ("" for the
+	// admin): the navigation then leaves out the server-wide pages.
+	Scope string
+	Data  any
 }
 
 var funcs = template.FuncMap{
@@ -168,7 +171,7 @@ func parsePages() (map[string]*template.Template, error) {
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
 	pd := pageData{Title: title, Nav: page, Login: u.cfg.AdminToken != "", Note: noteText(r.URL.Query()), Data: data}
 	if sess, ok := r.Context().Value(sessionKeyCtx{}).(session); ok {
-		pd.CSRF = sess.csrf
+		pd.CSRF, pd.Scope = sess.csrf, sess.ns
 	}
 	var buf bytes.Buffer
 	if err := u.pages[page].ExecuteTemplate(&buf, "layout.html", pd); err != nil {

@@ -35,6 +35,10 @@ type sessionKeyCtx struct{}
 type session struct {
 	idHash string // the SHA-256 of the cookie's id, in hex: the session's name in Redis
 	csrf   string
+	// ns, for a session opened with a namespace token, is the one namespace it may see and act
+	// on (scope.go); tokenID names that token, whose revocation ends the session. Both are ""
+	// for an admin session.
+	ns, tokenID string
 }
 
 // sessions issues, checks and ends dashboard sessions, stored in Redis (session_new.lua,
@@ -66,12 +70,13 @@ func randomString(n int) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// issue makes a new session in Redis and sets its cookie.
-func (s *sessions) issue(w http.ResponseWriter, r *http.Request) (session, error) {
+// issue makes a new session in Redis and sets its cookie: an admin session, or with ns and
+// tokenID set one scoped to a namespace.
+func (s *sessions) issue(w http.ResponseWriter, r *http.Request, ns, tokenID string) (session, error) {
 	id := randomString(32)
-	sess := session{idHash: hashID(id), csrf: randomString(24)}
+	sess := session{idHash: hashID(id), csrf: randomString(24), ns: ns, tokenID: tokenID}
 	err := s.scripts.Run(r.Context(), "session_new", []string{sessionKey(s.cfg.Prefix, sess.idHash), s.epochKey},
-		sess.csrf, s.tokenPrint, s.cfg.SessionTTL.Milliseconds(), s.cfg.SessionIdleTimeout.Milliseconds()).Err()
+		sess.csrf, s.tokenPrint, s.cfg.SessionTTL.Milliseconds(), s.cfg.SessionIdleTimeout.Milliseconds(), ns, tokenID).Err()
 	if err != nil {
 		return session{}, fmt.Errorf("ui: new session: %w", err)
 	}
@@ -99,15 +104,17 @@ func (s *sessions) fromRequest(r *http.Request) (session, bool, error) {
 		return session{}, false, nil
 	}
 	idHash := hashID(cookies[0].Value)
-	csrf, err := s.scripts.Run(r.Context(), "session_get", []string{sessionKey(s.cfg.Prefix, idHash), s.epochKey},
-		s.tokenPrint, s.cfg.SessionIdleTimeout.Milliseconds()).Text()
+	rec, err := s.scripts.Run(r.Context(), "session_get", []string{sessionKey(s.cfg.Prefix, idHash), s.epochKey},
+		s.tokenPrint, s.cfg.SessionIdleTimeout.Milliseconds()).StringSlice()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return session{}, false, nil
 	case err != nil:
 		return session{}, false, fmt.Errorf("ui: session: %w", err)
+	case len(rec) != 3:
+		return session{}, false, fmt.Errorf("ui: session: %d fields", len(rec))
 	}
-	return session{idHash: idHash, csrf: csrf}, true, nil
+	return session{idHash: idHash, csrf: rec[0], ns: rec[1], tokenID: rec[2]}, true, nil
 }
 
 const base64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

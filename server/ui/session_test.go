@@ -22,7 +22,7 @@ func newTestSessions(t *testing.T, env *redistest.Env, adminToken string) *sessi
 func issue(t *testing.T, s *sessions, r *http.Request) (session, *http.Cookie) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	sess, err := s.issue(rec, r)
+	sess, err := s.issue(rec, r, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -235,6 +235,12 @@ func (u *UI) open(h handler) http.HandlerFunc {
 func (u *UI) guard(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, ok, err := u.sessions.fromRequest(r)
+		if err == nil && ok && sess.ns != "" {
+			// A scoped session ends with its token.
+			if ok, err = u.tokenAlive(r.Context(), sess); err == nil && !ok {
+				err = u.sessions.end(r.Context(), sess)
+			}
+		}
 		if err != nil {
 			u.renderError(w, r, err)
 			return
@@ -242,7 +248,7 @@ func (u *UI) guard(h handler) http.HandlerFunc {
 		if !ok {
 			switch {
 			case u.cfg.AdminToken == "" && r.Method == http.MethodGet:
-				if sess, err = u.sessions.issue(w, r); err != nil {
+				if sess, err = u.sessions.issue(w, r, "", ""); err != nil {
 					u.renderError(w, r, err)
 					return
 				}
@@ -253,6 +259,10 @@ func (u *UI) guard(h handler) http.HandlerFunc {
 				u.renderError(w, r, &httpapi.Error{Code: httpapi.CodeUnauthenticated, Message: "log in to the dashboard first (/ui/login)"})
 				return
 			}
+		}
+		if sess.ns != "" && !inScope(r, sess) {
+			u.renderError(w, r, errOutOfScope)
+			return
 		}
 		if r.Method == http.MethodPost {
 			if err := checkCSRF(r, sess); err != nil {

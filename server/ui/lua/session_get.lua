@@ -7,9 +7,9 @@
 -- KEYS[2]  the sessions' epoch
 -- ARGV[1]  the fingerprint of the server's admin token
 -- ARGV[2]  idle timeout in ms
--- Returns: the session's CSRF token, or false when there is no live session. Sent twice it
--- answers the same.
-local rec = redis.call('HMGET', KEYS[1], 'csrf', 'fp', 'epoch', 'ends')
+-- Returns: {the session's CSRF token, its namespace ('' for an admin session), its token id}, or
+-- false when there is no live session. Sent twice it answers the same.
+local rec = redis.call('HMGET', KEYS[1], 'csrf', 'fp', 'epoch', 'ends', 'ns', 'tok')
 if not rec[1] then
   return false
 end
@@ -22,4 +22,4 @@ if rec[2] ~= ARGV[1] or rec[3] ~= epoch or ends <= now then
   return false
 end
 redis.call('PEXPIRE', KEYS[1], math.min(ends - now, tonumber(ARGV[2])))
-return rec[1]
+return {rec[1], rec[5] or '', rec[6] or ''}
