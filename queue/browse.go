@@ -49,7 +49,7 @@ type ListJobsResult = JobPage
 // ListJobs returns a page of the queue's jobs in one state, in one read-only script call. Jobs past
 // their ttl that wait for housekeeping are left out, as Get leaves them out. The cursor is an
 // offset: jobs that change state between pages shift the pages after them. Scheduled and retrying
-// jobs are told apart by reading at most 1000 delayed jobs per call, so their pages may hold fewer
+// jobs are told apart by reading at most 256 delayed jobs per call, so their pages may hold fewer
 // than Limit jobs (even none) and still have a NextCursor.
 func (c *Client) ListJobs(ctx context.Context, p ListJobsParams) (ListJobsResult, error) {
 	if err := validateQueue(p.Namespace, p.Queue); err != nil {
@@ -92,13 +92,13 @@ func validListState(s ListState) bool {
 // DelayedSplit tells the delayed jobs waiting for a retry from the ones never delivered.
 type DelayedSplit struct {
 	Scheduled, Retrying int64
-	// Exact is false when the queue holds more delayed jobs than were read (1000, the earliest
+	// Exact is false when the queue holds more delayed jobs than were read (256, the earliest
 	// due): the counts are then those of the earliest.
 	Exact bool
 }
 
 // SplitDelayed counts the queue's scheduled and retrying jobs (ListScheduled, ListRetrying) among
-// its first 1000 delayed jobs by due time, in one read-only script call that reads only the first
+// its first 256 delayed jobs by due time, in one read-only script call that reads only the first
 // fields of each record.
 func (c *Client) SplitDelayed(ctx context.Context, ns, q string) (DelayedSplit, error) {
 	if err := validateQueue(ns, q); err != nil {

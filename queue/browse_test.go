@@ -216,3 +216,34 @@ func TestFinishCallbackRecordsAttempts(t *testing.T) {
 		}
 	})
 }
+
+// Past the 256 delayed records one call reads, the split counts say so (not exact) and the pages
+// of scheduled jobs still reach every job, in due order.
+func TestListScheduledPastOneCallsRead(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		var ps []queue.PublishParams
+		for i := range 300 {
+			ps = append(ps, queue.PublishParams{Namespace: f.ns, Queue: "q", Delay: time.Hour + time.Duration(i)*time.Second})
+		}
+		res, err := f.client.PublishMany(ctx, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		split, err := f.client.SplitDelayed(ctx, f.ns, "q")
+		if err != nil || split != (queue.DelayedSplit{Scheduled: 256, Retrying: 0, Exact: false}) {
+			t.Fatalf("SplitDelayed = %+v, %v", split, err)
+		}
+		got, pages := listAll(t, f, "q", queue.ListScheduled, 100)
+		if len(got) != 300 || pages != 3 || got[0] != res[0].ID || got[299] != res[299].ID {
+			t.Fatalf("scheduled: %d jobs in %d pages", len(got), pages)
+		}
+		// The retrying pages read 256 records a call: none found, but a cursor to go on with.
+		page, err := f.client.ListJobs(ctx, queue.ListJobsParams{Namespace: f.ns, Queue: "q", State: queue.ListRetrying})
+		if err != nil || len(page.Jobs) != 0 || page.NextCursor != "256" {
+			t.Fatalf("retrying page = %+v, %v", page, err)
+		}
+	})
+}

@@ -31,7 +31,7 @@ func (s *Store) List(ctx context.Context, ns, q, state string, offset int64, lim
 }
 
 // DelayedSplit counts, among the first delayed jobs by due time (delayed_split.lua reads at most
-// a thousand), the ones waiting for a retry: it returns the size of the delayed set, how many were
+// 256), the ones waiting for a retry: it returns the size of the delayed set, how many were
 // read and how many of those are retrying.
 func (s *Store) DelayedSplit(ctx context.Context, ns, q string) (delayed, scanned, retrying int64, err error) {
 	f, err := s.run(ctx, scriptDelayedSplit, s.keys.get(ns, q)).Slice()

@@ -8,7 +8,7 @@
 --   leased     by lease end (the delivery number and the lease end set, as Get shows them)
 --   dead       oldest first
 --   done       newest first
--- Scheduled and retrying share the delayed set: a call reads at most SCAN of its members from
+-- Scheduled and retrying share the delayed set: a call reads at most SCAN (256) of its members from
 -- the offset and returns the ones of its state, so a page may hold fewer than limit jobs and
 -- still have a next one. Jobs that Get answers as gone (past their ttl, waiting for housekeeping)
 -- are left out. Payloads and results are cut to their first cut bytes, so that an answer stays
@@ -18,7 +18,7 @@
 -- Returns: {total, next, n, job fields...} with 22 fields per job (reply_job): total is the size
 -- of the structure listed (the delayed set for scheduled and retrying), next the offset of the
 -- next page (-1: none).
-local SCAN = 1000
+local SCAN, CHUNK = 256, 32
 local now = now_ms()
 local state, offset, limit, cut = ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local out = {0, -1, 0}
@@ -75,11 +75,14 @@ elseif state == 'scheduled' or state == 'retrying' then
   local retrying = state == 'retrying'
   total = redis.call('ZCARD', K_DELAYED)
   local ids = redis.call('ZRANGE', K_DELAYED, offset, offset + SCAN - 1)
+  local raws = {}
   local read = 0
-  for _, id in ipairs(ids) do
+  for i, id in ipairs(ids) do
     if n >= limit then break end
     read = read + 1
-    local raw = redis.call('HGET', K_JOBS, id)
+    -- The records come CHUNK at a time: one HMGET each, and no more of them than the page needs.
+    if i % CHUNK == 1 then raws = redis.call('HMGET', K_JOBS, unpack(ids, i, math.min(i + CHUNK - 1, #ids))) end
+    local raw = raws[(i - 1) % CHUNK + 1]
     if raw then
       local delivery, expire_at = lease_fields(raw)
       if (delivery > 0) == retrying and (expire_at == 0 or expire_at > now) then reply(id, decode(raw), -1) end
