@@ -45,9 +45,12 @@ type Config struct {
 	// leases, expired jobs), which bounds how long a script can block Redis. Default 1,000.
 	Batch int
 
-	// WakeupInterval is the longest a blocked Consume sleeps without re-checking Redis. Consumers are
-	// woken by notifications (published jobs) and timers (due jobs, lease ends); this bounds the
-	// delay if a notification is lost while the subscription reconnects. Default 1s.
+	// WakeupInterval is the longest a blocked Consume sleeps without re-checking Redis; each sleep
+	// is drawn between three quarters of it and all of it, so waiters that started together do
+	// not re-check together. Consumers are woken by notifications (published jobs, and the
+	// subscription coming back after a lost connection) and by timers (due jobs, lease ends), so
+	// this is only a last resort, and idle waiting costs Redis next to nothing: 3,000 waiters
+	// re-check about 86 times a second at the default. Default 40s.
 	WakeupInterval time.Duration
 
 	// ReplicaAcks is how many replicas must acknowledge a publish before it returns (Redis WAIT on
@@ -77,7 +80,7 @@ func (c Config) withDefaults() Config {
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	c.MaxDead = cmp.Or(c.MaxDead, 100_000)
 	c.Batch = cmp.Or(c.Batch, 1000)
-	c.WakeupInterval = cmp.Or(c.WakeupInterval, time.Second)
+	c.WakeupInterval = cmp.Or(c.WakeupInterval, 40*time.Second)
 	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()

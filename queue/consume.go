@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/sluicehq/sluice/queue/internal/store"
@@ -86,12 +87,16 @@ func (c *Client) waitFor(ctx context.Context, channels []string, wait time.Durat
 			}
 			return err
 		}
-		if wake > 0 && wake < sleep {
+		untilDeadline := wake <= 0 || wake >= sleep
+		if !untilDeadline {
 			sleep = wake
 		}
-		timer := time.NewTimer(min(sleep, c.cfg.WakeupInterval))
+		recheck := jittered(c.cfg.WakeupInterval)
+		timer := time.NewTimer(min(sleep, recheck))
+		notified := false
 		select {
 		case <-w.C:
+			notified = true
 		case <-timer.C:
 		case <-ctx.Done():
 		}
@@ -103,6 +108,27 @@ func (c *Client) waitFor(ctx context.Context, channels []string, wait time.Durat
 		if c.notify.isClosed() {
 			return ErrClosed
 		}
+		if !notified && untilDeadline && sleep <= recheck && !pending(w) {
+			// The wait ran out with nothing notified and nothing due in between: a last look
+			// would find what the previous one found, so the wait ends without a Redis call.
+			return nil
+		}
+	}
+}
+
+// jittered returns a duration between three quarters of d and d, so that waiters that began
+// together re-check Redis at different moments.
+func jittered(d time.Duration) time.Duration {
+	return d - rand.N(d/4+1)
+}
+
+// pending reports whether the waiter was notified (and consumes the notification).
+func pending(w *waiter) bool {
+	select {
+	case <-w.C:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
@@ -213,4 +215,88 @@ func (s *notifySubscriber) received(t *testing.T) []string {
 		}
 		got = append(got, msg.Payload)
 	}
+}
+
+// scriptCalls counts the script calls (FCALL, EVALSHA, EVAL) a client sends, alone or pipelined.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		s.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			s.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (s *scriptCalls) count(cmd redis.Cmder) {
+	switch cmd.Name() {
+	case "fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro":
+		s.n.Add(1)
+	}
+}
+
+// Idle waiting costs Redis one look per wait, however long the wait: consumers blocked on empty
+// queues make one consume call when they start and none while they sleep or when their wait runs
+// out with nothing notified, so thousands of idle long polls do not keep Redis busy. A publish
+// still wakes its queue's waiter.
+func TestIdleWaitersLookOncePerWait(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		rdb, err := redisx.NewClient(env.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		calls := &scriptCalls{}
+		rdb.AddHook(calls)
+		c, err := queue.NewClient(rdb, queue.Config{Prefix: env.Prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx := ctxT(t)
+		const waiters = 50
+		var wg sync.WaitGroup
+		for i := range waiters {
+			wg.Go(func() {
+				got, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{fmt.Sprint("idle-", i)},
+					Timeout: 300 * time.Millisecond})
+				if err != nil || len(got) != 0 {
+					t.Errorf("Consume on an empty queue = %d jobs, %v", len(got), err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := calls.n.Load(); n != waiters {
+			t.Fatalf("%d waits that ran out made %d script calls, want one each", waiters, n)
+		}
+
+		woken := make(chan []queue.Delivery, 1)
+		go func() {
+			got, err := c.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"woken"}, Timeout: time.Minute})
+			if err != nil {
+				t.Error(err)
+			}
+			woken <- got
+		}()
+		testwait.Until(t, 10*time.Second, "the waiter's first look", func() bool { return calls.n.Load() == waiters+1 })
+		testwait.Until(t, 10*time.Second, "the waiter's subscription", func() bool {
+			return numSub(t, env, env.Prefix+":{ns:woken}:notify") == 1
+		})
+		f := &fixture{env: env, client: c, ns: "ns"}
+		id := f.publish(t, queue.PublishParams{Queue: "woken", Payload: []byte("x")})
+		if got := <-woken; len(got) != 1 || got[0].ID != id {
+			t.Fatalf("the woken waiter got %+v, want job %s", got, id)
+		}
+	})
 }

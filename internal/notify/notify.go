@@ -43,7 +43,9 @@ type Config struct {
 // SUBSCRIBE of the channel was still unanswered when the UNSUBSCRIBE was sent, the next
 // "subscribe" reply for it answers the new SUBSCRIBE: a channel is never reported subscribed on
 // the strength of a reply from before an UNSUBSCRIBE. When go-redis reconnects, it resubscribes by
-// itself; a notification lost meanwhile must be covered by the waiters' own wake-up interval.
+// itself; the confirmation of that resubscription wakes the channel's waiters, since a
+// notification may have been lost while the connection was down. The waiters' own wake-up
+// interval is then only a last resort, so it can be long and idle waiting costs Redis nothing.
 type Notifier struct {
 	rdb  redis.UniversalClient
 	log  *slog.Logger
@@ -245,7 +247,14 @@ func (n *Notifier) dispatch(msg any) {
 			return
 		}
 		s := n.subs[m.Channel]
-		if s == nil || isClosed(s.confirmed) {
+		if s == nil {
+			return
+		}
+		if isClosed(s.confirmed) {
+			// A second confirmation of a channel is go-redis resubscribing on a new connection:
+			// notifications published while the old one was gone are lost, so every waiter on the
+			// channel looks again now rather than at its own wake-up interval.
+			s.wake(nil)
 			return
 		}
 		close(s.confirmed)
@@ -256,15 +265,21 @@ func (n *Notifier) dispatch(msg any) {
 		}
 	case *redis.Message:
 		if s := n.subs[m.Channel]; s != nil {
-			for w := range s.waiters {
-				if w.fn != nil {
-					w.fn(m.Payload)
-				}
-				select {
-				case w.C <- struct{}{}:
-				default:
-				}
-			}
+			s.wake(&m.Payload)
+		}
+	}
+}
+
+// wake signals every waiter of the subscription, handing payload (when not nil) to those that
+// read payloads. The caller holds the Notifier's lock.
+func (s *subscription) wake(payload *string) {
+	for w := range s.waiters {
+		if w.fn != nil && payload != nil {
+			w.fn(*payload)
+		}
+		select {
+		case w.C <- struct{}{}:
+		default:
 		}
 	}
 }

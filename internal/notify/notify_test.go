@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,4 +158,51 @@ func numSub(t *testing.T, env *redistest.Env, ch string) int64 {
 		t.Fatal(err)
 	}
 	return total
+}
+
+// When the subscription's connection is lost, go-redis resubscribes on a new one; a notification
+// published in between reached nobody, so the waiters are woken to look again instead of sleeping
+// until their own (long) wake-up interval.
+func TestResubscribeAfterALostConnectionWakesWaiters(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	name := "notify-resubscribe-" + strings.ReplaceAll(env.Prefix, ":", "-")
+	rdb := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(env.URL, "redis://"), ClientName: name})
+	t.Cleanup(func() { _ = rdb.Close() })
+	n := New(rdb, Config{})
+	t.Cleanup(n.Close)
+	ctx := t.Context()
+	w, err := n.Register(ctx, []string{env.Prefix + ":lost"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-w.C:
+		t.Fatal("woken before anything happened")
+	default:
+	}
+	killed := 0
+	list, err := env.Client.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(list, "\n") {
+		if !strings.Contains(line, " name="+name+" ") || !strings.Contains(line, " sub=1 ") {
+			continue
+		}
+		id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
+		if err := env.Client.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+			t.Fatal(err)
+		}
+		killed++
+	}
+	if killed != 1 {
+		t.Fatalf("killed %d subscription connections named %s, want 1:\n%s", killed, name, list)
+	}
+	select {
+	case <-w.C:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resubscription after a lost connection did not wake the waiter")
+	}
 }
