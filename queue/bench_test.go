@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -338,4 +340,50 @@ func sumJobs(m *sync.Map) float64 {
 		return true
 	})
 	return float64(total)
+}
+
+// BenchmarkIdleWaiters measures what 3,000 consumers blocked on empty queues cost Redis: script
+// calls per second over a 40 s window (one whole cycle of the default re-check) once every waiter
+// has made its first look, with the default safety re-check and with the 1 s one of earlier
+// versions. Run with -benchtime 1x; each iteration is one 40 s window.
+func BenchmarkIdleWaiters(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		wakeup time.Duration
+	}{{"default", 0}, {"recheck_1s", time.Second}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := redistest.New(b)
+			rdb, err := redisx.NewClient(env.URL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = rdb.Close() })
+			calls := &scriptCalls{}
+			rdb.AddHook(calls)
+			qc, err := queue.NewClient(rdb, queue.Config{Prefix: env.Prefix, WakeupInterval: c.wakeup})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = qc.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			const waiters = 3000
+			var wg sync.WaitGroup
+			for i := range waiters {
+				wg.Go(func() {
+					_, _ = qc.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"idle-" + strconv.Itoa(i)},
+						Timeout: time.Hour})
+				})
+			}
+			b.Cleanup(func() { cancel(); wg.Wait() })
+			testwait.Until(b, time.Minute, "every waiter's first look", func() bool { return calls.n.Load() >= waiters })
+			const window = 40 * time.Second
+			var perSecond float64
+			for b.Loop() {
+				before := calls.n.Load()
+				time.Sleep(window) // the window measured: idle waiting, nothing else happens
+				perSecond = float64(calls.n.Load()-before) / window.Seconds()
+			}
+			b.ReportMetric(perSecond, "script-calls/s")
+		})
+	}
 }
