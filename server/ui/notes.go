@@ -32,6 +32,10 @@ const (
 	notePriority            note = "priority"
 	noteAcked               note = "acked"
 	noteReleased            note = "released"
+	noteSchedulePaused      note = "schedule_paused"
+	noteScheduleResumed     note = "schedule_resumed"
+	noteScheduleTriggered   note = "schedule_triggered"
+	noteScheduleDeleted     note = "schedule_deleted"
 )
 
 // noteTexts are the banners' texts; a %d takes the count.
@@ -52,6 +56,10 @@ var noteTexts = map[note]string{
 	notePriority:            "Changed the priority of %d jobs.",
 	noteAcked:               "Acked %d leased jobs: they are finished.",
 	noteReleased:            "Took %d jobs back from their consumers: they are ready again.",
+	noteSchedulePaused:      "Paused the schedule: its ticks neither fire nor count as missed until it is resumed.",
+	noteScheduleResumed:     "Resumed the schedule at its next tick.",
+	noteScheduleTriggered:   "Published the schedule's job now; its next run is unchanged.",
+	noteScheduleDeleted:     "Deleted the schedule; the jobs it published stay.",
 }
 
 // noteText is the banner a request's query asks for, or "" for none.

@@ -32,6 +32,10 @@ func inScope(r *http.Request, sess session) bool {
 	if r.URL.Path == "/ui/find" {
 		return r.URL.Query().Get("ns") == sess.ns
 	}
+	if r.URL.Path == "/ui/schedules" { // its own namespace's schedules, the one it lists by default
+		ns := r.URL.Query().Get("ns")
+		return ns == "" || ns == sess.ns
+	}
 	return scopePages[r.URL.Path]
 }
 

@@ -146,6 +146,8 @@ func (u *UI) routes() http.Handler {
 	page("GET /ui/ns/{ns}/queues/{q}/dead", u.deadPage)
 	page("POST /ui/ns/{ns}/queues/{q}/dead/respawn", u.deadRespawn)
 	page("POST /ui/ns/{ns}/queues/{q}/dead/delete", u.deadDelete)
+	page("GET /ui/schedules", u.schedulesPage)
+	page("POST /ui/schedules/{ns}/{name}/{action}", u.scheduleAction)
 	page("GET /ui/tokens", u.tokensPage)
 	page("POST /ui/tokens", u.createToken)
 	page("POST /ui/tokens/{ns}/{id}/revoke", u.revokeToken)
