@@ -260,23 +260,32 @@ func runMsOrZero(msec int64) time.Time {
 	return timeOrZero(msec)
 }
 
+// parseSpec reads a stored definition and builds its rule.
+func parseSpec(raw string) (scheduleSpec, scheduleRule, error) {
+	var spec scheduleSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return scheduleSpec{}, scheduleRule{}, fmt.Errorf("unreadable definition: %w", err)
+	}
+	loc, err := time.LoadLocation(cmp.Or(spec.Timezone, "UTC"))
+	if err != nil {
+		return scheduleSpec{}, scheduleRule{}, err
+	}
+	rule := scheduleRule{loc: loc, every: ms(spec.EveryMs), start: timeOrZero(spec.StartAtMs), end: timeOrZero(spec.EndAtMs)}
+	if spec.Cron != "" {
+		if rule.spec, err = parseCron(spec.Cron); err != nil {
+			return scheduleSpec{}, scheduleRule{}, err
+		}
+	}
+	return spec, rule, nil
+}
+
 // decodeSchedule reads a stored schedule, its rule included.
 func decodeSchedule(ns string, r store.ScheduleRecord) (Schedule, scheduleRule, error) {
-	var spec scheduleSpec
-	if err := json.Unmarshal([]byte(r.Spec), &spec); err != nil {
-		return Schedule{}, scheduleRule{}, fmt.Errorf("queue: schedule %s/%s: unreadable definition: %w", ns, r.Name, err)
-	}
-	p := spec.params(ns, r.Name, r.Queue)
-	loc, err := time.LoadLocation(p.Timezone)
+	spec, rule, err := parseSpec(r.Spec)
 	if err != nil {
 		return Schedule{}, scheduleRule{}, fmt.Errorf("queue: schedule %s/%s: %w", ns, r.Name, err)
 	}
-	rule := scheduleRule{loc: loc, every: p.Every, start: p.StartAt, end: p.EndAt}
-	if p.Cron != "" {
-		if rule.spec, err = parseCron(p.Cron); err != nil {
-			return Schedule{}, scheduleRule{}, fmt.Errorf("queue: schedule %s/%s: %w", ns, r.Name, err)
-		}
-	}
+	p := spec.params(ns, r.Name, r.Queue)
 	p.Paused = r.Paused
 	s := Schedule{
 		ScheduleParams: p, NextRun: runMsOrZero(r.NextRun), LastRun: timeOrZero(r.LastRun),
@@ -482,14 +491,18 @@ func (s Schedules) Trigger(ctx context.Context, ns, name string) (TriggerResult,
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("queue: trigger schedule %s/%s: %w", ns, name, err)
 	}
-	res, err := s.c.store.FireSchedules(ctx, ns, sch.Job.Queue, []store.ScheduleFire{{
-		Name: name, Version: sch.Version, FromMs: store.TriggerRun, NextRunMs: store.NoRun,
-		Jobs: []store.TickJob{{TickMs: now, Job: &job}},
-	}})
+	results, err := s.c.store.FireSchedules(ctx, []store.FireBatch{{Namespace: ns, Queue: sch.Job.Queue,
+		Fires: []store.ScheduleFire{{
+			Name: name, Version: sch.Version, FromMs: store.TriggerRun, NextRunMs: store.NoRun,
+			Jobs: []store.TickJob{{TickMs: now, Job: &job}},
+		}}}})
+	if err == nil {
+		err = results[0].Err
+	}
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("queue: trigger schedule: %w", err)
 	}
-	switch out := res.Outcomes[0]; {
+	switch out := results[0].Outcomes[0]; {
 	case out.Published < 0:
 		return TriggerResult{}, fmt.Errorf("%w (changed or deleted while triggered)", ErrScheduleNotFound)
 	case out.Published == 0:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +26,10 @@ type SchedulerConfig struct {
 	// other schedulers leave that queue alone for as long, and take it over after that if this one
 	// died. Default 5s.
 	ClaimLease time.Duration
-	// Batch is the most queues one look claims from each shard of the due index, and the most due
-	// schedules of a queue read at once. Default 64.
+	// Batch is the most queues one look claims (spread over the shards of the due index), and the
+	// most due schedules of a queue read at once. Default 64.
 	Batch int
-	// OnFire, when set, is called after each tick fired (for metrics); it must not block.
+	// OnFire, when set, is called after each schedule's fire (for metrics); it must not block.
 	OnFire func(FireEvent)
 	// Logger receives pass errors. Default: the client's logger.
 	Logger *slog.Logger
@@ -66,6 +67,10 @@ type Scheduler struct {
 	// between, in tests, runs between the script calls of a visit (after "claim", "due" and
 	// "fire"), to stop a scheduler there.
 	between func(ctx context.Context, step string)
+	// passMu makes passes one at a time (RunOnce may be called beside the loop); it guards specs,
+	// the cache of parsed definitions (plan).
+	passMu sync.Mutex
+	specs  map[string]parsedSpec
 }
 
 var _ startstop.Service = (*Scheduler)(nil)
@@ -79,7 +84,7 @@ func NewScheduler(client *Client, cfg SchedulerConfig) *Scheduler {
 	if cfg.Logger == nil {
 		cfg.Logger = client.cfg.Logger
 	}
-	return &Scheduler{client: client, cfg: cfg}
+	return &Scheduler{client: client, cfg: cfg, specs: map[string]parsedSpec{}}
 }
 
 // Start runs passes until ctx ends or Stop is called, which waits for the pass under way. Between
@@ -122,41 +127,35 @@ func (s *Scheduler) step(ctx context.Context, name string) {
 }
 
 // RunOnce claims the queues with due schedules, fires their due ticks and settles the due index;
-// it returns how long until the next due time it knows of (0: more is due now). A queue that
-// fails is logged and left to its claim's lease; the others go on.
+// it returns how long until the next due time it knows of (0: more is due now). Each step is one
+// pipelined round trip for every claimed queue: the claim, the read of their due schedules, the
+// fire calls, the settle. A queue that fails is logged and left to its claim's lease; the others
+// go on.
 func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
+	s.passMu.Lock()
+	defer s.passMu.Unlock()
 	s.stats.passes.Add(1)
-	claim, err := s.client.store.ClaimDueQueues(ctx, s.cfg.Batch, s.cfg.ClaimLease)
+	// Each shard gives up to Batch/shards queues a look, so that other schedulers claim the rest
+	// and work on them meanwhile.
+	claim, err := s.client.store.ClaimDueQueues(ctx, max(1, s.cfg.Batch/store.DueShards), s.cfg.ClaimLease)
 	if err != nil {
 		return 0, fmt.Errorf("queue: claim due schedules: %w", err)
 	}
 	s.step(ctx, "claim")
 	next := claim.NextMs
-	visited := make([]store.DueQueue, 0, len(claim.Queues))
-	nextRuns := make([]int64, 0, len(claim.Queues))
-	for _, dq := range claim.Queues {
-		if ctx.Err() != nil {
-			break
+	if len(claim.Queues) > 0 {
+		var visited []store.DueQueue
+		var nextRuns []int64
+		if visited, nextRuns, err = s.visit(ctx, claim.Queues); err != nil {
+			return 0, err
 		}
-		n, err := s.visit(ctx, dq)
-		if err != nil && ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			s.stats.errors.Add(1)
-			s.cfg.Logger.Warn("schedule visit failed", slog.String("namespace", dq.Namespace),
-				slog.String("queue", dq.Queue), slog.Any("error", err))
-			continue
-		}
-		visited = append(visited, dq)
-		nextRuns = append(nextRuns, n)
-		if n != store.NoRun && (next == store.NoRun || n < next) {
-			next = n
-		}
-	}
-	if len(visited) > 0 {
 		if err := s.client.store.SettleQueues(ctx, visited, nextRuns); err != nil {
 			return 0, fmt.Errorf("queue: settle due schedules: %w", err)
+		}
+		for _, n := range nextRuns {
+			if n != store.NoRun && (next == store.NoRun || n < next) {
+				next = n
+			}
 		}
 	}
 	if next == store.NoRun {
@@ -165,42 +164,64 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	return time.Duration(next-claim.NowMs) * time.Millisecond, nil
 }
 
-// visit fires the due ticks of one claimed queue's schedules and returns the queue's earliest
-// next run (store.NoRun: none).
-func (s *Scheduler) visit(ctx context.Context, dq store.DueQueue) (int64, error) {
-	recs, nowMs, nextMs, err := s.client.store.DueSchedules(ctx, dq.Namespace, dq.Queue, s.cfg.Batch)
+// visit fires the due ticks of the claimed queues' schedules and returns the queues it is done
+// with and the earliest next run of each (store.NoRun: none).
+func (s *Scheduler) visit(ctx context.Context, queues []store.DueQueue) ([]store.DueQueue, []int64, error) {
+	reads, err := s.client.store.DueSchedules(ctx, queues, s.cfg.Batch)
 	if err != nil {
-		return 0, err
+		return nil, nil, fmt.Errorf("queue: read due schedules: %w", err)
 	}
 	s.step(ctx, "due")
-	if len(recs) == 0 {
-		return nextMs, nil
-	}
-	now := time.UnixMilli(nowMs)
-	fires := make([]store.ScheduleFire, 0, len(recs))
-	callbacks := false
-	for _, rec := range recs {
-		f, cb, err := s.plan(dq.Namespace, rec, now)
-		if err != nil {
-			s.stats.errors.Add(1)
-			s.cfg.Logger.Warn("schedule skipped", slog.String("namespace", dq.Namespace),
-				slog.String("schedule", rec.Name), slog.Any("error", err))
+	visited := make([]store.DueQueue, 0, len(queues))
+	nextRuns := make([]int64, 0, len(queues))
+	var batches []store.FireBatch
+	var batchQueue []store.DueQueue
+	for i, r := range reads {
+		dq := queues[i]
+		if r.Err == nil && len(r.Due) > 0 {
+			var fires []store.ScheduleFire
+			fires, r.Err = s.planQueue(ctx, dq, r)
+			if len(fires) > 0 && r.Err == nil {
+				batches = append(batches, store.FireBatch{Namespace: dq.Namespace, Queue: dq.Queue, Fires: fires})
+				batchQueue = append(batchQueue, dq)
+				continue
+			}
+			r.NextMs = r.NowMs + s.cfg.ClaimLease.Milliseconds() // none could be planned: look again later
+		}
+		if r.Err != nil {
+			s.failed(dq, r.Err)
 			continue
 		}
-		callbacks = callbacks || cb
-		fires = append(fires, f)
+		visited, nextRuns = append(visited, dq), append(nextRuns, r.NextMs)
 	}
-	if len(fires) == 0 {
-		return nowMs + s.cfg.ClaimLease.Milliseconds(), nil
+	if len(batches) == 0 {
+		return visited, nextRuns, nil
 	}
-	if err := s.client.register(ctx, dq.Namespace, dq.Queue, callbacks); err != nil {
-		return 0, err
-	}
-	res, err := s.client.store.FireSchedules(ctx, dq.Namespace, dq.Queue, fires)
+	results, err := s.client.store.FireSchedules(ctx, batches)
 	if err != nil {
-		return 0, err
+		return nil, nil, fmt.Errorf("queue: fire schedules: %w", err)
 	}
 	s.step(ctx, "fire")
+	for j, res := range results {
+		if res.Err != nil {
+			s.failed(batchQueue[j], res.Err)
+			continue
+		}
+		s.fired(batchQueue[j], batches[j].Fires, res)
+		visited, nextRuns = append(visited, batchQueue[j]), append(nextRuns, res.NextMs)
+	}
+	return visited, nextRuns, nil
+}
+
+// failed logs a queue whose visit failed; its claim's lease brings it back.
+func (s *Scheduler) failed(dq store.DueQueue, err error) {
+	s.stats.errors.Add(1)
+	s.cfg.Logger.Warn("schedule visit failed", slog.String("namespace", dq.Namespace),
+		slog.String("queue", dq.Queue), slog.Any("error", err))
+}
+
+// fired counts a fire call's outcome and reports it to OnFire.
+func (s *Scheduler) fired(dq store.DueQueue, fires []store.ScheduleFire, res store.FireResult) {
 	for i, out := range res.Outcomes {
 		if out.Published < 0 {
 			continue
@@ -217,23 +238,64 @@ func (s *Scheduler) visit(ctx context.Context, dq store.DueQueue) (int64, error)
 			s.cfg.OnFire(ev)
 		}
 	}
-	return res.NextMs, nil
+}
+
+// planQueue plans the due schedules of one queue (plan) and registers the queue for the jobs
+// they publish. A schedule that cannot be planned is logged and skipped.
+func (s *Scheduler) planQueue(ctx context.Context, dq store.DueQueue, r store.DueRead) ([]store.ScheduleFire, error) {
+	now := time.UnixMilli(r.NowMs)
+	fires := make([]store.ScheduleFire, 0, len(r.Due))
+	callbacks := false
+	for _, rec := range r.Due {
+		f, cb, err := s.plan(dq.Namespace, rec, now)
+		if err != nil {
+			s.stats.errors.Add(1)
+			s.cfg.Logger.Warn("schedule skipped", slog.String("namespace", dq.Namespace),
+				slog.String("schedule", rec.Name), slog.Any("error", err))
+			continue
+		}
+		callbacks = callbacks || cb
+		fires = append(fires, f)
+	}
+	if len(fires) == 0 {
+		return nil, nil
+	}
+	return fires, s.client.register(ctx, dq.Namespace, dq.Queue, callbacks)
+}
+
+// maxCachedSpecs bounds a scheduler's cache of parsed definitions; past it the cache starts over.
+const maxCachedSpecs = 16384
+
+// parsedSpec is a definition as plan needs it, parsed once.
+type parsedSpec struct {
+	spec scheduleSpec
+	rule scheduleRule
+	err  error
 }
 
 // plan decides what to fire of one due schedule (planTicks) and builds the jobs of its ticks;
-// it reports whether they carry a callback.
+// it reports whether they carry a callback. Parsed definitions are cached by their text: a
+// schedule's definition only changes with a new version, which is a new text.
 func (s *Scheduler) plan(ns string, rec store.ScheduleRecord, now time.Time) (store.ScheduleFire, bool, error) {
-	sch, rule, err := decodeSchedule(ns, rec)
-	if err != nil {
-		return store.ScheduleFire{}, false, err
+	ps, ok := s.specs[rec.Spec]
+	if !ok {
+		if len(s.specs) >= maxCachedSpecs {
+			clear(s.specs)
+		}
+		ps.spec, ps.rule, ps.err = parseSpec(rec.Spec)
+		s.specs[rec.Spec] = ps
 	}
-	p := planTicks(rule, time.UnixMilli(rec.NextRun), now, sch.CatchUp, s.cfg.Grace)
+	if ps.err != nil {
+		return store.ScheduleFire{}, false, ps.err
+	}
+	p := ps.spec.params(ns, rec.Name, rec.Queue)
+	plan := planTicks(ps.rule, time.UnixMilli(rec.NextRun), now, p.CatchUp, s.cfg.Grace)
 	f := store.ScheduleFire{Name: rec.Name, Version: rec.Version, FromMs: rec.NextRun,
-		NextRunMs: runMs(p.next), Missed: p.missed, Jobs: make([]store.TickJob, 0, len(p.fire))}
-	for _, tick := range p.fire {
-		pp := sch.Job.publishParams(ns, rec.Name, tick, false)
-		if sch.Jitter > 0 {
-			pp.Delay = time.Duration(rand.Int64N(int64(sch.Jitter)))
+		NextRunMs: runMs(plan.next), Missed: plan.missed, Jobs: make([]store.TickJob, 0, len(plan.fire))}
+	for _, tick := range plan.fire {
+		pp := p.Job.publishParams(ns, rec.Name, tick, false)
+		if p.Jitter > 0 {
+			pp.Delay = time.Duration(rand.Int64N(int64(p.Jitter)))
 		}
 		job, err := s.client.validateJob(pp)
 		if err != nil {
@@ -241,5 +303,5 @@ func (s *Scheduler) plan(ns string, rec store.ScheduleRecord, now time.Time) (st
 		}
 		f.Jobs = append(f.Jobs, store.TickJob{TickMs: tick.UnixMilli(), Job: &job})
 	}
-	return f, sch.Job.Callback != nil, nil
+	return f, p.Job.Callback != nil, nil
 }

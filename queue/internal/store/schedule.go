@@ -263,7 +263,7 @@ type DueClaim struct {
 // ClaimDueQueues claims up to limit queues per shard of the due index whose schedules are due,
 // for lease (schedule_claim.lua), one pipelined round trip over the shards.
 func (s *Store) ClaimDueQueues(ctx context.Context, limit int, lease time.Duration) (DueClaim, error) {
-	calls := make([]redisx.ScriptCall, scheduleShards)
+	calls := make([]redisx.ScriptCall, DueShards)
 	for i := range calls {
 		z, g := dueShardKeys(s.cfg.Prefix, i)
 		calls[i] = redisx.ScriptCall{Name: scriptScheduleClaim, Keys: []string{z, g}, Args: []any{limit, lease.Milliseconds()}}
@@ -310,7 +310,7 @@ func splitMember(m string) (ns, q string, ok bool) {
 // leaves the index), unless a change lowered it since the claim (schedule_settle.lua). One
 // pipelined round trip, one call per shard.
 func (s *Store) SettleQueues(ctx context.Context, visited []DueQueue, nextRuns []int64) error {
-	var byShard [scheduleShards][]any
+	var byShard [DueShards][]any
 	for i, d := range visited {
 		byShard[d.shard] = append(byShard[d.shard], d.member, d.gen, nextRuns[i])
 	}
@@ -334,27 +334,6 @@ func (s *Store) SettleQueues(ctx context.Context, visited []DueQueue, nextRuns [
 		}
 	}
 	return nil
-}
-
-// DueSchedules reads up to limit due schedules of queue q (schedule_due.lua), with Redis's time
-// and the earliest next run of the others (NoRun: none).
-func (s *Store) DueSchedules(ctx context.Context, ns, q string, limit int) (due []ScheduleRecord, nowMs, nextMs int64, err error) {
-	k := newScheduleKeys(s.cfg.Prefix, ns, q, "")
-	vals, err := s.runSchedule(ctx, scriptScheduleDue, []string{k.due, k.prefix}, limit).Slice()
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	if len(vals) < 2 {
-		return nil, 0, 0, fmt.Errorf("due schedules: unexpected reply of %d values", len(vals))
-	}
-	for i := 2; i+1 < len(vals); i += 2 {
-		fields, _ := vals[i+1].([]any)
-		if len(fields) == 0 {
-			continue // in the due zset but gone: a fire call removes it from neither; Fire skips it
-		}
-		due = append(due, parseScheduleRecord(str(vals[i]), q, fields))
-	}
-	return due, num(vals[0]), num(vals[1]), nil
 }
 
 // TickJob is the job of one tick.
@@ -392,33 +371,6 @@ type FireResult struct {
 	// NextMs is the earliest next run of the queue's schedules after the call (NoRun: none).
 	NextMs   int64
 	Outcomes []FireOutcome
-}
-
-// FireSchedules runs schedule_fire.lua on queue q for fires, in one call. A schedule with no such
-// hash is left alone (Published -1).
-func (s *Store) FireSchedules(ctx context.Context, ns, q string, fires []ScheduleFire) (FireResult, error) {
-	base := s.keys.get(ns, q)
-	extra := make([]string, 0, 1+len(fires))
-	extra = append(extra, newScheduleKeys(s.cfg.Prefix, ns, q, "").due)
-	args := []any{len(fires)}
-	for _, f := range fires {
-		extra = append(extra, newScheduleKeys(s.cfg.Prefix, ns, q, f.Name).hash)
-		args = append(args, f.Name, f.Version, f.FromMs, f.NextRunMs, f.Missed, len(f.Jobs))
-		for _, j := range f.Jobs {
-			args = append(args, j.TickMs)
-			args = j.Job.appendArgs(args)
-		}
-	}
-	vals, err := s.run(ctx, scriptScheduleFire, base.withKeys(extra...), args...).Slice()
-	if err != nil {
-		return FireResult{}, err
-	}
-	if len(vals) != 2+2*len(fires) {
-		return FireResult{}, fmt.Errorf("fire schedules: unexpected reply of %d values", len(vals))
-	}
-	res := FireResult{NowMs: num(vals[0]), NextMs: num(vals[1]), Outcomes: make([]FireOutcome, len(fires))}
-	for i := range fires {
-		res.Outcomes[i] = FireOutcome{Published: num(vals[2+2*i]), LastJobID: str(vals[3+2*i])}
-	}
-	return res, nil
+	// Err is the call's failure (FireSchedules): then nothing else is set.
+	Err error
 }

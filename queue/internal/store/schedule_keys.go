@@ -9,11 +9,11 @@ import (
 // tag, so the script that fires a tick publishes the tick's job and advances the schedule in one
 // atomic call on Redis Cluster too. Two indexes find schedules without scanning: the namespace's
 // hash of schedule names (name -> queue), and the due index, a zset of queues by the time their
-// earliest schedule is due, split in scheduleShards shards of hash tags of their own so that it
+// earliest schedule is due, split in DueShards shards of hash tags of their own so that it
 // spreads over a Cluster's nodes.
 
-// scheduleShards is the number of shards of the due index. Every process must agree on it.
-const scheduleShards = 8
+// DueShards is the number of shards of the due index. Every process must agree on it.
+const DueShards = 8
 
 // scheduleKeys are the keys of one schedule and of its queue's schedule indexes.
 type scheduleKeys struct {
@@ -60,5 +60,5 @@ func dueShardKeys(prefix string, shard int) (zset, gens string) {
 
 // dueShardOf is the shard of the due index that holds a queue.
 func dueShardOf(member string) int {
-	return int(crc32.ChecksumIEEE([]byte(member)) % scheduleShards)
+	return int(crc32.ChecksumIEEE([]byte(member)) % DueShards)
 }
