@@ -30,9 +30,10 @@ func TestSchedulersKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	worst := r.killFor(loadDuration(), func() time.Duration { return jitter(time.Second, 3*time.Second) }, func() func() {
-		down := []*instance{instances[rand.IntN(len(instances))]}
+		i := rand.IntN(len(instances))
+		down := []*instance{instances[i]}
 		if rand.IntN(4) == 0 { // now and then two at once
-			down = append(down, instances[rand.IntN(len(instances))])
+			down = append(down, instances[(i+1+rand.IntN(len(instances)-1))%len(instances)])
 		}
 		for _, in := range down {
 			in.kill()
