@@ -73,7 +73,9 @@ func TestSchedulersKilled(t *testing.T) {
 		}
 	}
 	slices.Sort(lateness)
-	p := func(q float64) time.Duration { return lateness[int(q*float64(len(lateness)-1))].Round(time.Millisecond) }
+	p := func(q float64) time.Duration {
+		return lateness[int(q*float64(len(lateness)-1))].Round(time.Millisecond)
+	}
 	fmt.Printf("schedules: %d ticks over %s, %d kills (kill to ready again at most %s): %d duplicates, %d missing, "+
 		"%d counted missed; lateness p50 %s, p99 %s, max %s\n", len(ticks), ticks[len(ticks)-1].Sub(ticks[0]),
 		len(r.kills), worst.Round(time.Millisecond), dups, gaps, s.Missed, p(0.5), p(0.99), p(1))
