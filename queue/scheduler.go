@@ -141,6 +141,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("queue: claim due schedules: %w", err)
 	}
+	claimed := time.Now() // the wait below counts from Redis's time at the claim, less the pass
 	s.step(ctx, "claim")
 	next := claim.NextMs
 	if len(claim.Queues) > 0 {
@@ -161,7 +162,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	if next == store.NoRun {
 		return s.cfg.MaxIdle, nil
 	}
-	return time.Duration(next-claim.NowMs) * time.Millisecond, nil
+	return time.Duration(next-claim.NowMs)*time.Millisecond - time.Since(claimed), nil
 }
 
 // visit fires the due ticks of the claimed queues' schedules and returns the queues it is done
