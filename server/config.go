@@ -78,6 +78,17 @@ type Config struct {
 	// reading it; a slower body ends the request with 400 invalid_argument. Default 30s.
 	BodyReadTimeout time.Duration
 
+	// WriteTimeout bounds each write of an answer: a client that reads so slowly that one write
+	// does not reach it within this time loses its connection. Waiting before the answer starts
+	// (a long poll) is not bounded by it. Default 30s.
+	WriteTimeout time.Duration
+
+	// ReadHeaderTimeout bounds how long a request's headers may take to arrive. Default 10s.
+	ReadHeaderTimeout time.Duration
+
+	// IdleTimeout ends a keep-alive connection that sent no request for that long. Default 2m.
+	IdleTimeout time.Duration
+
 	// MaxConsumeTimeout bounds the "timeout" of a blocking consume. Default 60s.
 	MaxConsumeTimeout time.Duration
 
@@ -208,6 +219,9 @@ func (c Config) withDefaults() Config {
 	c.RedisServerPath = cmp.Or(c.RedisServerPath, "redis-server")
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, 30*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 30*time.Second)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 10*time.Second)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
 	c.MaxConsumeTimeout = cmp.Or(c.MaxConsumeTimeout, 60*time.Second)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
@@ -251,6 +265,9 @@ func (c Config) validate() error {
 	}
 	if c.BodyReadTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: body_read_timeout must be at least 1ms"))
+	}
+	if c.WriteTimeout < time.Millisecond || c.ReadHeaderTimeout < time.Millisecond || c.IdleTimeout < time.Millisecond {
+		errs = append(errs, errors.New("config: write_timeout, read_header_timeout and idle_timeout must each be at least 1ms"))
 	}
 	if c.MaxConsumeTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: max_consume_timeout must be at least 1ms"))

@@ -66,6 +66,21 @@ type statusWriter struct {
 	status    int
 	muxStatus int
 	muxHeader http.Header
+	// rc and writeTimeout bound each write of the answer (Config.WriteTimeout); rc is nil when
+	// there is no bound.
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+}
+
+// extendWriteDeadline gives the write about to start WriteTimeout to reach the client. The
+// deadline is set per write, not per request: a long poll waits as long as it likes before its
+// answer starts, a long answer to a reader that keeps up is never cut, and a client that stops
+// reading (or reads slower than one write in WriteTimeout) loses its connection instead of
+// holding the handler, its buffers and its slot.
+func (w *statusWriter) extendWriteDeadline() {
+	if w.rc != nil {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.writeTimeout)) // tests' recorders have none
+	}
 }
 
 // muxReply reports whether a reply with status comes from the mux rather than a route's handler:
@@ -104,6 +119,7 @@ func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.extendWriteDeadline()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -114,6 +130,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.extendWriteDeadline()
 	return w.ResponseWriter.Write(b)
 }
 
@@ -175,9 +192,10 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard}
 		st.Client, st.HTTPS = s.proxies.client(r)
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
-		sw := &statusWriter{ResponseWriter: w}
+		rc := http.NewResponseController(w)
+		sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout}
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
+			r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
 		}
 		inflight.Inc()
 		defer inflight.Dec()
@@ -224,6 +242,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 // then records the request's metrics and access log.
 func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, start time.Time) {
 	sw.req = nil
+	sw.extendWriteDeadline() // for what net/http writes after the handler: the last buffered bytes
 	if v := recover(); v != nil {
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)

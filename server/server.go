@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -308,8 +307,8 @@ func (s *Server) Run(ctx context.Context) error {
 // listeners are closed when it returns.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 	servers := []*http.Server{
-		{Handler: s.public, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
-		{Handler: s.admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
+		{Handler: s.public, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
+		{Handler: s.admin, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
 	}
 	listeners := []net.Listener{public, admin}
 	// The HTTP servers close the listeners when they stop; this closes them on the early returns

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
+	"github.com/sluicehq/sluice/queue"
+)
+
+// A client that asks for a large answer and then does not read it loses its connection at the
+// write timeout: the handler ends, and the server goes on serving others. Before, the handler
+// stayed blocked in its write for as long as the client kept the connection open.
+func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.WriteTimeout, c.MaxBodyBytes = 300*time.Millisecond, 8<<20 })
+	ctx := ctxT(t)
+	payload := bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 7<<20/3) // about 7 MiB, sent as base64
+	res, err := ts.Queue.Publish(ctx, queue.PublishParams{Namespace: "slow", Queue: "big", Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := ts.token(t, "slow")
+
+	// A small receive buffer, set before connecting, so the kernel cannot take the answer in.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(ts.PublicURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/ns/slow/queues/big/jobs/%s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", res.ID, token)
+	inflight := func() float64 {
+		var m dto.Metric
+		if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	testwait.Until(t, 30*time.Second, "the request to start", func() bool { return inflight() > 0 })
+	testwait.Until(t, 30*time.Second, "the handler of the unread answer to end", func() bool { return inflight() == 0 })
+
+	got, _ := io.Copy(io.Discard, conn) // what the kernel had taken in, then the close
+	if want := int64(len(payload)) * 4 / 3; got >= want {
+		t.Fatalf("the slow reader got %d bytes, want the connection cut before the %d of the payload", got, want)
+	}
+	r := do(t, http.MethodGet, ts.PublicURL+"/v1/ns/slow/queues/big/jobs/"+res.ID, token, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("another client after the cut: %d", r.Status)
+	}
+}
