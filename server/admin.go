@@ -30,13 +30,18 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listNamespaces is GET /v1/namespaces.
+// listNamespaces is GET /v1/namespaces?cursor=&limit=: a page of the namespaces (one HSCAN), and
+// next_cursor while there are more.
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.namespaces.List(r.Context())
+	pr, err := httpapi.ReadPage(r, "namespaces", "")
 	if err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"namespaces": list})
+	list, next, err := s.namespaces.Page(r.Context(), pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"namespaces": list, "next_cursor": httpapi.NextCursor("namespaces", "", next)})
 	return nil
 }
 
@@ -128,11 +133,15 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) error {
 	if !tenant.ValidName(ns) {
 		return httpapi.InvalidArg("namespace", "%q %s", ns, tenant.NameRule)
 	}
-	list, err := s.tokens.List(r.Context(), ns)
+	pr, err := httpapi.ReadPage(r, "tokens", ns)
 	if err != nil {
 		return err
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"tokens": list})
+	list, next, err := s.tokens.Page(r.Context(), ns, pr.After, pr.Limit)
+	if err != nil {
+		return err
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"tokens": list, "next_cursor": httpapi.NextCursor("tokens", ns, next)})
 	return nil
 }
 

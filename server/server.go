@@ -140,6 +140,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
 	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
+	// Tokens written before each namespace had its token index get their entries (a batch per
+	// call; idempotent, so every start runs it).
+	if n, err := s.tokens.IndexTokens(ctx); err != nil {
+		_ = s.closeStore()
+		return nil, fmt.Errorf("server: %w", err)
+	} else if n > 0 {
+		s.log.Debug("token indexes checked", "tokens", n)
+	}
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
 	if err := s.setupAuthGuard(); err != nil {

@@ -41,23 +41,28 @@ func toQueueJSON(name string, st queue.Stats) QueueJSON {
 	}
 }
 
-// listQueues is GET /v1/ns/{ns}/queues: every queue of the namespace with its stats (one
-// pipelined round trip, O(priorities) per queue inside Redis).
+// listQueues is GET /v1/ns/{ns}/queues?cursor=&limit=: a page of the namespace's queues with their
+// stats (the registry read with one SSCAN, the stats in one pipelined round trip, O(priorities)
+// per queue inside Redis), and next_cursor while there are more.
 func (a *API) listQueues(w http.ResponseWriter, r *http.Request) error {
 	ns := r.PathValue("ns")
-	names, err := a.queue.Queues(r.Context(), ns)
+	pr, err := httpapi.ReadPage(r, "queues", ns)
 	if err != nil {
 		return err
 	}
-	stats, err := a.queue.StatsMany(r.Context(), ns, names)
+	page, err := a.queue.QueuesPage(r.Context(), queue.QueuesPageParams{Namespace: ns, After: pr.After, Limit: pr.Limit})
 	if err != nil {
 		return err
 	}
-	out := make([]QueueJSON, len(names))
-	for i, q := range names {
+	stats, err := a.queue.StatsMany(r.Context(), ns, page.Queues)
+	if err != nil {
+		return err
+	}
+	out := make([]QueueJSON, len(page.Queues))
+	for i, q := range page.Queues {
 		out[i] = toQueueJSON(q, stats[i])
 	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"queues": out})
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"queues": out, "next_cursor": httpapi.NextCursor("queues", ns, page.Next)})
 	return nil
 }
 

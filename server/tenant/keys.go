@@ -1,7 +1,9 @@
 package tenant
 
-// keys are the Redis keys of tenancy, all under the server's prefix. They are plain hashes
-// written one command at a time, so they need no shared hash tag.
+// keys are the Redis keys of tenancy, all under the server's prefix. The hashes are written one
+// command at a time; a namespace's token index is written with the token hash in one script, so
+// its name carries the token hash's whole name as its hash tag: "{prefix:auth:tokens}:ns:<ns>"
+// lands in the slot of "prefix:auth:tokens" on Redis Cluster.
 type keys struct {
 	// namespaces is a hash: namespace name -> Namespace JSON.
 	namespaces string
@@ -21,3 +23,7 @@ func newKeys(prefix string) keys {
 
 // limitField is the field of a token's limit in keys.limits, and the key of its rate limiter.
 func limitField(ns, id string) string { return ns + "/" + id }
+
+// tokenIndex is the sorted set of namespace ns's tokens: score 0, member "<created ms>:<id>"
+// (tokenIndexMember), so that lexical order is creation order and a page starts after a member.
+func (k keys) tokenIndex(ns string) string { return "{" + k.tokens + "}:ns:" + ns }

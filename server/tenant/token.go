@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // Permission is what a token may do in its namespace.
@@ -69,6 +72,10 @@ type CreateTokenParams struct {
 	// Secret is the token's secret when the caller chooses it (CheckSecret says which are
 	// accepted), so that clients holding a token of another system keep it; "": a random one.
 	Secret string
+	// MaxTokens is the namespace's quota of tokens (0: none): Create refuses with a
+	// *sluice.QuotaError when the namespace holds that many. The server fills it from the
+	// namespace's quotas; it is checked atomically with the write.
+	MaxTokens int64
 }
 
 // permissionList names KnownPermissions in error messages.
@@ -84,7 +91,9 @@ var permissionList = func() string {
 // its TTL, which bounds how long a revoked token keeps working on any instance.
 type TokenStore struct {
 	rdb        redis.UniversalClient
+	keys       keys
 	key        string // hash: token id -> record JSON
+	scripts    *redisx.ScriptRunner
 	namespaces *NamespaceStore
 	now        func() time.Time
 	cache      *lookupCache[Token] // secret hash -> token
@@ -104,9 +113,12 @@ const idLen = 16
 
 // NewTokenStore returns the token store under prefix.
 func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *NamespaceStore, cacheTTL time.Duration) *TokenStore {
+	k := newKeys(prefix)
 	return &TokenStore{
 		rdb:        rdb,
-		key:        newKeys(prefix).tokens,
+		keys:       k,
+		key:        k.tokens,
+		scripts:    redisx.NewScriptRunner(library, rdb, nil, "tenant"),
 		namespaces: namespaces,
 		now:        time.Now,
 		cache:      newLookupCache[Token](cacheTTL),
@@ -175,7 +187,7 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		return "", Token{}, err
 	}
 	if p.Secret != "" {
-		tok, err := s.store(ctx, p.Secret, p.Namespace, p.Description, clean, maxPrio)
+		tok, err := s.store(ctx, p.Secret, p, clean, maxPrio)
 		switch {
 		case errors.Is(err, errIDTaken):
 			return "", Token{}, invalidArg("secret", "another token has the same id (the first 16 hex digits of "+
@@ -191,7 +203,7 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 			return "", Token{}, fmt.Errorf("token: random: %w", err)
 		}
 		secret := secretPrefix + hex.EncodeToString(raw[:])
-		tok, err := s.store(ctx, secret, p.Namespace, p.Description, clean, maxPrio)
+		tok, err := s.store(ctx, secret, p, clean, maxPrio)
 		if errors.Is(err, errIDTaken) {
 			continue
 		}
@@ -203,16 +215,17 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 // errIDTaken is store's answer when another secret has the new secret's id (its SHA-256 prefix).
 var errIDTaken = errors.New("token: id taken")
 
-// store writes the record of a new token with secret, unless its id is taken: ErrTokenExists when
-// by the same secret, errIDTaken when by another. It forgets a cached "unknown" for the secret,
-// so a chosen secret works at once on this instance.
-func (s *TokenStore) store(ctx context.Context, secret, ns, desc string, perms []Permission, maxPrio int) (Token, error) {
+// store writes the record of a new token with secret and adds it to its namespace's index, in one
+// script, unless its id is taken (ErrTokenExists when by the same secret, errIDTaken when by
+// another) or the namespace is at its quota of tokens (*sluice.QuotaError). It forgets a cached
+// "unknown" for the secret, so a chosen secret works at once on this instance.
+func (s *TokenStore) store(ctx context.Context, secret string, p CreateTokenParams, perms []Permission, maxPrio int) (Token, error) {
 	h := hashSecret(secret)
 	rec := tokenRecord{
 		Token: Token{
 			ID:          h[:idLen],
-			Namespace:   ns,
-			Description: desc,
+			Namespace:   p.Namespace,
+			Description: p.Description,
 			Permissions: perms,
 			MaxPriority: maxPrio,
 			CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
@@ -223,11 +236,15 @@ func (s *TokenStore) store(ctx context.Context, secret, ns, desc string, perms [
 	if err != nil {
 		return Token{}, fmt.Errorf("token: %w", err)
 	}
-	ok, err := s.rdb.HSetNX(ctx, s.key, rec.ID, b).Result()
+	keys := []string{s.key, s.keys.tokenIndex(p.Namespace)}
+	res, err := s.scripts.Run(ctx, "token_create", keys, rec.ID, b, tokenIndexMember(rec.Token), p.MaxTokens).Int64()
 	if err != nil {
 		return Token{}, fmt.Errorf("token: create: %w", err)
 	}
-	if !ok {
+	switch res {
+	case -1:
+		return Token{}, &sluice.QuotaError{Namespace: p.Namespace, Quota: "max_tokens", Limit: p.MaxTokens}
+	case 0:
 		old, found, err := s.load(ctx, rec.ID)
 		switch {
 		case err != nil:
@@ -266,17 +283,20 @@ func (s *TokenStore) load(ctx context.Context, id string) (tokenRecord, bool, er
 	return readRecord[tokenRecord](ctx, s.rdb, s.key, id, "token")
 }
 
-// List returns the tokens of a namespace, oldest first ("" lists every namespace's).
+// List returns the tokens of a namespace, oldest first ("" lists every namespace's, reading the
+// whole token hash: for tools and tests, never for a page). It reads the namespace's index, so it
+// costs what the namespace holds, not what every namespace holds; Page reads it a page at a time.
 func (s *TokenStore) List(ctx context.Context, ns string) ([]Token, error) {
+	if ns != "" {
+		return s.listNamespace(ctx, ns)
+	}
 	recs, err := readRecords[tokenRecord](ctx, s.rdb, s.key, "token")
 	if err != nil {
 		return nil, err
 	}
 	out := []Token{}
 	for _, rec := range recs {
-		if ns == "" || rec.Namespace == ns {
-			out = append(out, rec.Token)
-		}
+		out = append(out, rec.Token)
 	}
 	slices.SortFunc(out, func(a, b Token) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
@@ -317,31 +337,49 @@ func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
 	if !found || rec.Namespace != ns {
 		return notFound("no such token in namespace " + ns)
 	}
-	if err := s.rdb.HDel(ctx, s.key, id).Err(); err != nil {
-		return fmt.Errorf("token: revoke: %w", err)
+	if _, err := s.revoke(ctx, ns, []string{tokenIndexMember(rec.Token)}); err != nil {
+		return err
 	}
 	s.cache.forget(rec.Hash)
 	return nil
 }
 
-// RevokeNamespace deletes every token of ns and returns how many.
+// RevokeNamespace deletes every token of ns, a page of the namespace's index per script call, and
+// returns how many.
 func (s *TokenStore) RevokeNamespace(ctx context.Context, ns string) (int, error) {
-	toks, err := s.List(ctx, ns)
+	total := 0
+	for {
+		page, _, err := s.indexPage(ctx, ns, "", revokeBatch)
+		if err != nil || len(page) == 0 {
+			if total > 0 {
+				s.cache.forgetAll()
+			}
+			return total, err
+		}
+		n, err := s.revoke(ctx, ns, page)
+		total += n
+		if err != nil {
+			s.cache.forgetAll()
+			return total, err
+		}
+	}
+}
+
+// revokeBatch is how many tokens one call of token_revoke.lua deletes.
+const revokeBatch = 500
+
+// revoke deletes the tokens of namespace ns whose index members are given (records and index
+// entries) in one script call and returns how many records there were.
+func (s *TokenStore) revoke(ctx context.Context, ns string, members []string) (int, error) {
+	argv := make([]any, 0, 2*len(members))
+	for _, m := range members {
+		argv = append(argv, memberID(m), m)
+	}
+	n, err := s.scripts.Run(ctx, "token_revoke", []string{s.key, s.keys.tokenIndex(ns)}, argv...).Int()
 	if err != nil {
-		return 0, err
-	}
-	if len(toks) == 0 {
-		return 0, nil
-	}
-	ids := make([]string, len(toks))
-	for i, t := range toks {
-		ids[i] = t.ID
-	}
-	if err := s.rdb.HDel(ctx, s.key, ids...).Err(); err != nil {
 		return 0, fmt.Errorf("token: revoke: %w", err)
 	}
-	s.cache.forgetAll()
-	return len(ids), nil
+	return n, nil
 }
 
 // isTokenID reports whether s has the shape of a token id (16 lowercase hex digits).

@@ -29,10 +29,16 @@ type queueRow struct {
 	Key              string // the live keys' stem
 }
 
+// nsBlock is a namespace with a page of its queues.
 type nsBlock struct {
 	Name   string
 	Queues []queueRow
+	// Total is how many queues the namespace has (the page shows Queues of them).
+	Total int64
 }
+
+// More reports whether the namespace has queues the block does not show.
+func (b nsBlock) More() bool { return b.Total > int64(len(b.Queues)) }
 
 func statsLive(l live, key string, st queue.Stats) {
 	l[key+":ready"] = strconv.FormatInt(st.Ready, 10)
@@ -65,79 +71,66 @@ func seriesLive(l live, key string, s series) {
 	l[key+":pubrate"] = rate(last(s.Published))
 }
 
-// overviewData collects every namespace's queues with their numbers.
-func (u *UI) overviewData(ctx context.Context) ([]nsBlock, live, error) {
-	nss, err := u.cfg.Queue.Namespaces(ctx)
+// overviewData collects a page of namespaces (?cursor=) with the first queues of each and their
+// numbers, and the link to the next page ("" on the last).
+func (u *UI) overviewData(r *http.Request) ([]nsBlock, live, string, error) {
+	ctx := r.Context()
+	pr, err := httpapi.ReadPage(r, "overview", "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	if ns := scopeOf(ctx); ns != "" {
-		nss = []string{ns} // a session limited to one namespace (scope.go)
-	} else if tn, err := u.cfg.Namespaces.List(ctx); err == nil {
-		for _, n := range tn {
-			if !contains(nss, n.Name) {
-				nss = append(nss, n.Name)
-			}
+	// A page holds up to overviewNamespaces namespaces: it reads on from the registry to the
+	// queues-only namespaces, a few reads at most. A session limited to one namespace (scope.go)
+	// sees that one only.
+	var nss []string
+	next := pr.After
+	scoped := scopeOf(ctx) != ""
+	if scoped {
+		nss, next = []string{scopeOf(ctx)}, ""
+	}
+	for i := 0; i < 4 && !scoped; i++ {
+		page, n, err := u.namespacesPage(ctx, next)
+		if err != nil {
+			return nil, nil, "", err
 		}
-	} else {
-		return nil, nil, err
+		nss, next = append(nss, page...), n
+		if next == "" || len(nss) >= overviewNamespaces {
+			break
+		}
 	}
 	l := live{}
 	blocks := make([]nsBlock, 0, len(nss))
 	for _, ns := range nss {
-		names, err := u.cfg.Queue.Queues(ctx, ns)
+		b, _, err := u.queueBlock(ctx, l, ns, "", overviewQueues)
 		if err != nil {
-			return nil, nil, err
-		}
-		b := nsBlock{Name: ns}
-		if len(names) > 0 {
-			stats, err := u.cfg.Queue.StatsMany(ctx, ns, names)
-			if err != nil {
-				return nil, nil, err
-			}
-			tp, err := u.throughput(ctx, ns, names)
-			if err != nil {
-				return nil, nil, err
-			}
-			for i, q := range names {
-				key := ns + "/" + q
-				b.Queues = append(b.Queues, queueRow{Namespace: ns, Queue: q, Key: key})
-				statsLive(l, key, stats[i])
-				seriesLive(l, key, tp[i])
-			}
+			return nil, nil, "", err
 		}
 		blocks = append(blocks, b)
 	}
-	return blocks, l, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
+	return blocks, l, pageLink("/ui/", "overview", "", next), nil
 }
 
 func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
-	blocks, l, err := u.overviewData(r.Context())
+	blocks, l, next, err := u.overviewData(r)
 	if err != nil {
 		return err
 	}
-	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{"Namespaces": blocks, "Live": l, "Poll": "/ui/api/overview"})
+	poll := "/ui/api/overview"
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		poll += "?cursor=" + url.QueryEscape(c)
+	}
+	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{"Namespaces": blocks, "Live": l, "Poll": poll, "Next": next})
 	return nil
 }
 
 func (u *UI) overviewJSON(w http.ResponseWriter, r *http.Request) error {
-	_, l, err := u.overviewData(r.Context())
+	_, l, _, err := u.overviewData(r)
 	if err != nil {
 		return err
 	}
 	return writeLive(w, l)
 }
 
-// find sends the "find by id" form to the job's or task's page.
 func (u *UI) find(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	ns, qn, id := strings.TrimSpace(q.Get("ns")), strings.TrimSpace(q.Get("q")), strings.TrimSpace(q.Get("id"))

@@ -51,6 +51,7 @@ var funcs = template.FuncMap{
 	"short":   func(b []byte) string { return shortPreview(b) },
 	"join":    strings.Join,
 	"chart":   func(l live, key string) map[string]any { return map[string]any{"l": l, "k": key} },
+	"queues":  func(l live, b nsBlock) map[string]any { return map[string]any{"l": l, "b": b} },
 }
 
 func roundDur(d time.Duration) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/startstop"
+	"github.com/sluicehq/sluice/queue"
 )
 
 const (
@@ -48,38 +49,68 @@ func (s *Sampler) Start(ctx context.Context) error {
 	})
 }
 
-// SampleOnce records the current minute's sample of every queue (where none is recorded yet).
+// sampleBatch is how many queues one step of SampleOnce samples (one StatsMany and one
+// pipeline of sample scripts), so a namespace of 100,000 queues is sampled in bounded calls.
+const sampleBatch = 500
+
+// SampleOnce records the current minute's sample of every queue (where none is recorded yet),
+// reading the registry a page at a time.
 func (s *Sampler) SampleOnce(ctx context.Context) error {
 	q := s.cfg.Queue
-	nss, err := q.Namespaces(ctx)
-	if err != nil {
-		return err
-	}
-	for _, ns := range nss {
-		names, err := q.Queues(ctx, ns)
-		if err != nil || len(names) == 0 {
+	return eachPage(func(after string) (queue.QueuesPageResult, error) {
+		return q.NamespacesPage(ctx, queue.QueuesPageParams{After: after, Limit: sampleBatch})
+	}, func(nss []string) error {
+		for _, ns := range nss {
+			err := eachPage(func(after string) (queue.QueuesPageResult, error) {
+				return q.QueuesPage(ctx, queue.QueuesPageParams{Namespace: ns, After: after, Limit: sampleBatch})
+			}, func(names []string) error { return s.sample(ctx, ns, names) })
 			if err != nil {
 				return err
 			}
-			continue
 		}
-		stats, err := q.StatsMany(ctx, ns, names)
+		return nil
+	})
+}
+
+// eachPage calls use with every page that read returns, from the first to the last.
+func eachPage(read func(after string) (queue.QueuesPageResult, error), use func([]string) error) error {
+	after := ""
+	for {
+		page, err := read(after)
 		if err != nil {
 			return err
 		}
-		calls := make([]redisx.ScriptCall, len(names))
-		for i, name := range names {
-			calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
-				Args: []any{stats[i].Published, stats[i].Acked, window, int(sampleTTL / time.Second)}}
-		}
-		cmds, err := s.scripts.RunMany(ctx, calls)
-		if err != nil {
-			return fmt.Errorf("ui: load sample script: %w", err)
-		}
-		for _, cmd := range cmds {
-			if err := cmd.Err(); err != nil {
-				return fmt.Errorf("ui: sample %s: %w", ns, err)
+		if len(page.Queues) > 0 {
+			if err := use(page.Queues); err != nil {
+				return err
 			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
+// sample records the current minute's sample of the queues names of namespace ns.
+func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
+	q := s.cfg.Queue
+	stats, err := q.StatsMany(ctx, ns, names)
+	if err != nil {
+		return err
+	}
+	calls := make([]redisx.ScriptCall, len(names))
+	for i, name := range names {
+		calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
+			Args: []any{stats[i].Published, stats[i].Acked, window, int(sampleTTL / time.Second)}}
+	}
+	cmds, err := s.scripts.RunMany(ctx, calls)
+	if err != nil {
+		return fmt.Errorf("ui: load sample script: %w", err)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return fmt.Errorf("ui: sample %s: %w", ns, err)
 		}
 	}
 	return nil

@@ -11,26 +11,81 @@ import (
 	"github.com/sluicehq/sluice/server/tenant"
 )
 
+// tokenNS is a namespace with a page of its tokens.
 type tokenNS struct {
 	Name   string
 	Tokens []tenant.Token
+	// Total is how many tokens the namespace holds.
+	Total int64
 }
 
-// tokensData lists every registered namespace with its tokens (ids and settings, never secrets).
-func (u *UI) tokensData(r *http.Request) ([]tokenNS, error) {
-	nss, err := u.cfg.Namespaces.List(r.Context())
+// More reports whether the namespace has tokens the block does not show.
+func (b tokenNS) More() bool { return b.Total > int64(len(b.Tokens)) }
+
+// The tokens page reads a page at a time: without ?ns= a page of namespaces with the first
+// tokens of each, with ?ns= a page of that namespace's tokens.
+const (
+	tokensPerNamespace = 20  // tokens shown per namespace on a page of namespaces
+	tokensPerPage      = 100 // tokens on a page of one namespace
+)
+
+// tokensData reads the tokens page (ids and settings, never secrets) and the link to its next
+// page ("" on the last).
+func (u *UI) tokensData(r *http.Request) ([]tokenNS, string, error) {
+	ctx := r.Context()
+	if ns := r.URL.Query().Get("ns"); ns != "" {
+		if !tenant.ValidName(ns) {
+			return nil, "", httpapi.InvalidArg("ns", "%q %s", ns, tenant.NameRule)
+		}
+		pr, err := httpapi.ReadPage(r, "ui-tokens", ns)
+		if err != nil {
+			return nil, "", err
+		}
+		b, next, err := u.tokenBlock(r, ns, pr.After, tokensPerPage)
+		if err != nil {
+			return nil, "", err
+		}
+		return []tokenNS{b}, pageLink("/ui/tokens", "ui-tokens", ns, next) + nsParam(next, ns), nil
+	}
+	pr, err := httpapi.ReadPage(r, "ui-token-namespaces", "")
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	nss, next, err := u.cfg.Namespaces.Page(ctx, pr.After, overviewNamespaces)
+	if err != nil {
+		return nil, "", err
 	}
 	out := make([]tokenNS, 0, len(nss))
 	for _, n := range nss {
-		list, err := u.cfg.Tokens.List(r.Context(), n.Name)
+		b, _, err := u.tokenBlock(r, n.Name, "", tokensPerNamespace)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = append(out, tokenNS{Name: n.Name, Tokens: list})
+		out = append(out, b)
 	}
-	return out, nil
+	return out, pageLink("/ui/tokens", "ui-token-namespaces", "", next), nil
+}
+
+// nsParam is the ns parameter a next-page link of namespace ns's tokens carries ("" when there
+// is no next page).
+func nsParam(next, ns string) string {
+	if next == "" {
+		return ""
+	}
+	return "&ns=" + url.QueryEscape(ns)
+}
+
+// tokenBlock reads a page of namespace ns's tokens and how many it holds.
+func (u *UI) tokenBlock(r *http.Request, ns, after string, limit int) (tokenNS, string, error) {
+	list, next, err := u.cfg.Tokens.Page(r.Context(), ns, after, limit)
+	if err != nil {
+		return tokenNS{}, "", err
+	}
+	total, err := u.cfg.Tokens.Count(r.Context(), ns)
+	if err != nil {
+		return tokenNS{}, "", err
+	}
+	return tokenNS{Name: ns, Tokens: list, Total: total}, next, nil
 }
 
 // permChoice is one permission's checkbox on the token form, ticked when a token created
@@ -49,12 +104,13 @@ func permChoices() []permChoice {
 }
 
 func (u *UI) tokensPage(w http.ResponseWriter, r *http.Request) error {
-	list, err := u.tokensData(r)
+	list, next, err := u.tokensData(r)
 	if err != nil {
 		return err
 	}
 	u.render(w, r, http.StatusOK, "tokens", "Tokens", map[string]any{
-		"Namespaces": list, "Perms": permChoices(), "NS": r.URL.Query().Get("ns"),
+		"Namespaces": list, "Perms": permChoices(), "NS": r.URL.Query().Get("ns"), "Next": next,
+		"Single": r.URL.Query().Get("ns") != "",
 	})
 	return nil
 }
@@ -88,12 +144,12 @@ func (u *UI) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := u.tokensData(r)
+	list, next, err := u.tokensData(r)
 	if err != nil {
 		return err
 	}
 	u.render(w, r, http.StatusCreated, "tokens", "Tokens", map[string]any{
-		"Namespaces": list, "Perms": permChoices(), "NS": ns, "Created": tok, "Secret": secret,
+		"Namespaces": list, "Perms": permChoices(), "NS": ns, "Created": tok, "Secret": secret, "Next": next,
 	})
 	return nil
 }

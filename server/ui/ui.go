@@ -136,6 +136,8 @@ func (u *UI) routes() http.Handler {
 	page("GET /ui/{$}", u.overview)
 	page("GET /ui/api/overview", u.overviewJSON)
 	page("GET /ui/find", u.find)
+	page("GET /ui/ns/{ns}", u.namespacePage)
+	page("GET /ui/api/ns/{ns}", u.namespaceJSON)
 	page("GET /ui/ns/{ns}/queues/{q}", u.queuePage)
 	page("GET /ui/api/ns/{ns}/queues/{q}", u.queueJSON)
 	page("POST /ui/ns/{ns}/queues/{q}/pause", u.pause)

@@ -54,6 +54,9 @@ const (
 	// CodeAuthBackoff: the client's address made too many failed authentications and must wait
 	// (Retry-After) before its credentials are checked again (server/internal/authguard).
 	CodeAuthBackoff Code = "auth_backoff"
+	// CodeQuotaExceeded: the namespace holds all that one of its quotas allows; Field names the
+	// quota (max_queues, max_stored_jobs, ...).
+	CodeQuotaExceeded Code = "quota_exceeded"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -81,6 +84,7 @@ var statusOf = map[Code]int{
 	CodePermitMismatch:          http.StatusForbidden,
 	CodeNotPermitted:            http.StatusConflict,
 	CodeAuthBackoff:             http.StatusTooManyRequests,
+	CodeQuotaExceeded:           http.StatusTooManyRequests,
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -164,9 +168,12 @@ func (m ErrorMap) Of(err error) *Error {
 	}
 	var fe *sluice.FieldError
 	var tnf *tenant.NotFoundError
+	var qe *sluice.QuotaError
 	switch {
 	case errors.As(err, &fe):
 		return &Error{Code: CodeInvalidArgument, Field: fe.Field, Message: fe.Reason, Cause: err}
+	case errors.As(err, &qe):
+		return &Error{Code: CodeQuotaExceeded, Field: qe.Quota, Message: qe.Error() + "; nothing was created", Cause: err}
 	case errors.Is(err, tenant.ErrTokenExists):
 		return &Error{Code: CodeConflict, Message: "a token with this secret exists already (in this or another namespace); nothing changed", Cause: err}
 	case errors.Is(err, tenant.ErrUnauthenticated):

@@ -17,12 +17,15 @@ var depthColumns = []string{"ready", "delayed", "leased", "dead", "done"}
 func runStats(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "stats", "[flags] [queue]", `
 Show the queues of the namespace with their depths (ready, delayed, leased, dead, done) and
-whether they are paused, or one queue's depths and counters in full.
+whether they are paused, a page at a time, or one queue's depths and counters in full.
 
 Examples:
   sluice stats
+  sluice stats --limit 500
   sluice stats emails --json`)
 	cf := addConnFlags(fs, env)
+	cursor := fs.String("cursor", "", "continue the list of queues from the `cursor` printed under the previous page")
+	limit := fs.Int("limit", 0, "about how many queues a page lists (1..1000; default 100)")
 	pos, err := parseArgs(fs, args, 0, 1, "at most one queue")
 	if err != nil {
 		return err
@@ -31,12 +34,22 @@ Examples:
 	if len(pos) == 1 {
 		path = queuePath(cf.ns, pos[0])
 	}
+	query := url.Values{}
+	if *cursor != "" {
+		query.Set("cursor", *cursor)
+	}
+	if *limit != 0 {
+		query.Set("limit", strconv.Itoa(*limit))
+	}
 	var ans map[string]any
-	if err := cf.show(ctx, http.MethodGet, path, nil, nil, &ans); err != nil || cf.json {
+	if err := cf.show(ctx, http.MethodGet, path, query, nil, &ans); err != nil || cf.json {
 		return err
 	}
 	if len(pos) == 1 {
 		return printQueue(cf, pos[0], ans)
+	}
+	if next, _ := ans["next_cursor"].(string); next != "" {
+		defer fmt.Fprintf(cf.out(), "more queues: sluice stats --ns %s --cursor %s\n", cf.ns, next)
 	}
 	list, _ := ans["queues"].([]any)
 	if len(list) == 0 {

@@ -103,17 +103,15 @@ func (im *importer) failed() int {
 }
 
 func (im *importer) run(ctx context.Context, plan *lmstfyimport.Plan) error {
-	var nss struct {
-		Namespaces []struct {
-			Name string `json:"name"`
-		} `json:"namespaces"`
-	}
-	if _, err := im.c.callJSON(ctx, http.MethodGet, "/v1/namespaces", nil, nil, &nss); err != nil {
+	nss, err := listAll[struct {
+		Name string `json:"name"`
+	}](ctx, im.c, "/v1/namespaces", "namespaces")
+	if err != nil {
 		return err
 	}
 	exists := map[string]bool{}
 	im.owner = map[string]string{}
-	for _, n := range nss.Namespaces {
+	for _, n := range nss {
 		exists[n.Name] = true
 		if err := im.loadTokens(ctx, n.Name); err != nil {
 			return err
@@ -133,15 +131,13 @@ func (im *importer) run(ctx context.Context, plan *lmstfyimport.Plan) error {
 }
 
 func (im *importer) loadTokens(ctx context.Context, ns string) error {
-	var list struct {
-		Tokens []struct {
-			ID string `json:"id"`
-		} `json:"tokens"`
-	}
-	if _, err := im.c.callJSON(ctx, http.MethodGet, tokensPath(ns), nil, nil, &list); err != nil {
+	list, err := listAll[struct {
+		ID string `json:"id"`
+	}](ctx, im.c, tokensPath(ns), "tokens")
+	if err != nil {
 		return err
 	}
-	for _, t := range list.Tokens {
+	for _, t := range list {
 		im.owner[t.ID] = ns
 	}
 	return nil
