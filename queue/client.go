@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
@@ -65,7 +66,15 @@ func (c *Client) HashTag(ns, queue string) string { return store.HashTag(ns, que
 
 // register adds a queue to the registries before a job is written to it (store.Register).
 func (c *Client) register(ctx context.Context, ns, q string, callbacks bool) error {
-	if err := c.store.Register(ctx, ns, q, callbacks); err != nil {
+	var quota func() (int64, error)
+	if c.cfg.QueueQuota != nil {
+		quota = func() (int64, error) { return c.cfg.QueueQuota(ctx, ns) }
+	}
+	max, err := c.store.Register(ctx, ns, q, callbacks, quota)
+	switch {
+	case errors.Is(err, store.ErrQueueQuota):
+		return &sluice.QuotaError{Namespace: ns, Quota: "max_queues", Limit: max}
+	case err != nil:
 		return fmt.Errorf("queue: register %s/%s: %w", ns, q, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +67,13 @@ type Config struct {
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// QueueQuota, when set, returns the most queues namespace ns may have (0: no limit): a publish
+	// or pause that would add one more queue to a namespace holding that many is refused with a
+	// *sluice.QuotaError (quota max_queues), and nothing is written. The check and the
+	// registration are one script. Default nil: no limit. The server sets it from its namespaces'
+	// quotas.
+	QueueQuota func(ctx context.Context, ns string) (int64, error)
 }
 
 // withDefaults returns a copy of c with every zero field set to its default.

@@ -69,6 +69,9 @@ func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.RemoveNamespace(r.Context(), ns); err != nil {
 		return err
 	}
+	if err := s.quotas.Remove(r.Context(), ns); err != nil {
+		return err
+	}
 	queues, jobs, err := s.queue.DeleteNamespace(r.Context(), ns)
 	if err != nil {
 		return err

@@ -101,6 +101,11 @@ type Config struct {
 	// other instances. Default 500ms; at most 1s.
 	TokenCacheTTL time.Duration
 
+	// NamespaceQuotas are the quotas of a namespace that set none of its own on the admin API
+	// (PUT /v1/namespaces/{ns}/quotas): the most queues and tokens it may hold. Default 0: no
+	// quota.
+	NamespaceQuotas tenant.Quotas
+
 	// MetricsMaxQueues bounds the queues whose depths and counters a /metrics scrape reports (the
 	// first ones in namespace and name order). Default 1000.
 	MetricsMaxQueues int
@@ -274,6 +279,9 @@ func (c Config) validate() error {
 	}
 	if c.ShutdownTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: shutdown_timeout must be at least 1ms"))
+	}
+	if c.NamespaceQuotas.MaxQueues < 0 || c.NamespaceQuotas.MaxTokens < 0 {
+		errs = append(errs, errors.New("config: namespace_max_queues and namespace_max_tokens must be 0 (no quota) or more"))
 	}
 	if c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Second {
 		errs = append(errs, errors.New("config: token_cache_ttl must be between 0 and 1s (it bounds how long a revoked token works)"))

@@ -10,6 +10,7 @@ import (
 // docs/openapi.yaml describes exactly these and adminRoutes; a test keeps them in step.
 func (s *Server) publicRoutes() []httpapi.Route {
 	routes := append(append(s.healthRoutes(), s.jobs.Routes()...), s.rooms.PublicRoutes()...)
+	routes = append(routes, s.quotaPublicRoutes()...)
 	return append(routes, s.tasks.Routes()...)
 }
 
@@ -30,6 +31,7 @@ func (s *Server) adminRoutes() []httpapi.Route {
 		httpapi.Route{Pattern: "PUT /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.setTokenLimit},
 		httpapi.Route{Pattern: "DELETE /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.deleteTokenLimit},
 	)
+	routes = append(routes, s.quotaAdminRoutes()...)
 	routes = append(routes, s.rooms.AdminRoutes()...)
 	routes = append(routes, s.tasks.AdminRoutes()...)
 	return append(routes, s.callbacks.Routes()...)

@@ -57,6 +57,7 @@ type Server struct {
 	queue      *queue.Client
 	tokens     *tenant.TokenStore
 	limits     *tenant.LimitStore
+	quotas     *tenant.QuotaStore
 	limiter    *httpapi.Limiter
 	jobs       *jobs.API
 	lmstfy     *lmstfy.API
@@ -125,7 +126,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.quotas = tenant.NewQuotaStore(s.rdb, cfg.Prefix, cfg.NamespaceQuotas, cfg.TokenCacheTTL)
 	q, err := queue.NewClient(s.rdb, queue.Config{
+		QueueQuota: func(ctx context.Context, ns string) (int64, error) {
+			q, err := s.quotas.Of(ctx, ns)
+			return q.MaxQueues, err
+		},
 		Prefix:            cfg.Prefix,
 		MaxPayloadBytes:   int(cfg.MaxBodyBytes),
 		ReplicaAcks:       cfg.ReplicaAcks,
@@ -139,6 +145,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.queue = q
 	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
 	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
+	s.tokens.UseQuotas(s.quotas)
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	// Tokens written before each namespace had its token index get their entries (a batch per
 	// call; idempotent, so every start runs it).

@@ -11,6 +11,8 @@ type keys struct {
 	tokens string
 	// limits is a hash: "namespace/token id" -> Limit JSON.
 	limits string
+	// quotas is a hash: namespace -> QuotaSettings JSON.
+	quotas string
 }
 
 func newKeys(prefix string) keys {
@@ -18,6 +20,7 @@ func newKeys(prefix string) keys {
 		namespaces: prefix + ":auth:namespaces",
 		tokens:     prefix + ":auth:tokens",
 		limits:     prefix + ":auth:limits",
+		quotas:     prefix + ":auth:quotas",
 	}
 }
 

@@ -72,9 +72,9 @@ type CreateTokenParams struct {
 	// Secret is the token's secret when the caller chooses it (CheckSecret says which are
 	// accepted), so that clients holding a token of another system keep it; "": a random one.
 	Secret string
-	// MaxTokens is the namespace's quota of tokens (0: none): Create refuses with a
-	// *sluice.QuotaError when the namespace holds that many. The server fills it from the
-	// namespace's quotas; it is checked atomically with the write.
+	// MaxTokens is the namespace's quota of tokens: Create refuses with a *sluice.QuotaError when
+	// the namespace holds that many, checked atomically with the write. 0: the quota of the
+	// store's QuotaStore (UseQuotas), or none.
 	MaxTokens int64
 }
 
@@ -94,6 +94,7 @@ type TokenStore struct {
 	keys       keys
 	key        string // hash: token id -> record JSON
 	scripts    *redisx.ScriptRunner
+	quotas     *QuotaStore // nil: no quota of tokens but CreateTokenParams.MaxTokens
 	namespaces *NamespaceStore
 	now        func() time.Time
 	cache      *lookupCache[Token] // secret hash -> token
@@ -124,6 +125,9 @@ func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *Namespa
 		cache:      newLookupCache[Token](cacheTTL),
 	}
 }
+
+// UseQuotas makes Create hold each namespace to its quota of tokens (Quotas.MaxTokens).
+func (s *TokenStore) UseQuotas(q *QuotaStore) { s.quotas = q }
 
 // IDOf is the id of the token whose secret is secret: the first 16 hex digits of its SHA-256.
 // Tools that know a secret (an import) name the token by it without sending the secret.
@@ -182,6 +186,13 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		} else if found && old.Hash == h {
 			return "", Token{}, ErrTokenExists
 		}
+	}
+	if p.MaxTokens == 0 && s.quotas != nil {
+		q, err := s.quotas.Of(ctx, p.Namespace)
+		if err != nil {
+			return "", Token{}, err
+		}
+		p.MaxTokens = q.MaxTokens
 	}
 	if err := s.namespaces.ensure(ctx, p.Namespace); err != nil {
 		return "", Token{}, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/server/tenant"
 )
 
 // The overview and the namespace pages read a page at a time, so they cost the same with 100,000
@@ -131,8 +132,20 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		poll += "?cursor=" + url.QueryEscape(c)
 	}
+	tokens, err := u.cfg.Tokens.Count(r.Context(), b.Name)
+	if err != nil {
+		return err
+	}
+	var quotas *tenant.Quotas
+	if u.cfg.Quotas != nil {
+		q, err := u.cfg.Quotas.Of(r.Context(), b.Name)
+		if err != nil {
+			return err
+		}
+		quotas = &q
+	}
 	u.render(w, r, http.StatusOK, "namespace", "Namespace "+b.Name, map[string]any{
-		"NS": b, "Live": l, "Poll": poll, "Next": next,
+		"NS": b, "Live": l, "Poll": poll, "Next": next, "Tokens": tokens, "Quotas": quotas,
 	})
 	return nil
 }

@@ -42,6 +42,9 @@ type Config struct {
 	Tokens     *tenant.TokenStore
 	// Limits are the tokens' rate limits, removed with a revoked token. Required.
 	Limits *tenant.LimitStore
+	// Quotas are the namespaces' quotas the namespace page shows beside their usage. Default nil:
+	// the page shows no quotas.
+	Quotas *tenant.QuotaStore
 	// Relay is the request queue of the endpoints and tasks pages. Default nil: those pages say
 	// the request queue is not set up.
 	Relay *relay.Client

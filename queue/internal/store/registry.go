@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -10,12 +11,16 @@ import (
 // deleted while a producer runs comes back for the maintenance loop.
 const registerEvery = time.Minute
 
+// ErrQueueQuota is Register's answer when the namespace holds its quota of queues already.
+var ErrQueueQuota = errors.New("store: the namespace holds its quota of queues")
+
 // Register adds a queue to its namespace's registry before the first publish, so maintenance and
 // Queues find it, and, for a publish with callback jobs (callbacks), to the callback registry, so
 // deliverers find it. It runs before the job is written: a crash in between leaves an empty queue
 // registered, never a job in an unregistered queue. A process registers a queue once a minute at
-// most (registerEvery).
-func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool) error {
+// most (registerEvery). With quota set, a queue new to the namespace is added by register.lua,
+// which refuses it (ErrQueueQuota, with the quota) when the namespace holds quota() queues.
+func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool, quota func() (int64, error)) (int64, error) {
 	key := QueueName{ns, q}
 	s.registeredMu.Lock()
 	last, ok := s.registered[key]
@@ -24,16 +29,31 @@ func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool) erro
 	needQueue := !ok || time.Since(last) >= registerEvery
 	needCb := callbacks && (!okCb || time.Since(lastCb) >= registerEvery)
 	if !needQueue && !needCb {
-		return nil
+		return 0, nil
 	}
 	pipe := s.rdb.Pipeline()
+	if quota != nil && needQueue {
+		max, err := quota()
+		if err != nil {
+			return 0, err
+		}
+		if max > 0 {
+			n, err := s.scripts.Run(ctx, registerScript, []string{queuesKey(s.cfg.Prefix, ns)}, q, max).Int64()
+			if err != nil {
+				return 0, err
+			}
+			if n < 0 {
+				return max, ErrQueueQuota
+			}
+		}
+	}
 	pipe.SAdd(ctx, namespacesKey(s.cfg.Prefix), ns)
 	pipe.SAdd(ctx, queuesKey(s.cfg.Prefix, ns), q)
 	if callbacks {
 		pipe.SAdd(ctx, callbackQueuesKey(s.cfg.Prefix), ns+":"+q)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	now := time.Now()
 	s.registeredMu.Lock()
@@ -42,7 +62,7 @@ func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool) erro
 		s.registeredCallbacks[key] = now
 	}
 	s.registeredMu.Unlock()
-	return nil
+	return 0, nil
 }
 
 // forget drops what this process remembers of registering a queue (the queue was deleted).

@@ -54,12 +54,16 @@ var scriptNames = []scriptName{
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
 	scriptAckNoResult, scriptPublishBatch, scriptScheduleFire, scriptList, scriptDelayedSplit,
-	scriptRunNow, scriptSetPriority, scriptCallbackFinish,
+	scriptRunNow, scriptSetPriority, scriptCallbackFinish, registerScript,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
 // bind). They run only as library functions.
-var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptPublishBatch: true, scriptAckNoResult: true}
+var bareScripts = map[scriptName]bool{scriptPublishReady: true, scriptPublishBatch: true, scriptAckNoResult: true, registerScript: true}
+
+// registerScript adds a queue to its namespace's registry under the namespace's quota of queues
+// (bare: its one key is the namespace's queue set). Store.Register runs it by name.
+const registerScript = "register"
 
 // scriptFlags are the Redis function flags of each script (see redisx.LibraryScript.Flag): the
 // scripts that only read say no-writes (they run whatever the memory), and the ones that free

@@ -1,0 +1,180 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/server/tenant"
+)
+
+// quotaOf reads a namespace's quotas and usage from the admin API.
+func (ts *testServer) quotaOf(t *testing.T, ns string) quotaAnswer {
+	t.Helper()
+	r := ts.adminDo(t, http.MethodGet, "/v1/namespaces/"+ns+"/quotas", nil)
+	wantStatus(t, r, http.StatusOK, "")
+	var a quotaAnswer
+	r.JSON(t, &a)
+	return a
+}
+
+// A namespace at its quota of queues gets 429 quota_exceeded naming max_queues for a new queue,
+// while its existing queues and the other namespaces go on; the usage says what it holds.
+func TestQueueQuota(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	shop, other := ts.token(t, "shop"), ts.token(t, "other")
+	r := ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_queues": 3})
+	wantStatus(t, r, http.StatusOK, "")
+	for i := range 3 {
+		wantStatus(t, ts.public(t, http.MethodPost, fmt.Sprintf("/v1/ns/shop/queues/q%d/jobs", i), shop, `{"payload":1}`), http.StatusCreated, "")
+	}
+	r = ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q3/jobs", shop, `{"payload":1}`)
+	wantStatus(t, r, http.StatusTooManyRequests, "quota_exceeded")
+	if r.ErrorField() != "max_queues" {
+		t.Fatalf("quota_exceeded names %q: %s", r.ErrorField(), r.Body)
+	}
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q3/pause", shop, nil), http.StatusTooManyRequests, "quota_exceeded")
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q0/jobs", shop, `{"payload":2}`), http.StatusCreated, "")
+	for i := range 5 {
+		wantStatus(t, ts.public(t, http.MethodPost, fmt.Sprintf("/v1/ns/other/queues/q%d/jobs", i), other, `{"payload":1}`), http.StatusCreated, "")
+	}
+	if a := ts.quotaOf(t, "shop"); a.Quotas.MaxQueues != 3 || a.Usage.Queues != 3 || a.Usage.Tokens != 1 {
+		t.Fatalf("shop's quotas and usage: %+v", a)
+	}
+	if a := ts.quotaOf(t, "other"); a.Quotas.MaxQueues != 0 || a.Usage.Queues != 5 {
+		t.Fatalf("other's quotas and usage: %+v", a)
+	}
+	// Back to the default (none): the queue is accepted.
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_queues": nil}), http.StatusOK, "")
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q3/jobs", shop, `{"payload":1}`), http.StatusCreated, "")
+}
+
+// The server's default quotas hold every namespace that set none; a namespace's own quota of
+// tokens refuses one more token with 429 naming max_tokens.
+func TestDefaultQuotasAndTokenQuota(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.NamespaceQuotas.MaxTokens = 2 })
+	ts.token(t, "shop")
+	wantStatus(t, ts.adminDo(t, http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{}), http.StatusCreated, "")
+	r := ts.adminDo(t, http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{})
+	wantStatus(t, r, http.StatusTooManyRequests, "quota_exceeded")
+	if r.ErrorField() != "max_tokens" {
+		t.Fatalf("quota_exceeded names %q", r.ErrorField())
+	}
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_tokens": 3}), http.StatusOK, "")
+	wantStatus(t, ts.adminDo(t, http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{}), http.StatusCreated, "")
+	if a := ts.quotaOf(t, "shop"); a.Usage.Tokens != 3 || a.Quotas.MaxTokens != 3 {
+		t.Fatalf("usage: %+v", a)
+	}
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_tokens": -1}), http.StatusBadRequest, "invalid_argument")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/nowhere/quotas", map[string]any{"max_tokens": 1}), http.StatusNotFound, "not_found")
+}
+
+// A namespace's token reads its own quotas and usage, cannot read another's, and cannot set any.
+func TestQuotasAgainstNamespaceTokens(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	shop := ts.token(t, "shop")
+	ts.token(t, "other")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/other/quotas", map[string]any{"max_queues": 7}), http.StatusOK, "")
+	r := ts.public(t, http.MethodGet, "/v1/ns/shop/usage", shop, nil)
+	wantStatus(t, r, http.StatusOK, "")
+	if strings.Contains(string(r.Body), "other") || !strings.Contains(string(r.Body), `"namespace":"shop"`) {
+		t.Fatalf("shop's usage: %s", r.Body)
+	}
+	r = ts.public(t, http.MethodGet, "/v1/ns/other/usage", shop, nil)
+	wantStatus(t, r, http.StatusForbidden, "permission_denied")
+	if strings.Contains(string(r.Body), "7") {
+		t.Fatalf("another namespace's quota leaked: %s", r.Body)
+	}
+	for _, m := range []string{http.MethodPut, http.MethodPost, http.MethodDelete} {
+		if r := ts.public(t, m, "/v1/ns/shop/usage", shop, `{"max_queues":1000000}`); r.Status < 400 {
+			t.Fatalf("%s usage with a namespace token: %d", m, r.Status)
+		}
+	}
+	// The admin routes take the admin token only: a namespace token is not one.
+	for _, m := range []string{http.MethodGet, http.MethodPut} {
+		r := do(t, m, ts.AdminURL+"/v1/namespaces/shop/quotas", shop, `{"max_queues":1000000}`)
+		wantStatus(t, r, http.StatusUnauthorized, "unauthenticated")
+	}
+	if a := ts.quotaOf(t, "shop"); a.Quotas.MaxQueues != 0 || a.Settings.MaxQueues != nil {
+		t.Fatalf("shop's quotas changed: %+v", a)
+	}
+}
+
+// With Redis near maxmemory, a noisy namespace creating queue after queue meets its quota before
+// Redis is full: it gets its own 429s, and the canary namespace keeps publishing.
+func TestNoisyNamespaceMeetsItsQuotaBeforeRedisIsFull(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t, "appendonly no")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ts := startTestServer(t, Config{
+		RedisURL: rs.URL(), Prefix: "noisy", AdminToken: testAdminToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
+		NamespaceQuotas: tenant.Quotas{MaxQueues: 200},
+	}, nil)
+	noisy, canary := ts.token(t, "noisy"), ts.token(t, "canary")
+	used := usedMemory(t, rdb)
+	// 8 MB of headroom: 200 queues of a 16 KB job fit, the 2,000 the noisy namespace tries do not.
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", strconv.FormatInt(used+8<<20, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"payload":"` + strings.Repeat("x", 16<<10) + `"}`
+	refused := 0
+	for i := range 2000 {
+		r := ts.public(t, http.MethodPost, fmt.Sprintf("/v1/ns/noisy/queues/q%d/jobs", i), noisy, payload)
+		switch {
+		case r.Status == http.StatusTooManyRequests && r.ErrorCode() == "quota_exceeded":
+			refused++
+		case r.Status != http.StatusCreated:
+			t.Fatalf("noisy publish %d: %d %s (Redis filled before the quota held)", i, r.Status, r.Body)
+		}
+		if i%100 == 0 {
+			wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusCreated, "")
+		}
+	}
+	if refused != 1800 {
+		t.Fatalf("noisy namespace refused %d times, want 1800", refused)
+	}
+	for range 100 {
+		wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusCreated, "")
+	}
+	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")
+}
+
+func usedMemory(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(ctxT(t), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no used_memory in INFO")
+	return 0
+}
+
+// The dashboard's namespace page shows what the namespace holds beside its quotas.
+func TestDashboardShowsUsageAndQuotas(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	tok := ts.token(t, "shop")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_queues": 40}), http.StatusOK, "")
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/mail/jobs", tok, `{"payload":1}`), http.StatusCreated, "")
+	d := newDashboard(t, ts)
+	d.login(t)
+	wantPage(t, d.get(t, "/ui/ns/shop"), http.StatusOK, `data-usage="queues">1</td><td class="n">40</td>`, `data-usage="tokens">1</td><td class="n">none</td>`)
+}
