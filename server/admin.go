@@ -18,6 +18,11 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeBody(r, &req); err != nil {
 		return err
 	}
+	if deleting, err := s.deletions.Deleting(r.Context(), req.Name); err != nil {
+		return err
+	} else if deleting {
+		return tenant.ErrNamespaceDeleting
+	}
 	n, created, err := s.namespaces.Create(r.Context(), req.Name, req.Description)
 	if err != nil {
 		return err
@@ -47,44 +52,23 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) error {
 
 // getNamespace is GET /v1/namespaces/{ns}.
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) error {
-	n, err := s.namespaces.Get(r.Context(), r.PathValue("ns"))
+	ns := r.PathValue("ns")
+	d, deleting, err := s.deletions.Get(r.Context(), ns)
 	if err != nil {
+		return err
+	}
+	n, err := s.namespaces.Get(r.Context(), ns)
+	switch {
+	case deleting && err == nil:
+		httpapi.WriteJSON(w, http.StatusOK, struct {
+			tenant.Namespace
+			Deleting tenant.Deletion `json:"deleting"`
+		}{n, d})
+		return nil
+	case err != nil:
 		return err
 	}
 	httpapi.WriteJSON(w, http.StatusOK, n)
-	return nil
-}
-
-// deleteNamespace is DELETE /v1/namespaces/{ns}: its tokens are revoked, then its queues and
-// their jobs deleted, then its callback settings, then the namespace itself.
-func (s *Server) deleteNamespace(w http.ResponseWriter, r *http.Request) error {
-	ns := r.PathValue("ns")
-	if _, err := s.namespaces.Get(r.Context(), ns); err != nil {
-		return err
-	}
-	revoked, err := s.tokens.RevokeNamespace(r.Context(), ns)
-	if err != nil {
-		return err
-	}
-	if err := s.limits.RemoveNamespace(r.Context(), ns); err != nil {
-		return err
-	}
-	if err := s.quotas.Remove(r.Context(), ns); err != nil {
-		return err
-	}
-	queues, jobs, err := s.queue.DeleteNamespace(r.Context(), ns)
-	if err != nil {
-		return err
-	}
-	if err := s.deliverer.Store().Delete(r.Context(), ns); err != nil {
-		return err
-	}
-	if err := s.namespaces.Delete(r.Context(), ns); err != nil {
-		return err
-	}
-	httpapi.WriteJSON(w, http.StatusOK, map[string]int64{
-		"revoked_tokens": int64(revoked), "deleted_queues": int64(queues), "deleted_jobs": jobs,
-	})
 	return nil
 }
 

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -51,19 +52,23 @@ import (
 
 // Server is one Sluice server instance. Several instances may share one Redis (and Prefix).
 type Server struct {
-	cfg        Config
-	log        *slog.Logger
-	rdb        redis.UniversalClient
-	queue      *queue.Client
-	tokens     *tenant.TokenStore
-	limits     *tenant.LimitStore
-	quotas     *tenant.QuotaStore
-	limiter    *httpapi.Limiter
-	jobs       *jobs.API
-	lmstfy     *lmstfy.API
-	namespaces *tenant.NamespaceStore
-	waitroom   *waitroom.Client
-	rooms      *rooms.API
+	cfg       Config
+	log       *slog.Logger
+	rdb       redis.UniversalClient
+	queue     *queue.Client
+	tokens    *tenant.TokenStore
+	limits    *tenant.LimitStore
+	quotas    *tenant.QuotaStore
+	deletions *tenant.DeletionStore
+	// deleteInline is how long a DELETE of a namespace works on it before it answers 202 and
+	// leaves the rest to the deleter (nsdelete.go). 1s; tests shorten it.
+	deleteInline time.Duration
+	limiter      *httpapi.Limiter
+	jobs         *jobs.API
+	lmstfy       *lmstfy.API
+	namespaces   *tenant.NamespaceStore
+	waitroom     *waitroom.Client
+	rooms        *rooms.API
 	// deliverer sends due callback jobs; callbacks serves their settings on the admin listener.
 	deliverer *callback.Deliverer
 	callbacks *callbacks.API
@@ -146,6 +151,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.namespaces = tenant.NewNamespaceStore(s.rdb, cfg.Prefix)
 	s.tokens = tenant.NewTokenStore(s.rdb, cfg.Prefix, s.namespaces, cfg.TokenCacheTTL)
 	s.tokens.UseQuotas(s.quotas)
+	s.deletions = tenant.NewDeletionStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL)
+	s.deleteInline = time.Second
+	s.tokens.UseDeletions(s.deletions)
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	// Tokens written before each namespace had its token index get their entries (a batch per
 	// call; idempotent, so every start runs it).
@@ -249,6 +257,7 @@ func (s *Server) backgroundServices() []startstop.Service {
 		s.newScheduler(),
 		s.deliverer,
 		s.ui.Sampler(),
+		&nsDeleter{s: s, log: s.log},
 	}
 	if s.dispatcher != nil { // RelayWorkers negative: no dispatcher here
 		services = append(services, s.dispatcher)

@@ -12,7 +12,7 @@ func (s *Server) setupUI() error {
 	var err error
 	s.ui, err = ui.New(ui.Config{
 		Redis: s.rdb, Prefix: s.cfg.Prefix, Queue: s.queue, Namespaces: s.namespaces, Tokens: s.tokens,
-		Limits: s.limits, Quotas: s.quotas, Relay: s.relay, Rooms: s.waitroom, AdminToken: s.cfg.AdminToken,
+		Limits: s.limits, Quotas: s.quotas, Deletions: s.deletions, Relay: s.relay, Rooms: s.waitroom, AdminToken: s.cfg.AdminToken,
 		SessionTTL: s.cfg.UISessionTTL, SessionIdleTimeout: s.cfg.UISessionIdleTimeout,
 		SampleInterval: s.cfg.UISampleInterval, Logger: s.log,
 	})

@@ -13,6 +13,8 @@ type keys struct {
 	limits string
 	// quotas is a hash: namespace -> QuotaSettings JSON.
 	quotas string
+	// deletions is a hash of the namespace deletions in progress (DeletionStore).
+	deletions string
 }
 
 func newKeys(prefix string) keys {
@@ -21,6 +23,7 @@ func newKeys(prefix string) keys {
 		tokens:     prefix + ":auth:tokens",
 		limits:     prefix + ":auth:limits",
 		quotas:     prefix + ":auth:quotas",
+		deletions:  prefix + ":auth:deletions",
 	}
 }
 
@@ -30,3 +33,6 @@ func limitField(ns, id string) string { return ns + "/" + id }
 // tokenIndex is the sorted set of namespace ns's tokens: score 0, member "<created ms>:<id>"
 // (tokenIndexMember), so that lexical order is creation order and a page starts after a member.
 func (k keys) tokenIndex(ns string) string { return "{" + k.tokens + "}:ns:" + ns }
+
+// deletionLease is the key an instance holds while it works on namespace ns's deletion.
+func (k keys) deletionLease(ns string) string { return k.deletions + ":lease:" + ns }

@@ -94,7 +94,8 @@ type TokenStore struct {
 	keys       keys
 	key        string // hash: token id -> record JSON
 	scripts    *redisx.ScriptRunner
-	quotas     *QuotaStore // nil: no quota of tokens but CreateTokenParams.MaxTokens
+	quotas     *QuotaStore    // nil: no quota of tokens but CreateTokenParams.MaxTokens
+	deletions  *DeletionStore // nil: no namespace is ever being deleted
 	namespaces *NamespaceStore
 	now        func() time.Time
 	cache      *lookupCache[Token] // secret hash -> token
@@ -128,6 +129,22 @@ func NewTokenStore(rdb redis.UniversalClient, prefix string, namespaces *Namespa
 
 // UseQuotas makes Create hold each namespace to its quota of tokens (Quotas.MaxTokens).
 func (s *TokenStore) UseQuotas(q *QuotaStore) { s.quotas = q }
+
+// UseDeletions makes Authenticate and Create refuse a namespace that is being deleted
+// (ErrNamespaceDeleting), for at most the deletion store's cache TTL after the deletion starts.
+func (s *TokenStore) UseDeletions(d *DeletionStore) { s.deletions = d }
+
+// refuseDeleting returns ErrNamespaceDeleting when namespace ns is being deleted.
+func (s *TokenStore) refuseDeleting(ctx context.Context, ns string) error {
+	if s.deletions == nil {
+		return nil
+	}
+	on, err := s.deletions.Deleting(ctx, ns)
+	if err == nil && on {
+		err = ErrNamespaceDeleting
+	}
+	return err
+}
 
 // IDOf is the id of the token whose secret is secret: the first 16 hex digits of its SHA-256.
 // Tools that know a secret (an import) name the token by it without sending the secret.
@@ -186,6 +203,9 @@ func (s *TokenStore) Create(ctx context.Context, p CreateTokenParams) (string, T
 		} else if found && old.Hash == h {
 			return "", Token{}, ErrTokenExists
 		}
+	}
+	if err := s.refuseDeleting(ctx, p.Namespace); err != nil {
+		return "", Token{}, err
 	}
 	if p.MaxTokens == 0 && s.quotas != nil {
 		q, err := s.quotas.Of(ctx, p.Namespace)
@@ -287,6 +307,9 @@ func (s *TokenStore) Authenticate(ctx context.Context, secret string) (Token, er
 	if !found {
 		return Token{}, ErrUnauthenticated
 	}
+	if err := s.refuseDeleting(ctx, tok.Namespace); err != nil {
+		return Token{}, err
+	}
 	return tok, nil
 }
 
@@ -355,25 +378,31 @@ func (s *TokenStore) Revoke(ctx context.Context, ns, secretOrID string) error {
 	return nil
 }
 
-// RevokeNamespace deletes every token of ns, a page of the namespace's index per script call, and
-// returns how many.
+// RevokeNamespace deletes every token of ns, a batch per script call, and returns how many.
 func (s *TokenStore) RevokeNamespace(ctx context.Context, ns string) (int, error) {
 	total := 0
 	for {
-		page, _, err := s.indexPage(ctx, ns, "", revokeBatch)
-		if err != nil || len(page) == 0 {
-			if total > 0 {
-				s.cache.forgetAll()
-			}
-			return total, err
-		}
-		n, err := s.revoke(ctx, ns, page)
+		n, err := s.RevokeBatch(ctx, ns)
 		total += n
-		if err != nil {
-			s.cache.forgetAll()
+		if err != nil || n == 0 {
 			return total, err
 		}
 	}
+}
+
+// RevokeBatch deletes up to revokeBatch tokens of ns in one script call and returns how many
+// (0: the namespace holds none). Each instance stops accepting them within its cache TTL.
+func (s *TokenStore) RevokeBatch(ctx context.Context, ns string) (int, error) {
+	page, _, err := s.indexPage(ctx, ns, "", revokeBatch)
+	if err != nil || len(page) == 0 {
+		return 0, err
+	}
+	n, err := s.revoke(ctx, ns, page)
+	s.cache.forgetAll()
+	if err == nil && n == 0 {
+		n = len(page) // index entries of records already gone: progress all the same
+	}
+	return n, err
 }
 
 // revokeBatch is how many tokens one call of token_revoke.lua deletes.

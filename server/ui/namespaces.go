@@ -144,8 +144,18 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 		}
 		quotas = &q
 	}
+	var deleting *tenant.Deletion
+	if u.cfg.Deletions != nil {
+		d, found, err := u.cfg.Deletions.Get(r.Context(), b.Name)
+		if err != nil {
+			return err
+		}
+		if found {
+			deleting = &d
+		}
+	}
 	u.render(w, r, http.StatusOK, "namespace", "Namespace "+b.Name, map[string]any{
-		"NS": b, "Live": l, "Poll": poll, "Next": next, "Tokens": tokens, "Quotas": quotas,
+		"NS": b, "Live": l, "Poll": poll, "Next": next, "Tokens": tokens, "Quotas": quotas, "Deleting": deleting,
 	})
 	return nil
 }

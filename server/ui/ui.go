@@ -45,6 +45,9 @@ type Config struct {
 	// Quotas are the namespaces' quotas the namespace page shows beside their usage. Default nil:
 	// the page shows no quotas.
 	Quotas *tenant.QuotaStore
+	// Deletions are the namespace deletions in progress, whose progress the namespace page shows.
+	// Default nil: none shown.
+	Deletions *tenant.DeletionStore
 	// Relay is the request queue of the endpoints and tasks pages. Default nil: those pages say
 	// the request queue is not set up.
 	Relay *relay.Client

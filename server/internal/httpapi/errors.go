@@ -176,6 +176,8 @@ func (m ErrorMap) Of(err error) *Error {
 		return &Error{Code: CodeQuotaExceeded, Field: qe.Quota, Message: qe.Error() + "; nothing was created", Cause: err}
 	case errors.Is(err, tenant.ErrTokenExists):
 		return &Error{Code: CodeConflict, Message: "a token with this secret exists already (in this or another namespace); nothing changed", Cause: err}
+	case errors.Is(err, tenant.ErrNamespaceDeleting):
+		return &Error{Code: CodeConflict, Message: "the namespace is being deleted (GET /v1/namespaces/{ns} on the admin API shows the progress); retry once it is gone", Cause: err}
 	case errors.Is(err, tenant.ErrUnauthenticated):
 		return &Error{Code: CodeUnauthenticated, Message: ErrUnauthenticated.Message, Cause: err}
 	case errors.As(err, &tnf):
