@@ -2,7 +2,6 @@ package queue
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,7 +72,7 @@ type Config struct {
 	// *sluice.QuotaError (quota max_queues), and nothing is written. The check and the
 	// registration are one script. Default nil: no limit. The server sets it from its namespaces'
 	// quotas.
-	QueueQuota func(ctx context.Context, ns string) (int64, error)
+	QueueQuota QuotaFunc
 }
 
 // withDefaults returns a copy of c with every zero field set to its default.

@@ -7,6 +7,9 @@ import (
 	"strconv"
 )
 
+// QuotaFunc returns the most queues namespace ns may have (0: no limit): Config.QueueQuota.
+type QuotaFunc func(ctx context.Context, ns string) (int64, error)
+
 // QueuesPageParams ask for one page of a namespace's queues.
 type QueuesPageParams struct {
 	Namespace string

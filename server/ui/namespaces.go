@@ -128,10 +128,6 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	poll := "/ui/api/ns/" + b.Name
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		poll += "?cursor=" + url.QueryEscape(c)
-	}
 	tokens, err := u.cfg.Tokens.Count(r.Context(), b.Name)
 	if err != nil {
 		return err
@@ -155,15 +151,36 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u.render(w, r, http.StatusOK, "namespace", "Namespace "+b.Name, map[string]any{
-		"NS": b, "Live": l, "Poll": poll, "Next": next, "Tokens": tokens, "Quotas": quotas, "Deleting": deleting,
+		"NS": b, "Live": l, "Poll": pollURL(r, "/ui/api/ns/"+b.Name), "Next": next, "Tokens": tokens, "Quotas": quotas, "Deleting": deleting,
 	})
 	return nil
 }
 
-func (u *UI) namespaceJSON(w http.ResponseWriter, r *http.Request) error {
-	_, l, _, err := u.namespaceData(r)
-	if err != nil {
-		return err
+// pollURL is the JSON twin a page of r polls: path, with r's cursor (the same page's numbers).
+func pollURL(r *http.Request, path string) string {
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		return path + "?cursor=" + url.QueryEscape(c)
 	}
-	return writeLive(w, l)
+	return path
+}
+
+// liveTwin serves the live numbers of a paged page as JSON: what data reads for the request.
+func liveTwin[T any](data func(*http.Request) (T, live, string, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		_, l, _, err := data(r)
+		if err != nil {
+			return err
+		}
+		return writeLive(w, l)
+	}
+}
+
+// namespaceJSON is the namespace page's JSON twin.
+func (u *UI) namespaceJSON(w http.ResponseWriter, r *http.Request) error {
+	return liveTwin(u.namespaceData)(w, r)
+}
+
+// overviewJSON is the overview's JSON twin.
+func (u *UI) overviewJSON(w http.ResponseWriter, r *http.Request) error {
+	return liveTwin(u.overviewData)(w, r)
 }

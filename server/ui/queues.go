@@ -115,20 +115,10 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	poll := "/ui/api/overview"
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		poll += "?cursor=" + url.QueryEscape(c)
-	}
-	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{"Namespaces": blocks, "Live": l, "Poll": poll, "Next": next})
+	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{
+		"Namespaces": blocks, "Live": l, "Poll": pollURL(r, "/ui/api/overview"), "Next": next,
+	})
 	return nil
-}
-
-func (u *UI) overviewJSON(w http.ResponseWriter, r *http.Request) error {
-	_, l, _, err := u.overviewData(r)
-	if err != nil {
-		return err
-	}
-	return writeLive(w, l)
 }
 
 func (u *UI) find(w http.ResponseWriter, r *http.Request) error {

@@ -6,11 +6,9 @@
 -- ARGV[1]  the queue name
 -- ARGV[2]  the namespace's most queues (0: no quota)
 -- Returns: 1 registered (now or before), -1 the quota is reached (nothing changed).
-if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then
-  return 1
-end
 local quota = tonumber(ARGV[2])
-if quota > 0 and redis.call('SCARD', KEYS[1]) >= quota then
+local known = redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1
+if not known and quota > 0 and redis.call('SCARD', KEYS[1]) >= quota then
   return -1
 end
 redis.call('SADD', KEYS[1], ARGV[1])
