@@ -24,7 +24,7 @@ test: ## Run every test with the race detector against a real redis-server
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 
 .PHONY: chaos
-chaos: ## Kill workers, servers, schedulers and Redis under load (about 5 minutes); fails on any lost job or tick
+chaos: ## Kill workers, servers, schedulers and Redis under load, and a noisy tenant beside a canary (about 6 minutes); fails on any lost job or tick
 	$(GO) test -tags chaos -count=1 -timeout 15m -v ./internal/chaos/
 
 .PHONY: bench

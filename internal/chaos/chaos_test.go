@@ -141,12 +141,13 @@ func buildSluice(t *testing.T) string {
 type instance struct {
 	bin, redisURL         string
 	publicPort, adminPort int
+	flags                 []string // more flags of `sluice server`
 	cmd                   *exec.Cmd
 }
 
-func startInstance(t *testing.T, bin, redisURL string) *instance {
+func startInstance(t *testing.T, bin, redisURL string, flags ...string) *instance {
 	t.Helper()
-	in := &instance{bin: bin, redisURL: redisURL, publicPort: freePort(t), adminPort: freePort(t)}
+	in := &instance{bin: bin, redisURL: redisURL, publicPort: freePort(t), adminPort: freePort(t), flags: flags}
 	in.start(t)
 	t.Cleanup(in.kill)
 	return in
@@ -158,9 +159,10 @@ func (in *instance) adminURL() string  { return "http://127.0.0.1:" + strconv.It
 // start runs the server and waits until /readyz answers 200.
 func (in *instance) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(in.bin, "server", "--redis-url", in.redisURL, "--prefix", "chaos",
-		"--public-addr", "127.0.0.1:"+strconv.Itoa(in.publicPort),
-		"--admin-addr", "127.0.0.1:"+strconv.Itoa(in.adminPort), "--log-level", "error")
+	args := append([]string{"server", "--redis-url", in.redisURL, "--prefix", "chaos",
+		"--public-addr", "127.0.0.1:" + strconv.Itoa(in.publicPort),
+		"--admin-addr", "127.0.0.1:" + strconv.Itoa(in.adminPort), "--log-level", "error"}, in.flags...)
+	cmd := exec.Command(in.bin, args...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -193,25 +195,34 @@ func (in *instance) kill() {
 // adminSetup creates the chaos namespace and a publish token on the instance's admin API.
 func adminSetup(t *testing.T, in *instance) string {
 	t.Helper()
-	post := func(path, body string) map[string]any {
-		resp, err := http.Post(in.adminURL()+path, "application/json", bytes.NewBufferString(body))
-		if err != nil {
-			t.Fatalf("POST %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		var out map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, out, err)
-		}
-		return out
-	}
-	post("/v1/namespaces", `{"name": "chaos"}`)
-	tok := post("/v1/namespaces/chaos/tokens", `{"description": "chaos", "permissions": ["publish"]}`)
+	in.admin(t, http.MethodPost, "/v1/namespaces", `{"name": "chaos"}`)
+	tok := in.admin(t, http.MethodPost, "/v1/namespaces/chaos/tokens", `{"description": "chaos", "permissions": ["publish"]}`)
 	s, _ := tok["token"].(string)
 	if s == "" {
 		t.Fatalf("no token in %v", tok)
 	}
 	return s
+}
+
+// admin sends a JSON request to the instance's admin API and returns its JSON answer, failing
+// the test on anything but a 2xx.
+func (in *instance) admin(t *testing.T, method, path, body string) map[string]any {
+	t.Helper()
+	req, err := http.NewRequest(method, in.adminURL()+path, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %v %v", method, path, resp.StatusCode, out, err)
+	}
+	return out
 }
 
 // publishHTTP publishes job id through the native API and reports a 201.
