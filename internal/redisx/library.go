@@ -44,6 +44,10 @@ type LibraryScript struct {
 	// Bare scripts do not start with the prologue: they take KEYS and ARGV of their own, not the
 	// set the prologue binds (a hot path that passes only the keys it touches, say).
 	Bare bool
+	// Once scripts change state and may arrive twice (a client library sends a call again after a
+	// read timeout): each call passes a call key (OnceKeys, with a NewCallID) before its own keys,
+	// and a repeated call answers what the first answered without acting again (once.go).
+	Once bool
 }
 
 // Library is a package's scripts in the two forms Redis runs them. On Redis 7 and later they are
@@ -70,19 +74,24 @@ func NewLibrary(spec LibrarySpec) *Library {
 	}
 	prefix := spec.Name + "_" + libraryVersion
 	var src strings.Builder
-	src.WriteString("#!lua name=" + prefix + "\n" + spec.Helpers + "\n")
+	src.WriteString("#!lua name=" + prefix + "\n" + spec.Helpers + "\n" + onceHelper + "\n")
 	for _, s := range spec.Scripts {
 		evalPrologue, functionPrologue := spec.EvalPrologue, spec.FunctionPrologue
 		if s.Bare {
 			evalPrologue, functionPrologue = "", ""
 		}
-		l.evals[s.Name] = redis.NewScript(spec.Helpers + "\n" + evalPrologue + "\n" + s.Body)
+		evalBody, functionBody := evalPrologue+"\n"+s.Body, functionPrologue+"\n"+s.Body
+		if s.Once {
+			evalBody = onceHelper + "\n" + wrapOnce(evalBody, "rawget(_G, 'cmsgpack')")
+			functionBody = wrapOnce(functionBody, "cmsgpack")
+		}
+		l.evals[s.Name] = redis.NewScript(spec.Helpers + "\n" + evalBody)
 		flags := ""
 		if s.Flag != "" {
 			flags = ", flags = {'" + s.Flag + "'}"
 		}
 		src.WriteString("redis.register_function{function_name = '" + prefix + "_" + s.Name + "'" + flags +
-			", callback = function(KEYS, ARGV)\n" + functionPrologue + "\n" + s.Body + "\nend}\n")
+			", callback = function(KEYS, ARGV)\n" + functionBody + "\nend}\n")
 	}
 	sum := sha256.Sum256([]byte(src.String()))
 	version := hex.EncodeToString(sum[:])[:12]
