@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // queueKeys are the Redis keys of one queue, in the order every script receives them (lib.lua).
@@ -18,6 +20,9 @@ type queueKeys struct {
 	// ackHead and batchHead start ack_noresult.lua and publish_batch.lua calls the same way: their
 	// five keys, boxed once.
 	ackHead, batchHead []any
+	// callPrefix starts the call keys of the queue's Once scripts (redisx.OnceKeys): the prefix
+	// and a call id name the key that keeps one call's answer for a repeat of it.
+	callPrefix string
 }
 
 // HashTag is the hash tag every key of a queue carries, "{ns:queue}"; the callback channel's
@@ -57,7 +62,8 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 			base + "lease",
 		},
 		// publish_ready.lua finds the channel from the jobs key: the same name, "notify" for "jobs".
-		channel: base + "notify",
+		channel:    base + "notify",
+		callPrefix: base + "call:",
 	}
 	k.head = make([]any, 0, 2+len(k.all))
 	k.head = append(k.head, len(k.all))
@@ -78,6 +84,9 @@ func (k queueKeys) stats() string  { return k.all[8] }
 func (k queueKeys) meta() string   { return k.all[9] }
 func (k queueKeys) unique() string { return k.all[10] }
 func (k queueKeys) lease() string  { return k.all[11] }
+
+// call is the call key of a new call of a Once script on the queue, with a new call id.
+func (k queueKeys) call() string { return k.callPrefix + redisx.NewCallID() }
 
 // readyList is the ready list of priority pri (lib.lua names it KEYS[2]..pri). The name ends
 // with the priority: publish_ready.lua reads it from there.

@@ -239,9 +239,9 @@ func acksWithoutResult(acks []Ack) bool {
 func (s *Store) ackNoResult(ctx context.Context, k queueKeys, acks []Ack) ([]any, error) {
 	fn := s.scripts.Function(string(scriptAckNoResult))
 	return s.scripts.Process(ctx, func() *redis.Cmd {
-		argv := make([]any, 0, 2+len(k.ackHead)+2*len(acks))
+		argv := make([]any, 0, 3+len(k.ackHead)+2*len(acks))
 		argv = append(argv, "fcall", fn)
-		argv = append(argv, k.ackHead...)
+		argv = appendHead(argv, scriptAckNoResult, k, k.ackHead)
 		for _, a := range acks {
 			argv = append(argv, a.ID, a.Delivery)
 		}

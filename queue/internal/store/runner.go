@@ -28,10 +28,10 @@ func (s *Store) run(ctx context.Context, name scriptName, k queueKeys, args ...a
 		}
 		return cmds[0]
 	}
-	if !s.scripts.UsesFunctions(ctx) {
-		return s.scripts.Run(ctx, string(name), k.all, append(s.commonArgs(k, len(args)), args...)...)
-	}
 	call := scriptCall{script: name, keys: k, args: args}
+	if !s.scripts.UsesFunctions(ctx) {
+		return s.scripts.Run(ctx, string(name), s.evalKeys(call), append(s.commonArgs(k, len(args)), args...)...)
+	}
 	return s.scripts.Process(ctx, func() *redis.Cmd { return s.fcall(ctx, call) })
 }
 
@@ -39,14 +39,34 @@ func (s *Store) run(ctx context.Context, name scriptName, k queueKeys, args ...a
 // in one slice, from the queue's and the store's arguments boxed once (queueKeys.head,
 // Store.common), which is what go-redis's FCall would otherwise rebuild and convert per call.
 func (s *Store) fcall(ctx context.Context, call scriptCall) *redis.Cmd {
-	argv := make([]any, 0, 2+len(call.keys.head)+len(s.common)+len(call.args))
+	argv := make([]any, 0, 3+len(call.keys.head)+len(s.common)+len(call.args))
 	argv = append(argv, "fcall", s.scripts.Function(string(call.script)))
-	argv = append(argv, call.keys.head...)
+	argv = appendHead(argv, call.script, call.keys, call.keys.head)
 	argv = append(argv, s.common...)
 	argv = append(argv, call.args...)
 	cmd := redis.NewCmd(ctx, argv...)
 	cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
 	return cmd
+}
+
+// appendHead appends to an FCALL command the head of a call of script on the queue's keys k: head
+// itself (the number of keys, the keys, maybe more), or for a Once script the same with a new call
+// key before the keys. Each command built is one call: go-redis sends that same command again
+// when it retries, so a repeat carries the same call id.
+func appendHead(argv []any, script scriptName, k queueKeys, head []any) []any {
+	if !onceScripts[script] {
+		return append(argv, head...)
+	}
+	argv = append(argv, head[0].(int)+1, k.call())
+	return append(argv, head[1:]...)
+}
+
+// evalKeys are the keys of an EVALSHA call: the queue's, after a call key for a Once script.
+func (s *Store) evalKeys(call scriptCall) []string {
+	if !onceScripts[call.script] {
+		return call.keys.all
+	}
+	return redisx.OnceKeys(call.keys.call(), call.keys.all)
 }
 
 // scriptCall is one script call of a pipelined batch (runMany): the script, the keys of the queue
@@ -120,7 +140,7 @@ func (s *Store) queueCall(ctx context.Context, pipe redis.Pipeliner, call script
 		return cmd
 	}
 	argv := append(s.commonArgs(call.keys, len(call.args)), call.args...)
-	return s.scripts.Queue(ctx, pipe, string(call.script), call.keys.all, argv...)
+	return s.scripts.Queue(ctx, pipe, string(call.script), s.evalKeys(call), argv...)
 }
 
 func anyMissingScript(cmds []*redis.Cmd) bool {

@@ -80,12 +80,26 @@ var scriptFlags = map[scriptName]string{
 	scriptCallbackFinish: "allow-oom",
 }
 
+// onceScripts change what a caller must hear about and run once per call: each call carries a
+// call key (queueKeys.call), and a call a client library sends again after a lost reply answers
+// what the first answered (redisx.LibraryScript.Once). A repeated consume would otherwise lease
+// jobs nobody receives, a repeated ack or nack answer "no such job" or "lease lost" to the
+// caller whose call did it, a repeated publish of a job with a unique key name it a duplicate of
+// itself, or queue it again once it was consumed and acked. publish_ready.lua and
+// publish_batch.lua, the hot paths of jobs due now without a unique key, are not among them: a
+// repeat finds its client-made ids stored and writes nothing (docs/reliability.md).
+var onceScripts = map[scriptName]bool{
+	scriptConsume: true, scriptConsumeCallbacks: true, scriptAck: true, scriptAckNoResult: true,
+	scriptNack: true, scriptPublish: true,
+}
+
 // library is the queue's scripts, lib.lua's helpers first, built once per process: as functions
 // of one Redis library and as EVALSHA scripts (redisx.Library).
 var library = func() *redisx.Library {
 	scripts := redisx.Scripts(scriptNames, scriptFlags)
 	for i := range scripts {
 		scripts[i].Bare = bareScripts[scriptName(scripts[i].Name)]
+		scripts[i].Once = onceScripts[scriptName(scripts[i].Name)]
 	}
 	return redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 		Name: "sluice_queue",
