@@ -40,7 +40,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 			DeadRetention: cfg.DeadRetention, MaxDead: cfg.MaxDead,
 			ResultRetention: cfg.ResultRetention, MaxResults: cfg.MaxResults,
 			ReplicaAcks: cfg.ReplicaAcks, ReplicaAckTimeout: cfg.ReplicaAckTimeout,
-			Logger: cfg.Logger,
+			MaxConsumeBytes: int64(cfg.MaxConsumeBytes), Logger: cfg.Logger,
 		}),
 		notify: newNotifier(rdb, cfg.Logger),
 	}

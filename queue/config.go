@@ -29,6 +29,13 @@ type Config struct {
 	// MaxPayloadBytes bounds a job's payload. Default 8 MiB.
 	MaxPayloadBytes int
 
+	// MaxConsumeBytes bounds one Consume answer: the jobs it leases carry at most this many bytes
+	// of records (payloads, attributes and fields), so fewer jobs than Count come back when they
+	// are large; a job over the bound alone is still delivered, alone. The bound is applied inside
+	// the script as it pops, so no job is leased that the answer does not carry, and it bounds how
+	// long one consume holds Redis. Default 4 MiB.
+	MaxConsumeBytes int
+
 	// ResultRetention is how long an acked job's result stays readable with Get. Default 24h.
 	ResultRetention time.Duration
 
@@ -82,6 +89,7 @@ func (c Config) withDefaults() Config {
 	c.DefaultTTR = cmp.Or(c.DefaultTTR, 30*time.Second)
 	c.DefaultUniqueFor = cmp.Or(c.DefaultUniqueFor, 24*time.Hour)
 	c.MaxPayloadBytes = cmp.Or(c.MaxPayloadBytes, 8<<20)
+	c.MaxConsumeBytes = cmp.Or(c.MaxConsumeBytes, 4<<20)
 	c.ResultRetention = cmp.Or(c.ResultRetention, 24*time.Hour)
 	c.MaxResults = cmp.Or(c.MaxResults, 100_000)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
@@ -108,6 +116,7 @@ func (c Config) validate() error {
 		{"DefaultTTR", int64(c.DefaultTTR / time.Millisecond)},
 		{"DefaultUniqueFor", int64(c.DefaultUniqueFor / time.Millisecond)},
 		{"MaxPayloadBytes", int64(c.MaxPayloadBytes)},
+		{"MaxConsumeBytes", int64(c.MaxConsumeBytes)},
 		{"ResultRetention", int64(c.ResultRetention / time.Millisecond)},
 		{"MaxResults", int64(c.MaxResults)},
 		{"DeadRetention", int64(c.DeadRetention / time.Millisecond)},

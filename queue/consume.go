@@ -134,12 +134,20 @@ func pending(w *waiter) bool {
 
 // consumeOnce runs the consume script on each queue in order until Count jobs are leased. wake is
 // how long until time next changes something in these queues (0: nothing scheduled).
+// The jobs' records and ids carry at most Config.MaxConsumeBytes in all: each call gets what is left
+// of it (store.ConsumeAcking), and a call whose answer filled it ends the consume.
 func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, time.Duration, error) {
 	var out []Delivery
 	var wake time.Duration
+	left := int64(c.cfg.MaxConsumeBytes)
 	for i, q := range p.Queues {
-		for len(out) < p.Count {
-			req := consumeReq{ns: p.Namespace, q: q, count: p.Count - len(out), ttr: p.TTR.Milliseconds()}
+		for len(out) < p.Count && left > 0 {
+			// After the first jobs, a job over what is left waits for the next consume.
+			maxBytes := left
+			if len(out) > 0 {
+				maxBytes = -left
+			}
+			req := consumeReq{ns: p.Namespace, q: q, count: p.Count - len(out), ttr: p.TTR.Milliseconds(), maxBytes: maxBytes}
 			lr, err := c.doLease(ctx, req.ns, req.q, leaseReq{consume: true, req: req})
 			res := lr.consume
 			if err != nil {
@@ -151,6 +159,10 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, 
 				return out, 0, fmt.Errorf("queue: consume %s/%s: %w", p.Namespace, p.Queues[i], err)
 			}
 			out = append(out, res.jobs...)
+			left -= res.bytes
+			if res.full {
+				left = 0
+			}
 			if res.next > 0 {
 				if w := time.Duration(res.next-res.now) * time.Millisecond; wake == 0 || w < wake {
 					wake = max(w, time.Millisecond)
@@ -168,15 +180,18 @@ func (c *Client) consumeOnce(ctx context.Context, p ConsumeParams) ([]Delivery, 
 // ttr are served by one script call, with the acks of that queue waiting beside them
 // (lease_batch.go).
 type consumeReq struct {
-	ns, q string
-	count int
-	ttr   int64
+	ns, q    string
+	count    int
+	ttr      int64
+	maxBytes int64 // store.ConsumeAcking's bound of the answer
 }
 
 type consumeRes struct {
 	jobs      []Delivery
 	now, next int64 // Redis time of the call; next due job or lease end (-1: none)
 	more      bool  // jobs may be left that this request did not get: call again
+	full      bool  // the answer reached its byte bound
+	bytes     int64 // what the jobs counted against the bound (store.Job.Size)
 }
 
 // runConsume leases jobs for the consumes reqs[idx...] (one queue, one ttr) in one script call and
@@ -196,7 +211,7 @@ func (c *Client) runConsume(ctx context.Context, reqs []leaseReq, idx, riders []
 			acks[j] = reqs[i].ack
 		}
 	}
-	leased, outcomes, err := c.store.ConsumeAcking(ctx, first.ns, first.q, want, first.ttr, acks)
+	leased, outcomes, err := c.store.ConsumeAcking(ctx, first.ns, first.q, want, first.ttr, first.maxBytes, acks)
 	if err != nil {
 		for _, i := range append(idx, riders...) {
 			out[i].err = err
@@ -216,11 +231,17 @@ func (c *Client) runConsume(ctx context.Context, reqs []leaseReq, idx, riders []
 	}
 	// The queue may hold more when the script stopped early or the batch was capped.
 	mayHaveMore := leased.More || (leased.Count == want && total > want)
+	sized := leased.Jobs
 	for _, i := range idx {
 		r := reqs[i].req
 		take := min(r.count, len(jobs))
-		out[i].consume = consumeRes{jobs: jobs[:take:take], now: leased.Now, next: leased.Next, more: mayHaveMore && take < r.count}
-		jobs = jobs[take:]
+		var size int64
+		for _, j := range sized[:take] {
+			size += j.Size
+		}
+		out[i].consume = consumeRes{jobs: jobs[:take:take], now: leased.Now, next: leased.Next,
+			more: mayHaveMore && take < r.count, full: leased.Full, bytes: size}
+		jobs, sized = jobs[take:], sized[take:]
 	}
 }
 

@@ -48,7 +48,7 @@ func (c *Client) runLeaseBatch(ctx context.Context, _ string, reqs []leaseReq) (
 		}
 		grouped := false
 		for g, idx := range consumes {
-			if reqs[idx[0]].req.ttr == r.req.ttr {
+			if reqs[idx[0]].req.ttr == r.req.ttr && reqs[idx[0]].req.maxBytes == r.req.maxBytes {
 				consumes[g] = append(idx, i)
 				grouped = true
 				break

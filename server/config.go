@@ -92,6 +92,10 @@ type Config struct {
 	// MaxConsumeTimeout bounds the "timeout" of a blocking consume. Default 60s.
 	MaxConsumeTimeout time.Duration
 
+	// MaxConsumeBytes bounds the jobs one consume answers, in bytes of their records
+	// (queue.Config.MaxConsumeBytes): fewer jobs come back when they are large. Default 4 MiB.
+	MaxConsumeBytes int64
+
 	// ShutdownTimeout bounds how long a graceful shutdown waits for in-flight requests before it
 	// closes their connections. Default 30s.
 	ShutdownTimeout time.Duration
@@ -228,6 +232,7 @@ func (c Config) withDefaults() Config {
 	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 10*time.Second)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
 	c.MaxConsumeTimeout = cmp.Or(c.MaxConsumeTimeout, 60*time.Second)
+	c.MaxConsumeBytes = cmp.Or(c.MaxConsumeBytes, 4<<20)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 30*time.Second)
 	c.TokenCacheTTL = cmp.Or(c.TokenCacheTTL, 500*time.Millisecond)
 	c.MetricsMaxQueues = cmp.Or(c.MetricsMaxQueues, 1000)
@@ -276,6 +281,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxConsumeTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: max_consume_timeout must be at least 1ms"))
+	}
+	if c.MaxConsumeBytes < 1024 {
+		errs = append(errs, errors.New("config: max_consume_bytes must be at least 1024"))
 	}
 	if c.ShutdownTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: shutdown_timeout must be at least 1ms"))

@@ -24,6 +24,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Prefix: "a:b"}, "prefix"},
 		{Config{MaxBodyBytes: 10}, "max_body_bytes"},
 		{Config{MaxConsumeTimeout: -1}, "max_consume_timeout"},
+		{Config{MaxConsumeBytes: 100}, "max_consume_bytes"},
 		{Config{ShutdownTimeout: -1}, "shutdown_timeout"},
 		{Config{TokenCacheTTL: 2 * time.Second}, "token_cache_ttl"},
 		{Config{MetricsMaxQueues: -1}, "metrics_max_queues"},

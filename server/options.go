@@ -128,6 +128,8 @@ func Options() []Option {
 			dur(func(s *Settings) *time.Duration { return &s.IdleTimeout })},
 		{"max_consume_timeout", "SLUICE_MAX_CONSUME_TIMEOUT", "60s", "longest wait (`duration`) a consume may ask for",
 			dur(func(s *Settings) *time.Duration { return &s.MaxConsumeTimeout })},
+		{"max_consume_bytes", "SLUICE_MAX_CONSUME_BYTES", "4194304", "most `bytes` of jobs one consume answers (fewer jobs when they are large; a larger job comes alone)",
+			integer(func(s *Settings, n int64) { s.MaxConsumeBytes = n })},
 		{"shutdown_timeout", "SLUICE_SHUTDOWN_TIMEOUT", "30s", "how long (`duration`) a graceful shutdown waits for in-flight requests",
 			dur(func(s *Settings) *time.Duration { return &s.ShutdownTimeout })},
 		{"token_cache_ttl", "SLUICE_TOKEN_CACHE_TTL", "500ms", "how long (`duration`) token lookups are cached (bounds how long a revoked token works; at most 1s)",

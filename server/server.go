@@ -139,6 +139,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 		Prefix:            cfg.Prefix,
 		MaxPayloadBytes:   int(cfg.MaxBodyBytes),
+		MaxConsumeBytes:   int(cfg.MaxConsumeBytes),
 		ReplicaAcks:       cfg.ReplicaAcks,
 		ReplicaAckTimeout: cfg.ReplicaAckTimeout,
 		Logger:            s.log,

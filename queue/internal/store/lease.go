@@ -33,6 +33,7 @@ func scriptError(err error) error {
 type Leased struct {
 	Now, Next int64 // Redis time of the call; next due job or lease end (-1: none)
 	More      bool  // the script stopped early: call again
+	Full      bool  // the answer reached its byte bound: jobs may be left, for another call
 	Count     int   // jobs leased, any left out of Jobs included
 	// Jobs are the leased jobs, their records as the lease has them (state leased, the delivery,
 	// one try less, the lease end).
@@ -40,9 +41,10 @@ type Leased struct {
 }
 
 // Consume leases up to count ready jobs of one queue (at most 1000) for ttrMs (0: each job's own
-// TTR), running the queue's housekeeping first.
+// TTR), running the queue's housekeeping first. The answer carries at most Config.MaxConsumeBytes
+// of records (ConsumeAcking).
 func (s *Store) Consume(ctx context.Context, ns, q string, count int, ttrMs int64) (Leased, error) {
-	leased, _, err := s.ConsumeAcking(ctx, ns, q, count, ttrMs, nil)
+	leased, _, err := s.ConsumeAcking(ctx, ns, q, count, ttrMs, s.cfg.MaxConsumeBytes, nil)
 	return leased, err
 }
 
@@ -51,10 +53,18 @@ func (s *Store) Consume(ctx context.Context, ns, q string, count int, ttrMs int6
 // where the script left an ack to ack.lua (a finish of a job under no running lease) the outcome
 // is unsettled until AckLeft runs: the caller calls it, so that the jobs leased reach their
 // consumer whatever becomes of that second call.
-func (s *Store) ConsumeAcking(ctx context.Context, ns, q string, count int, ttrMs int64, acks []Ack) (Leased, []AckOutcome, error) {
+// The answer carries at most maxBytes (0: Config.MaxConsumeBytes) of records and ids (Leased.Full
+// when that stopped it); the
+// first job is leased whatever its size, unless maxBytes is negative: then -maxBytes bounds every
+// job (for a later queue of a consume whose earlier queues gave jobs already). Jobs that do not fit
+// stay ready.
+func (s *Store) ConsumeAcking(ctx context.Context, ns, q string, count int, ttrMs, maxBytes int64, acks []Ack) (Leased, []AckOutcome, error) {
 	k := s.keys.get(ns, q)
-	args := make([]any, 0, 2+2*len(acks))
-	args = append(args, count, ttrMs)
+	if maxBytes == 0 {
+		maxBytes = s.cfg.MaxConsumeBytes
+	}
+	args := make([]any, 0, 3+2*len(acks))
+	args = append(args, count, ttrMs, maxBytes)
 	for _, a := range acks {
 		args = append(args, a.ID, a.Delivery)
 	}
@@ -108,7 +118,7 @@ func (s *Store) parseLeasedReply(ctx context.Context, k queueKeys, ns, q string,
 	if len(reply) < 4 {
 		return Leased{}, fmt.Errorf("unexpected reply of %d fields", len(reply))
 	}
-	r := Leased{Now: num(reply[0]), Next: num(reply[1]), More: num(reply[2]) == 1, Count: int(num(reply[3]))}
+	r := Leased{Now: num(reply[0]), Next: num(reply[1]), More: num(reply[2]) == 1, Full: num(reply[2]) == 2, Count: int(num(reply[3]))}
 	s.clocks.learn(ctx, k.jobs(), r.Now, sent)
 	first := 4 + skip
 	if r.Count < 0 || len(reply) != first+r.Count*fieldsPerLeased {

@@ -61,6 +61,9 @@ func (r *Record) Str(f Field) string { return r.str[f] }
 type Job struct {
 	ID       string
 	Position int64
+	// Size is what the job counted against a consume's byte bound (consume.lua): its record's bytes
+	// as stored and its id's; 0 outside a consume's answer.
+	Size int64
 	Record
 }
 
@@ -99,6 +102,7 @@ const fieldsPerLeased = 4
 // the delivery and the lease end, and shows the record as the lease has it (as_leased in lib.lua).
 func parseLeased(f []any) (Job, error) {
 	j := Job{ID: str(f[0]), Position: -1}
+	j.Size = int64(len(str(f[1])) + len(j.ID))
 	if err := decodeRecord(str(f[1]), &j.Record); err != nil {
 		return Job{}, fmt.Errorf("job %s: %w", j.ID, err)
 	}

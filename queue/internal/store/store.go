@@ -12,6 +12,7 @@
 package store
 
 import (
+	"cmp"
 	"log/slog"
 	"sync"
 	"time"
@@ -37,6 +38,8 @@ type Config struct {
 	// ReplicaAckTimeout.
 	ReplicaAcks       int
 	ReplicaAckTimeout time.Duration
+	// MaxConsumeBytes bounds the records one Consume answer carries (ConsumeAcking).
+	MaxConsumeBytes int64
 	// Logger receives script loading warnings and unreadable records.
 	Logger *slog.Logger
 }
@@ -67,6 +70,7 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.MaxConsumeBytes = cmp.Or(cfg.MaxConsumeBytes, 4<<20)
 	return &Store{
 		rdb:                 rdb,
 		cfg:                 cfg,
