@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // endpointKeys are the Redis keys of one endpoint, in the order every endpoint script receives
@@ -14,11 +15,14 @@ import (
 type endpointKeys struct {
 	all  []string
 	idem string // prefix of the idempotency records: idem + hex(scope hash)
+	// calls starts the call keys of the Once scripts (redisx.OnceKeys): calls + a call id names
+	// the key that keeps one call's answer for a repeat of it.
+	calls string
 }
 
 func newEndpointKeys(prefix, endpoint string) endpointKeys {
 	base := prefix + ":relay:{ep:" + endpoint + "}:"
-	return endpointKeys{idem: base + "idem:", all: []string{
+	return endpointKeys{idem: base + "idem:", calls: base + "call:", all: []string{
 		base + "queue",
 		base + "wait",
 		base + "delayed",
@@ -38,6 +42,9 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 }
 
 func (k endpointKeys) task(id string) string { return k.all[10] + id }
+
+// call is the call key of a new call of a Once script on the endpoint, with a new call id.
+func (k endpointKeys) call() string { return k.calls + redisx.NewCallID() }
 func (k endpointKeys) archive() string       { return k.all[9] }
 func (k endpointKeys) completions() string   { return k.all[14] }
 

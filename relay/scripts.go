@@ -53,6 +53,17 @@ var functionFlags = map[string]string{
 	scriptClaimCompletions: "allow-oom", scriptHandedOff: "allow-oom",
 }
 
+// onceScripts change what their caller must hear about, so each call runs once however often it
+// reaches Redis (redisx.LibraryScript.Once: a call key with each call, the answer kept for a
+// repeat). A repeated take would otherwise hold slots and lease tasks nobody dispatches until
+// their lease ends; a repeated permit "use" would answer ErrPermitUsed to the permit's rightful
+// caller; a repeated finish, submit, cancel or slot call would answer another outcome than the
+// one that happened (docs/reliability.md).
+var onceScripts = map[string]bool{
+	scriptSubmit: true, scriptTake: true, scriptFinish: true, scriptCancel: true, scriptPermit: true,
+	scriptSlotTake: true, scriptSlotFree: true,
+}
+
 // library is relay's scripts, lib.lua's helpers first, built once per process: as functions of
 // one Redis library and as EVALSHA scripts (redisx.Library, as in package queue). The registry's
 // scripts are allow-oom too: deleting an endpoint (or lowering its limits), the Clients'
@@ -62,7 +73,7 @@ var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:             "sluice_relay",
 	EvalPrologue:     "bind(KEYS, ARGV)",
 	FunctionPrologue: "bind(KEYS, ARGV)",
-	Scripts: append(redisx.Scripts(scriptNames, functionFlags),
+	Scripts: append(redisx.OnceScripts(redisx.Scripts(scriptNames, functionFlags), onceScripts),
 		redisx.LibraryScript{Name: scriptEndpointSet, Flag: "allow-oom", Bare: true},
 		redisx.LibraryScript{Name: scriptEndpointApplied, Flag: "allow-oom", Bare: true},
 		redisx.LibraryScript{Name: scriptEndpointForget, Flag: "allow-oom", Bare: true}),
@@ -81,6 +92,9 @@ func (c *Client) runWithKeys(ctx context.Context, name, endpoint string, more []
 	keys := k.all
 	if len(more) > 0 {
 		keys = append(keys[:len(keys):len(keys)], more...)
+	}
+	if onceScripts[name] {
+		keys = redisx.OnceKeys(k.call(), keys)
 	}
 	argv := make([]any, 0, 7+len(args))
 	argv = append(argv, c.ch.wake, c.ch.task, endpoint, c.finishedMs, c.readMs, c.cfg.ArchiveBacklog, c.archiving)

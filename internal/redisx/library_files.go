@@ -26,6 +26,15 @@ func NewLibraryFromFiles(files fs.FS, spec LibrarySpec) *Library {
 	return NewLibrary(spec)
 }
 
+// OnceScripts marks the scripts whose names once holds as Once (LibraryScript.Once) and returns
+// scripts.
+func OnceScripts[N ~string](scripts []LibraryScript, once map[N]bool) []LibraryScript {
+	for i := range scripts {
+		scripts[i].Once = once[N(scripts[i].Name)]
+	}
+	return scripts
+}
+
 // Scripts lists one LibraryScript a name, in order, each with its Redis function flag from flags
 // (none where flags has no entry), for NewLibraryFromFiles to read.
 func Scripts[N ~string](names []N, flags map[N]string) []LibraryScript {

@@ -7,6 +7,7 @@ package flakyproxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +80,7 @@ type Proxy struct {
 // Start starts a proxy to target (host:port) for the test; it stops when the test ends.
 func Start(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("flakyproxy: listen: %v", err)
 	}
@@ -144,7 +145,7 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		server, err := net.Dial("tcp", p.target)
+		server, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", p.target)
 		if err != nil {
 			_ = client.Close()
 			continue
@@ -167,41 +168,42 @@ func (p *Proxy) serve(client, server net.Conn) {
 	go func() {
 		defer wg.Done()
 		defer close(decisions)
-		r := bufio.NewReader(client)
-		var raw bytes.Buffer
-		for {
-			raw.Reset()
-			args, err := readCommand(r, &raw)
-			if err != nil {
-				_ = server.Close()
-				return
+		copyUnits(client, server, func(r *bufio.Reader, raw *bytes.Buffer) (bool, error) {
+			args, err := readCommand(r, raw)
+			if err == nil {
+				decisions <- p.drops(args)
 			}
-			decisions <- p.drops(args)
-			if _, err := server.Write(raw.Bytes()); err != nil {
-				return
-			}
-		}
+			return true, err
+		})
+		_ = server.Close()
 	}()
-	r := bufio.NewReader(server)
-	var raw bytes.Buffer
-	for {
-		raw.Reset()
-		typ, err := readValue(r, &raw)
-		if err != nil {
-			break
-		}
-		if typ != '>' && <-decisions {
-			break // the server ran the command; its answer is lost with the connection
-		}
-		if _, err := client.Write(raw.Bytes()); err != nil {
-			break
-		}
-	}
+	copyUnits(server, client, func(r *bufio.Reader, raw *bytes.Buffer) (bool, error) {
+		typ, err := readValue(r, raw)
+		// A dropped reply: the server ran the command; its answer is lost with the connection.
+		return typ == '>' || !<-decisions, err
+	})
 	_ = client.Close()
 	_ = server.Close()
 	wg.Wait()
 	p.track(client, false)
 	p.track(server, false)
+}
+
+// copyUnits copies RESP units (commands or replies) from src to dst, each read whole by read, until
+// a read fails or read refuses its unit (pass false: the connection is to be cut there).
+func copyUnits(src io.Reader, dst io.Writer, read func(r *bufio.Reader, raw *bytes.Buffer) (pass bool, err error)) {
+	r := bufio.NewReader(src)
+	var raw bytes.Buffer
+	for {
+		raw.Reset()
+		pass, err := read(r, &raw)
+		if err != nil || !pass {
+			return
+		}
+		if _, err := dst.Write(raw.Bytes()); err != nil {
+			return
+		}
+	}
 }
 
 // readCommand reads one command (a RESP array of bulk strings) into raw and returns its
@@ -289,13 +291,7 @@ func readLine(r *bufio.Reader, raw *bytes.Buffer) ([]byte, error) {
 // the proxy. The client is closed when the test ends.
 func NewClient(t testing.TB, env *redistest.Env) (*redis.Client, *Proxy) {
 	t.Helper()
-	if env.Cluster {
-		t.Fatal("flakyproxy: NewClient needs a standalone server")
-	}
-	opts, err := redis.ParseURL(env.URL)
-	if err != nil {
-		t.Fatalf("flakyproxy: %v", err)
-	}
+	opts := redistest.StandaloneOptions(t, env)
 	p := Start(t, opts.Addr)
 	opts.Addr = p.Addr()
 	client := redis.NewClient(opts)

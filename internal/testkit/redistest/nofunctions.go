@@ -27,18 +27,25 @@ func (c *ScriptCommands) Counts() (functions, evals int) {
 // "unknown command" reply without reaching the server. The client is closed when the test ends.
 func WithoutFunctions(t testing.TB, env *Env) (*redis.Client, *ScriptCommands) {
 	t.Helper()
+	rdb := redis.NewClient(StandaloneOptions(t, env))
+	counts := &ScriptCommands{}
+	rdb.AddHook(noFunctions{counts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, counts
+}
+
+// StandaloneOptions are the client options of env's standalone server, for a test that makes a
+// client of its own (a hook, another address); a cluster fails the test.
+func StandaloneOptions(t testing.TB, env *Env) *redis.Options {
+	t.Helper()
 	if env.Cluster {
-		t.Fatal("redistest: WithoutFunctions needs a standalone server")
+		t.Fatal("redistest: a client of its own needs a standalone server")
 	}
 	opts, err := redis.ParseURL(env.URL)
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	rdb := redis.NewClient(opts)
-	counts := &ScriptCommands{}
-	rdb.AddHook(noFunctions{counts})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb, counts
+	return opts
 }
 
 type noFunctions struct{ counts *ScriptCommands }
