@@ -44,9 +44,9 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 func (k endpointKeys) task(id string) string { return k.all[10] + id }
 
 // call is the call key of a new call of a Once script on the endpoint, with a new call id.
-func (k endpointKeys) call() string { return k.calls + redisx.NewCallID() }
-func (k endpointKeys) archive() string       { return k.all[9] }
-func (k endpointKeys) completions() string   { return k.all[14] }
+func (k endpointKeys) call() string        { return k.calls + redisx.NewCallID() }
+func (k endpointKeys) archive() string     { return k.all[9] }
+func (k endpointKeys) completions() string { return k.all[14] }
 
 // idempotency is the key of the record of one idempotency key: a hash (id, h, pri, ca) that
 // names the task the key first created. It lives under the endpoint's hash tag, so submit.lua
