@@ -38,6 +38,11 @@ type Config struct {
 	// Default 30.
 	PollsPerMinute int
 
+	// LeftWindow is how long after a release the visitor's browser is known to have left the room
+	// (a cookie): its requests in that time (the favicon, an asset, a last click) do not put it in
+	// line again. Default 30s.
+	LeftWindow time.Duration
+
 	// ConfigRefresh is how often the Maintainer reloads the settings of the rooms this process
 	// serves (the admission scripts read max_active and the timeouts from Redis themselves; the
 	// cached copy only serves pages, passes and fail-open). Default 1s.
@@ -76,6 +81,7 @@ type Hooks struct {
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, "sluice")
 	c.Batch = cmp.Or(c.Batch, 100)
+	c.LeftWindow = cmp.Or(c.LeftWindow, 30*time.Second)
 	c.TouchInterval = cmp.Or(c.TouchInterval, 5*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
 	c.PollsPerMinute = cmp.Or(c.PollsPerMinute, 30)
@@ -89,6 +95,8 @@ func (c Config) validate() error {
 	switch {
 	case !validPrefix(c.Prefix):
 		return fmt.Errorf("waitroom: Config.Prefix must not contain '{' or '}', got %q", c.Prefix)
+	case c.LeftWindow < time.Second:
+		return fmt.Errorf("waitroom: Config.LeftWindow must be at least 1s, got %s", c.LeftWindow)
 	case len(c.PassKeys) == 0 || len(c.PassKeys) > 2:
 		return fmt.Errorf("waitroom: Config.PassKeys must hold one or two keys, got %d", len(c.PassKeys))
 	case c.Batch < 1:

@@ -122,6 +122,10 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request, room *Room) err
 		}
 		c.clearPass(w, r, room.name)
 	}
+	if c.hasLeft(r, room.name) {
+		writeJSON(w, http.StatusOK, c.statusJSON(Status{Room: room.name, State: Left}))
+		return nil
+	}
 	visitor := c.visitorID(w, r)
 	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
 		return tooManyPolls(w, retry)
@@ -162,9 +166,10 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) erro
 		c.clearPass(w, r, room.name)
 	}
 	// Only a visitor the waiting page already knows is let in from here: a request without a
-	// visitor cookie would put a new, unreachable visitor in line at every call.
+	// visitor cookie would put a new, unreachable visitor in line at every call. An asset request
+	// or a browser that has just left puts nobody in line either.
 	visitor := c.knownVisitor(r)
-	if visitor == "" {
+	if visitor == "" || isAsset(r, r.Header.Get(NextHeader)) || c.hasLeft(r, room.name) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return nil
 	}
@@ -196,6 +201,7 @@ func (h *Handler) release(w http.ResponseWriter, r *http.Request, room *Room) er
 	c.clearPass(w, r, room.name)
 	released := false
 	if visitor != "" {
+		c.setLeft(w, r, room.name, visitor)
 		var err error
 		if released, err = room.Release(r.Context(), visitor); err != nil {
 			return err
@@ -216,8 +222,16 @@ func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next went through safeNext (a path on this site only)
 		return nil
 	}
-	visitor := c.visitorID(w, r)
 	self := r.URL.RequestURI()
+	if isAsset(r, next) {
+		c.notAdmittedAsset(w)
+		return nil
+	}
+	if c.hasLeft(r, room.name) {
+		c.renderPage(w, r, room, http.StatusOK, Status{Room: room.name, State: Left}, Left.String(), StatusURL(room.name), next)
+		return nil
+	}
+	visitor := c.visitorID(w, r)
 	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
 		retryAfter(w, retry)
 		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", StatusURL(room.name), self)

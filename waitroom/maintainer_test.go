@@ -79,6 +79,7 @@ func TestNewClientValidation(t *testing.T) {
 		{waitroom.Config{PassKeys: [][]byte{testKey(), testKey(), testKey()}}, "PassKeys"},
 		{waitroom.Config{PassKeys: [][]byte{testKey()}, Prefix: "a{b}"}, "Prefix"},
 		{waitroom.Config{PassKeys: [][]byte{testKey()}, PollInterval: time.Millisecond}, "PollInterval"},
+		{waitroom.Config{PassKeys: [][]byte{testKey()}, LeftWindow: time.Millisecond}, "LeftWindow"},
 	} {
 		if _, err := waitroom.NewClient(env.Client, tc.cfg); err == nil || !contains(err.Error(), tc.want) {
 			t.Errorf("NewClient(%+v) = %v, want an error naming %s", tc.cfg, err, tc.want)

@@ -21,7 +21,9 @@ const ReleaseHeader = "Sluice-Room"
 // other request is an arrival: admitted ones go through with a new pass, the others get the
 // waiting page (503 with Retry-After), or the status as JSON with Accept: application/json. The
 // waiting page polls the same URL with the PollHeader. A response with "Sluice-Room: release"
-// frees the visitor's slot.
+// frees the visitor's slot, and the browser's requests of the next Config.LeftWindow are answered
+// as "left" instead of putting it in line again. An asset request (isAsset) without a pass gets a
+// 503 and never puts anyone in line.
 //
 // A room that does not exist (deleted) lets every request through: deleting a room turns the
 // waiting room off.
@@ -52,27 +54,35 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c.clearPass(w, r, room.name)
 	}
-	visitor := c.visitorID(w, r)
+	if isAsset(r, r.URL.Path) {
+		c.notAdmittedAsset(w)
+		return
+	}
 	self := r.URL.RequestURI()
-	if limited, retry := c.pollLimited(ctx, room, visitor); limited {
-		if poll || wantsJSON(r) {
-			WriteError(w, r, tooManyPolls(w, retry))
+	st := Status{Room: room.name, State: Left}
+	if !c.hasLeft(r, room.name) {
+		visitor := c.visitorID(w, r)
+		if limited, retry := c.pollLimited(ctx, room, visitor); limited {
+			if poll || wantsJSON(r) {
+				WriteError(w, r, tooManyPolls(w, retry))
+				return
+			}
+			retryAfter(w, retry)
+			c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
 			return
 		}
-		retryAfter(w, retry)
-		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
-		return
-	}
-	st, err := room.Arrive(ctx, visitor)
-	if m.handleError(w, r, err) {
-		return
-	}
-	if st.State == Admitted {
-		if st.Pass != "" {
-			c.setPass(w, r, room.name, st.Pass, st.PassExpires)
+		var err error
+		st, err = room.Arrive(ctx, visitor)
+		if m.handleError(w, r, err) {
+			return
 		}
-		m.admit(w, r, poll, st)
-		return
+		if st.State == Admitted {
+			if st.Pass != "" {
+				c.setPass(w, r, room.name, st.Pass, st.PassExpires)
+			}
+			m.admit(w, r, poll, st)
+			return
+		}
 	}
 	w.Header().Set(ReleaseHeader, "waiting")
 	if poll {
@@ -131,6 +141,7 @@ func (w *releaseWriter) WriteHeader(code int) {
 			h.Del(ReleaseHeader)
 			room := w.m.room
 			room.c.clearPass(w.ResponseWriter, w.r, room.name)
+			room.c.setLeft(w.ResponseWriter, w.r, room.name, w.visitor)
 			// The release must happen even if the client goes away now.
 			if _, err := room.Release(context.WithoutCancel(w.r.Context()), w.visitor); err != nil {
 				room.c.cfg.Logger.WarnContext(w.r.Context(), "waitroom: release on the upstream's header failed",

@@ -26,7 +26,8 @@ type PageData struct {
 	// Lang is "en" or "zh"; Text holds the page's words in it.
 	Lang string
 	Text Text
-	// State is "waiting", "not_open", "unavailable" or "limited" (too many refreshes).
+	// State is "waiting", "not_open", "unavailable", "limited" (too many refreshes) or "left"
+	// (released a moment ago).
 	State string
 	// Message is the sentence that says what is going on, in Lang.
 	Message string
@@ -55,8 +56,8 @@ type PageScript struct {
 
 // Text is the waiting page's words in one language.
 type Text struct {
-	Title, Heading, Position, Length, ETA, OpensIn, Note                  string
-	Waiting, NotOpen, Unavailable, Limited, Unknown, UnderMinute, Minutes string
+	Title, Heading, Position, Length, ETA, OpensIn, Note                        string
+	Waiting, NotOpen, Unavailable, Limited, Left, Unknown, UnderMinute, Minutes string
 }
 
 var texts = map[string]Text{
@@ -68,6 +69,7 @@ var texts = map[string]Text{
 		NotOpen:     "The site has not opened yet. Everyone who arrives before the start is put in a random order when it opens.",
 		Unavailable: "The waiting room cannot be reached right now. This page will try again shortly.",
 		Limited:     "Too many refreshes. This page will try again shortly.",
+		Left:        "You have left the line. Reload this page in a moment to join it again.",
 		Unknown:     "unknown", UnderMinute: "under a minute", Minutes: "about %d min",
 	},
 	"zh": {
@@ -78,6 +80,7 @@ var texts = map[string]Text{
 		NotOpen:     "尚未开放。开放前到达的访客将在开放时随机排序。",
 		Unavailable: "排队服务暂时无法连接，本页面稍后会自动重试。",
 		Limited:     "刷新过于频繁，本页面稍后会自动重试。",
+		Left:        "您已离开队列。稍后刷新本页面即可重新排队。",
 		Unknown:     "未知", UnderMinute: "不到 1 分钟", Minutes: "约 %d 分钟",
 	},
 }
@@ -166,6 +169,8 @@ func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageDa
 		d.Message = t.Unavailable
 	case "limited":
 		d.Message = t.Limited
+	case "left":
+		d.Message = t.Left
 	default:
 		d.Message = t.Waiting
 	}
@@ -174,7 +179,7 @@ func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageDa
 		OpensInMs: st.OpensIn.Milliseconds(),
 		Text: map[string]string{
 			"unknown": t.Unknown, "under_minute": t.UnderMinute, "minutes": t.Minutes,
-			"waiting": t.Waiting, "not_open": t.NotOpen, "unavailable": t.Unavailable,
+			"waiting": t.Waiting, "not_open": t.NotOpen, "unavailable": t.Unavailable, "left": t.Left,
 		},
 	}
 	return d

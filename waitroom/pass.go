@@ -15,6 +15,9 @@ import (
 //	visitor id  "v1.<id>.<mac>"                 mac = HMAC(key, "sluice-visitor\x00" id)
 //	pass        "v1.<b64 visitor>.<expiry>.<mac>"   mac = HMAC(key, "sluice-pass\x00" room \x00 visitor \x00 expiry)
 //
+// and, for a while after a release, a third one of the pass's form: "left", whose mac starts
+// "sluice-left" instead (so neither can stand for the other).
+//
 // cookie ids are 22 characters of base64url (16 random bytes); a pass names any visitor id (a
 // library caller's own), in base64url. expiry is Unix milliseconds and mac is base64url of
 // HMAC-SHA256. The first key signs; every key verifies (rotation), and macs are
@@ -90,14 +93,29 @@ type Pass struct {
 	Expires time.Time
 }
 
+// The purposes of the tokens of the pass's form.
+const (
+	purposePass = "sluice-pass"
+	purposeLeft = "sluice-left"
+)
+
 func (s signer) signPass(room, visitor string, expires time.Time) string {
-	exp := strconv.FormatInt(expires.UnixMilli(), 10)
-	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-pass", room, visitor, exp))
+	return s.signToken(purposePass, room, visitor, expires)
 }
 
-// checkPass returns the pass in v when it is a pass of room signed with one of the keys and not
-// expired at now.
 func (s signer) checkPass(room, v string, now time.Time) (Pass, bool) {
+	return s.checkToken(purposePass, room, v, now)
+}
+
+// signToken signs a token of the pass's form for purpose.
+func (s signer) signToken(purpose, room, visitor string, expires time.Time) string {
+	exp := strconv.FormatInt(expires.UnixMilli(), 10)
+	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], purpose, room, visitor, exp))
+}
+
+// checkToken returns what v says when it is a token of purpose for room signed with one of the
+// keys and not expired at now.
+func (s signer) checkToken(purpose, room, v string, now time.Time) (Pass, bool) {
 	parts := strings.Split(v, ".")
 	if len(parts) != 4 || parts[0] != "v1" {
 		return Pass{}, false
@@ -110,7 +128,7 @@ func (s signer) checkPass(room, v string, now time.Time) (Pass, bool) {
 	if err != nil || exp <= now.UnixMilli() {
 		return Pass{}, false
 	}
-	if !s.verify(parts[3], "sluice-pass", room, string(visitor), parts[2]) {
+	if !s.verify(parts[3], purpose, room, string(visitor), parts[2]) {
 		return Pass{}, false
 	}
 	return Pass{Room: room, Visitor: string(visitor), Expires: time.UnixMilli(exp)}, true

@@ -26,9 +26,12 @@ const (
 	Admitted
 	// Unavailable: Redis could not be reached and the room fails closed.
 	Unavailable
+	// Left: the visitor's browser released its place a moment ago (Config.LeftWindow); its
+	// requests do not put it in line again until then.
+	Left
 )
 
-// String returns "waiting", "not_open", "admitted" or "unavailable" (the JSON form).
+// String returns "waiting", "not_open", "admitted", "unavailable" or "left" (the JSON form).
 func (s State) String() string {
 	switch s {
 	case Waiting:
@@ -39,6 +42,8 @@ func (s State) String() string {
 		return "admitted"
 	case Unavailable:
 		return "unavailable"
+	case Left:
+		return "left"
 	default:
 		return fmt.Sprintf("State(%d)", int(s))
 	}
@@ -203,7 +208,8 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 	var shuffle [8]byte
 	_, _ = rand.Read(shuffle[:])
 	ticket := binary.LittleEndian.Uint64(shuffle[:]) >> 12 // below 2^52
-	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys, visitor, ticket, r.c.cfg.Batch).Int64Slice()
+	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys, visitor, ticket, r.c.cfg.Batch,
+		r.c.liveGrace().Milliseconds()).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Status{}, ctx.Err()
@@ -243,6 +249,11 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 	}
 	return st, nil
 }
+
+// liveGrace is how long after its last poll a waiting visitor counts as live: two poll intervals.
+// A free slot goes to the first live visitor in line; a silent one ahead keeps its place number but
+// is skipped until it polls again (or leaves the line at the room's queue_timeout).
+func (c *Client) liveGrace() time.Duration { return 2 * c.cfg.PollInterval }
 
 // current returns the cached settings, reloaded first when Redis has a newer version.
 func (r *Room) current(ctx context.Context, version int64) (*roomState, error) {

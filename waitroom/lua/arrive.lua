@@ -2,11 +2,15 @@
 -- twice: it frees idle slots (a bounded batch), keeps an admitted visitor's slot alive, puts a new
 -- visitor in line (a random ticket before open_at, the next FIFO ticket after), records the
 -- heartbeat, and admits the visitor when it is within the free slots from the head of the line and
--- the inflow limit (new_users_per_minute, GCRA) allows one more.
+-- the inflow limit (new_users_per_minute, GCRA) allows one more. Only live visitors ahead count
+-- (polled within the grace): a silent visitor keeps its place number but a free slot does not
+-- wait for it; it is dropped at queue_timeout (maintain.lua), or admitted when it polls again.
 -- KEYS: the room keys (lib.lua).
 -- ARGV[1] visitor id
 -- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
--- ARGV[3] batch: the most idle slots freed by this call
+-- ARGV[3] batch: the most idle slots freed by this call, and the most visitors ahead looked at
+--         to find the live ones (any beyond count as live)
+-- ARGV[4] grace (ms): a waiting visitor whose last poll is older is silent (skipped)
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
 --          recent_admitted, recent_window_ms}
 --   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room
@@ -47,20 +51,43 @@ if early then
   return reply(3, 0, cfg.open_at - now, now - since)
 end
 
+-- live_ahead counts the live visitors among the first rank of the line, up to limit (enough to
+-- decide) and looking at no more than batch of them; the ones beyond batch count as live.
+local function live_ahead(rank, limit, batch, live_since)
+  local count = math.max(0, rank - batch)
+  local scan = math.min(rank, batch)
+  local i = 0
+  while i < scan and count < limit do
+    local ids = redis.call('ZRANGE', K_LINE, i, math.min(i + 100, scan) - 1)
+    local seen = redis.call('ZMSCORE', K_SEEN, unpack(ids))
+    for j = 1, #ids do
+      if seen[j] and tonumber(seen[j]) >= live_since then count = count + 1 end
+    end
+    i = i + #ids
+  end
+  return count
+end
+
 local rank = redis.call('ZRANK', K_LINE, v)
 local free = cfg.max_active - redis.call('ZCARD', K_ACTIVE)
-if rank < free then
+local ahead = rank
+if free > 0 and rank > 0 then
+  local limit = free
+  if cfg.per_minute > 0 then limit = math.max(free, math.floor(cfg.per_minute / 12) + 1) end
+  ahead = live_ahead(rank, limit, tonumber(ARGV[3]), now - tonumber(ARGV[4]))
+end
+if ahead < free then
   local allowed = true
   if cfg.per_minute > 0 then
     -- GCRA: one admission every 60000/per_minute ms, bursts of up to per_minute/12 (5 seconds'
     -- worth, at least 1) after a quiet spell. Like the slots, the admissions the limit allows now
     -- go to the head of the line: the caller comes in only when there are more of them than
-    -- visitors ahead of it, so a visitor further back who polls first cannot take the head's.
+    -- live visitors ahead of it, so a visitor further back who polls first cannot take the head's.
     local interval = 60000 / cfg.per_minute
     local burst = math.max(1, math.floor(cfg.per_minute / 12))
     local tat = math.max(tonumber(redis.call('HGET', K_STATS, 'tat') or '0'), now)
     local available = math.floor((interval * burst - (tat - now)) / interval)
-    if rank < available then
+    if ahead < available then
       redis.call('HSET', K_STATS, 'tat', tat + interval)
     else
       allowed = false
