@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -214,8 +215,12 @@ func (s *Scheduler) visit(ctx context.Context, queues []store.DueQueue) ([]store
 	return visited, nextRuns, nil
 }
 
-// failed logs a queue whose visit failed; its claim's lease brings it back.
+// failed logs a queue whose visit failed; its claim's lease brings it back. A visit cut short
+// because the scheduler is stopping is not a failure: the next scheduler picks the queue up.
 func (s *Scheduler) failed(dq store.DueQueue, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
 	s.stats.errors.Add(1)
 	s.cfg.Logger.Warn("schedule visit failed", slog.String("namespace", dq.Namespace),
 		slog.String("queue", dq.Queue), slog.Any("error", err))
