@@ -27,11 +27,12 @@ const (
 	scriptSlotFree         = "slot_release"
 	scriptClaimCompletions = "completions_claim"
 	scriptHandedOff        = "handed_off"
+	scriptList             = "list"
 )
 
 var scriptNames = []string{
 	scriptSubmit, scriptTake, scriptFinish, scriptMaintain, scriptGet, scriptCancel, scriptPermit, scriptStats, scriptLate,
-	scriptSlotTake, scriptSlotFree, scriptClaimCompletions, scriptHandedOff,
+	scriptSlotTake, scriptSlotFree, scriptClaimCompletions, scriptHandedOff, scriptList,
 }
 
 // The registry scripts (endpoint settings): rare calls on the registry's keys (hash tag {relay}),
@@ -43,12 +44,12 @@ const (
 )
 
 // functionFlags are the Redis function flags of the endpoint scripts. Without flags Redis refuses
-// a function outright when memory is over maxmemory; stats only reads (no-writes), and the calls
+// a function outright when memory is over maxmemory; stats and list only read (no-writes), and the calls
 // that move tasks on, free slots or store what already happened (allow-oom) must work on a full
 // Redis so it can drain. Submit and slot_take have no flag: a full Redis refuses new work.
 var functionFlags = map[string]string{
-	scriptStats: "no-writes",
-	scriptTake:  "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
+	scriptStats: "no-writes", scriptList: "no-writes",
+	scriptTake: "allow-oom", scriptFinish: "allow-oom", scriptMaintain: "allow-oom", scriptGet: "allow-oom",
 	scriptCancel: "allow-oom", scriptPermit: "allow-oom", scriptLate: "allow-oom", scriptSlotFree: "allow-oom",
 	scriptClaimCompletions: "allow-oom", scriptHandedOff: "allow-oom",
 }

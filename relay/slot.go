@@ -34,6 +34,10 @@ const slotPoll = 250 * time.Millisecond
 // at most), job id and delivery number.
 const maxHolder = 1024
 
+// slotPrefix starts the members of the slots in an endpoint's running set (lua/lib.lua): no task
+// id starts with it.
+const slotPrefix = "slot:"
+
 // AcquireSlot takes one of endpoint's concurrency slots and one token of its rate limit for a
 // call the caller makes itself, waiting (with one Pub/Sub subscription shared by the Client,
 // woken when a task ends or a slot is released) until both are free or ctx ends. It returns when
@@ -56,7 +60,7 @@ func (c *Client) AcquireSlot(ctx context.Context, endpoint, holder string, hold 
 	if !validName(endpoint) {
 		return nil, fmt.Errorf("%w: endpoint %q", ErrNotFound, endpoint)
 	}
-	member := "slot:" + holder
+	member := slotPrefix + holder
 	var mine chan struct{}
 	stopWatch := func() {}
 	defer func() { stopWatch() }()

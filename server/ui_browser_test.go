@@ -59,6 +59,18 @@ func acceptConfirms(b *browsertest.Browser) {
 	browsertest.Eval[bool](b, `(window.confirm = function () { return true; }, true)`)
 }
 
+// openDashboard starts a Chromium at a desktop's width, logged in to ts's dashboard with the admin
+// token.
+func openDashboard(t *testing.T, ts *testServer) (*browsertest.Browser, shooter) {
+	t.Helper()
+	b := browsertest.New(t)
+	b.Run(chromedp.EmulateViewport(1280, 800))
+	b.Navigate(ts.AdminURL + "/ui/login")
+	b.Run(chromedp.SendKeys("#token", ts.AdminToken), chromedp.Submit("#token"))
+	waitText(t, b, "h1", "Queues")
+	return b, shooter{b: b, dir: t.TempDir()}
+}
+
 // TestDashboardInChromium drives the dashboard in a real headless Chromium: log in with the admin
 // token, see the counts of jobs published through the API refresh live, drill into a queue and a
 // job, respawn a dead job with a click and a confirmation, create a token (its secret shown once) and revoke it,

@@ -54,12 +54,7 @@ func TestDashboardInChromiumJobs(t *testing.T) {
 		dead = append(dead, deadJob(t, ts, "shop", "bulk", fmt.Sprintf("dead %d", i)))
 	}
 
-	b := browsertest.New(t)
-	s := shooter{b: b, dir: t.TempDir()}
-	b.Run(chromedp.EmulateViewport(1280, 800))
-	b.Navigate(ts.AdminURL + "/ui/login")
-	b.Run(chromedp.SendKeys("#token", ts.AdminToken), chromedp.Submit("#token"))
-	waitText(t, b, "h1", "Queues")
+	b, s := openDashboard(t, ts)
 
 	// Paging: 23 ready jobs, 20 a page.
 	b.Navigate(ts.AdminURL + "/ui/ns/shop/queues/bulk")

@@ -141,12 +141,14 @@ func TestDashboardNamespaceSession(t *testing.T) {
 	for _, path := range []string{
 		"/ui/ns/other/queues/work", "/ui/ns/other/queues/work/jobs/" + theirs, "/ui/api/ns/other/queues/work",
 		"/ui/find?ns=other&q=work&id=" + theirs, "/ui/tokens", "/ui/endpoints", "/ui/rooms", "/ui/tasks",
+		"/ui/endpoints/any", "/ui/api/endpoints/any",
 	} {
 		wantPage(t, d.get(t, path), http.StatusForbidden, "one namespace")
 	}
 	wantPage(t, d.post(t, "/ui/ns/other/queues/work/jobs/action", url.Values{"action": {"delete"}, "id": {theirs}, "confirm": {"yes"}}), http.StatusForbidden)
 	wantPage(t, d.post(t, "/ui/ns/other/queues/work/purge", url.Values{"confirm": {"work"}}), http.StatusForbidden)
 	wantPage(t, d.post(t, "/ui/logout-everywhere", nil), http.StatusForbidden)
+	wantPage(t, d.post(t, "/ui/endpoints/any/tasks/cancel", url.Values{"id": {"any.x"}, "confirm": {"yes"}}), http.StatusForbidden)
 	// Its own queue's id of the other namespace's job reaches nothing either.
 	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/work/jobs/action", url.Values{"action": {"delete"}, "id": {theirs}, "confirm": {"yes"}}), "/ui/ns/shop/queues/work?n=0")
 	if _, err := ts.Queue.Get(ctx, "other", "work", theirs); err != nil {

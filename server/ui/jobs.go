@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -199,11 +200,7 @@ func (u *UI) jobsAction(w http.ResponseWriter, r *http.Request) error {
 	} else if sel.From != "" && sel.From != "job" {
 		back += "?state=" + sel.From
 	}
-	if r.PostFormValue("confirm") != "yes" {
-		u.render(w, r, http.StatusOK, "confirm", "Confirm · "+q, map[string]any{
-			"NS": ns, "Queue": q, "Path": queuePath(ns, q), "Sel": sel, "Back": back,
-			"LeaseValues": leaseValues(sel.Leases),
-		})
+	if u.confirmFirst(w, r, sel.confirmation(ns, q, back)) {
 		return nil
 	}
 	n, err := u.runAction(r, ns, q, sel)
@@ -213,12 +210,20 @@ func (u *UI) jobsAction(w http.ResponseWriter, r *http.Request) error {
 	return done(w, r, back, actionNotes[sel.Action.Name], int64(n))
 }
 
-func leaseValues(ls []queue.AckParams) []string {
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.ID + ":" + strconv.Itoa(l.Delivery)
+// confirmation is the page that asks before the selection's action runs.
+func (sel selection) confirmation(ns, q, back string) confirmation {
+	what := "jobs"
+	if len(sel.IDs) == 1 {
+		what = "job"
 	}
-	return out
+	question := fmt.Sprintf("%s: %s %d %s of %s", sel.Action.Button, sel.Action.Verb, len(sel.IDs), what, q)
+	if sel.Action.Priority {
+		question += fmt.Sprintf(", new priority %d", sel.Priority)
+	}
+	return confirmation{
+		Crumbs:   []crumb{{"Queues", "/ui/"}, {Text: ns}, {q, queuePath(ns, q)}},
+		Question: question + "?", Items: sel.IDs, Button: sel.Action.Button, Danger: sel.Action.Danger, Back: back,
+	}
 }
 
 // runAction does the confirmed action and returns on how many jobs it acted.

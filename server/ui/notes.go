@@ -36,6 +36,7 @@ const (
 	noteScheduleResumed     note = "schedule_resumed"
 	noteScheduleTriggered   note = "schedule_triggered"
 	noteScheduleDeleted     note = "schedule_deleted"
+	noteTasksCancelled      note = "tasks_cancelled"
 )
 
 // noteTexts are the banners' texts; a %d takes the count.
@@ -60,6 +61,7 @@ var noteTexts = map[note]string{
 	noteScheduleResumed:     "Resumed the schedule at its next tick.",
 	noteScheduleTriggered:   "Published the schedule's job now; its next run is unchanged.",
 	noteScheduleDeleted:     "Deleted the schedule; the jobs it published stay.",
+	noteTasksCancelled:      "Cancelled %d tasks (tasks that had ended keep their status).",
 }
 
 // noteText is the banner a request's query asks for, or "" for none.

@@ -22,23 +22,31 @@ func (u *UI) endpointsLive(ctx context.Context) ([]relay.Endpoint, live, error) 
 	}
 	l := live{}
 	for _, ep := range eps {
-		st, err := u.cfg.Relay.Stats(ctx, ep.Name)
-		if err != nil {
+		if err := u.endpointLive(ctx, l, ep.Name); err != nil {
 			return nil, nil, err
-		}
-		k := "ep/" + ep.Name
-		l[k+":queued"] = strconv.FormatInt(st.Queued, 10)
-		l[k+":retrying"] = strconv.FormatInt(st.Retrying, 10)
-		l[k+":running"] = strconv.FormatInt(st.Running, 10)
-		l[k+":rate"] = strconv.FormatFloat(st.CompletedPerSec, 'f', 2, 64) + "/s"
-		l[k+":eta"] = "–"
-		if eta, ok := st.ETA(st.Queued); ok {
-			l[k+":eta"] = roundDur(eta)
-		} else if st.Queued == 0 {
-			l[k+":eta"] = "0s"
 		}
 	}
 	return eps, l, nil
+}
+
+// endpointLive adds an endpoint's live numbers to l, under "ep/<name>:".
+func (u *UI) endpointLive(ctx context.Context, l live, name string) error {
+	st, err := u.cfg.Relay.Stats(ctx, name)
+	if err != nil {
+		return relayErr(err)
+	}
+	k := "ep/" + name
+	l[k+":queued"] = strconv.FormatInt(st.Queued, 10)
+	l[k+":retrying"] = strconv.FormatInt(st.Retrying, 10)
+	l[k+":running"] = strconv.FormatInt(st.Running, 10)
+	l[k+":rate"] = strconv.FormatFloat(st.CompletedPerSec, 'f', 2, 64) + "/s"
+	l[k+":eta"] = "–"
+	if eta, ok := st.ETA(st.Queued); ok {
+		l[k+":eta"] = roundDur(eta)
+	} else if st.Queued == 0 {
+		l[k+":eta"] = "0s"
+	}
+	return nil
 }
 
 // setEndpoint changes an endpoint's limits (qps, concurrency, max queued, timeout); the other

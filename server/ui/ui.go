@@ -160,11 +160,10 @@ func (u *UI) routes() http.Handler {
 	page("POST /ui/tokens", u.createToken)
 	page("POST /ui/tokens/{ns}/{id}/revoke", u.revokeToken)
 	systemPage(u, page, "endpoints", "Request queue", "Endpoints", u.cfg.Relay != nil, errNoRelay, u.endpointsLive)
-	page("POST /ui/endpoints/{name}", u.setEndpoint)
-	page("GET /ui/tasks", u.taskPage)
 	systemPage(u, page, "rooms", "Waiting rooms", "Rooms", u.cfg.Rooms != nil, errNoRooms, u.roomsLive)
-	page("POST /ui/rooms/{name}/capacity", u.setCapacity)
-	page("POST /ui/rooms/{name}/reset", u.resetRoom)
+	for pattern, h := range u.systemRoutes() {
+		page(pattern, h)
+	}
 	mux.HandleFunc("/ui/", u.open(func(w http.ResponseWriter, r *http.Request) error {
 		for _, m := range []string{http.MethodGet, http.MethodPost} {
 			other := r.Clone(r.Context())

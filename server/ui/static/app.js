@@ -6,11 +6,11 @@
     var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || ev.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) { ev.preventDefault(); }
   });
-  // A job list's "select all" box.
+  // A job or task list's "select all" box: it ticks every box of its form.
   var all = document.getElementById("select-all");
-  if (all) {
+  if (all && all.form) {
     all.addEventListener("change", function () {
-      document.querySelectorAll('#jobs-form input[name="id"], #jobs-form input[name="lease"]').forEach(function (b) { b.checked = all.checked; });
+      all.form.querySelectorAll('input[name="id"], input[name="lease"]').forEach(function (b) { b.checked = all.checked; });
     });
   }
   // Live numbers: the page names its JSON twin in data-poll; each element with data-live (text)
