@@ -13,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/tenant"
-	"github.com/sluicehq/sluice/waitroom"
 )
 
 // dashboard is a browser-like client of the dashboard: a cookie jar, no redirects followed, and
@@ -331,18 +330,7 @@ func TestDashboardRooms(t *testing.T) {
 	d := newDashboard(t, ts)
 	d.login(t)
 	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, "No waiting rooms yet")
-	if _, err := ts.srv.waitroom.SetRoom(ctxT(t), "sale", waitroom.RoomConfig{MaxActive: 1}); err != nil {
-		t.Fatal(err)
-	}
-	room, err := ts.srv.waitroom.Room("sale")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"v1", "v2", "v3"} {
-		if _, err := room.Arrive(ctxT(t), v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	room := roomWithLine(t, ts, "")
 	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, `data-live="room/sale:active">1<`, `data-live="room/sale:waiting">2<`)
 	var l map[string]string
 	d.get(t, "/ui/api/rooms").JSON(t, &l)

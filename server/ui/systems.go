@@ -11,6 +11,8 @@ func (u *UI) systemRoutes() map[string]handler {
 		"POST /ui/endpoints/{name}/tasks/cancel": u.cancelTasks,
 		"GET /ui/tasks":                          u.taskPage,
 
+		"GET /ui/rooms/{name}":           u.roomPage,
+		"GET /ui/api/rooms/{name}":       u.roomJSON,
 		"POST /ui/rooms/{name}/capacity": u.setCapacity,
 		"POST /ui/rooms/{name}/reset":    u.resetRoom,
 	}

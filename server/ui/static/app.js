@@ -34,7 +34,13 @@
     busy = true;
     fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { return r.ok ? r.json() : null; })
-      .then(function (d) { if (d) { apply(d); main.removeAttribute("data-stale"); } else { main.setAttribute("data-stale", ""); } })
+      .then(function (d) {
+        if (!d) { main.setAttribute("data-stale", ""); return; }
+        apply(d);
+        main.removeAttribute("data-stale");
+        // Other scripts of the page (a live chart) get the numbers too.
+        document.dispatchEvent(new CustomEvent("sluice:live", { detail: d }));
+      })
       .catch(function () { main.setAttribute("data-stale", ""); })
       .finally(function () { busy = false; });
   }
