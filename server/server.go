@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,6 +94,9 @@ type Server struct {
 
 	public http.Handler
 	admin  http.Handler
+	// publicAddr is the public listener's address once Serve has it (the dashboard's hints show
+	// it).
+	publicAddr atomic.Pointer[string]
 
 	// drainCtx ends when a graceful shutdown starts: blocked consumes return at once.
 	drainCtx  context.Context
@@ -336,6 +340,8 @@ func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
 		{Handler: s.admin, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
 	}
 	listeners := []net.Listener{public, admin}
+	addr := public.Addr().String()
+	s.publicAddr.Store(&addr)
 	// The HTTP servers close the listeners when they stop; this closes them on the early returns
 	// too (a second Close is harmless).
 	defer func() {

@@ -116,7 +116,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	u.render(w, r, http.StatusOK, "overview", "Overview", map[string]any{
-		"Namespaces": blocks, "Live": l, "Poll": pollURL(r, "/ui/api/overview"), "Next": next,
+		"Namespaces": blocks, "Live": l, "Poll": pollURL(r, "/ui/api/overview"), "Next": next, "PublicURL": u.publicURL(r),
 	})
 	return nil
 }

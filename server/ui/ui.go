@@ -63,6 +63,10 @@ type Config struct {
 	// SampleInterval is how often Sampler records the queues' counters. Default 10s (a sample
 	// per minute is kept; the interval bounds how far a minute's edge may be off).
 	SampleInterval time.Duration
+	// PublicAddr returns the address the public API listens on (host:port), for the hints that
+	// show how to call it. Default nil: the hints name the host the dashboard was reached by, on
+	// the public API's default port.
+	PublicAddr func() string
 	// Logger receives the dashboard's logs. Default slog.Default().
 	Logger *slog.Logger
 }
