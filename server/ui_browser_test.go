@@ -53,12 +53,6 @@ func waitText(t *testing.T, b *browsertest.Browser, selector, want string) {
 	})
 }
 
-// acceptConfirms makes the page's confirmation dialogs answer yes (a dialog would block the
-// headless browser); it lasts until the next page load.
-func acceptConfirms(b *browsertest.Browser) {
-	browsertest.Eval[bool](b, `(window.confirm = function () { return true; }, true)`)
-}
-
 // openDashboard starts a Chromium at a desktop's width, logged in to ts's dashboard with the admin
 // token.
 func openDashboard(t *testing.T, ts *testServer) (*browsertest.Browser, shooter) {
@@ -173,9 +167,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if strings.Contains(b.Text("main"), secret) || b.Text(".secret") != "" {
 		t.Fatal("the secret is shown again")
 	}
-	acceptConfirms(b)
-	b.Run(chromedp.Click(`tr[data-token="` + created.ID + `"] button`))
-	waitText(t, b, ".note", "Revoked the token")
+	confirmAction(t, b, `tr[data-token="`+created.ID+`"] button`, "Revoke token "+created.ID, "Revoked the token")
 	if _, err := ts.Tokens.Authenticate(ctx, secret); err == nil {
 		t.Fatal("the token revoked in the browser still works")
 	}

@@ -195,6 +195,23 @@ func TestDashboardInChromiumJobs(t *testing.T) {
 	}
 	s.shot(t, "callback")
 
+	// Respawn all and delete all, each after the server's confirmation page.
+	for i := range 2 {
+		deadJob(t, ts, "shop", "graveyard", fmt.Sprintf("gone %d", i))
+	}
+	b.Navigate(ts.AdminURL + "/ui/ns/shop/queues/graveyard?state=dead")
+	confirmAction(t, b, "#respawn-all", "Respawn all 2 dead jobs of graveyard", "Respawned 2")
+	deadJob(t, ts, "shop", "crypt", "gone for good")
+	b.Navigate(ts.AdminURL + "/ui/ns/shop/queues/crypt?state=dead")
+	b.Run(chromedp.Click("#delete-all"))
+	waitText(t, b, "#confirm-question", "Delete all 1 dead jobs of crypt")
+	b.Run(chromedp.Click("#cancel-action")) // Cancel leaves it be
+	waitText(t, b, "#tab-dead .count", "1")
+	confirmAction(t, b, "#delete-all", "cannot be undone", "Deleted 1 dead jobs")
+	if n, err := ts.Queue.DeadSize(ctx, "shop", "crypt"); err != nil || n != 0 {
+		t.Fatalf("dead letter after delete all: %d %v", n, err)
+	}
+
 	// Strings a publisher controls are text on every page, never markup.
 	evil := `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`
 	bad := pub(queue.PublishParams{Queue: "evil", Payload: []byte(evil), UniqueKey: evil, Attributes: map[string]string{"k": evil}})

@@ -26,7 +26,8 @@ func TestDashboardSchedules(t *testing.T) {
 		`href="/ui/ns/shop/queues/reports"`, "/ui/schedules/shop/nightly/pause")
 	wantRedirect(t, d.post(t, "/ui/schedules/shop/nightly/pause", nil), "/ui/schedules?ns=shop&note=schedule_paused")
 	wantPage(t, d.get(t, "/ui/schedules?ns=shop"), http.StatusOK, "(paused)", "/ui/schedules/shop/nightly/resume")
-	wantRedirect(t, d.post(t, "/ui/schedules/shop/nightly/trigger", nil), "/ui/schedules?ns=shop&note=schedule_triggered")
+	wantPage(t, d.post(t, "/ui/schedules/shop/nightly/trigger", nil), http.StatusOK, "Publish the job of schedule nightly now?", `id="confirm-action"`)
+	wantRedirect(t, d.post(t, "/ui/schedules/shop/nightly/trigger", url.Values{"confirm": {"yes"}}), "/ui/schedules?ns=shop&note=schedule_triggered")
 	s, err := ts.Queue.Schedules().Get(ctx, "shop", "nightly")
 	if err != nil || s.Fires != 1 || !s.Paused || s.LastJobID == "" {
 		t.Fatalf("after pause and trigger: %+v, %v", s, err)
@@ -38,7 +39,9 @@ func TestDashboardSchedules(t *testing.T) {
 	}
 	wantPage(t, d.post(t, "/ui/schedules/shop/nope/pause", nil), http.StatusNotFound)
 	wantPage(t, d.post(t, "/ui/schedules/shop/nightly/explode", nil), http.StatusNotFound)
-	wantRedirect(t, d.post(t, "/ui/schedules/shop/nightly/delete", url.Values{}), "/ui/schedules?ns=shop&note=schedule_deleted")
+	wantPage(t, d.post(t, "/ui/schedules/shop/nightly/delete", nil), http.StatusOK, "Delete schedule nightly?")
+	wantPage(t, d.post(t, "/ui/schedules/shop/nope/delete", nil), http.StatusNotFound)
+	wantRedirect(t, d.post(t, "/ui/schedules/shop/nightly/delete", url.Values{"confirm": {"yes"}}), "/ui/schedules?ns=shop&note=schedule_deleted")
 	wantPage(t, d.get(t, "/ui/schedules?ns=shop"), http.StatusOK, "No schedules in shop")
 }
 

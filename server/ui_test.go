@@ -260,22 +260,29 @@ func TestDashboardQueues(t *testing.T) {
 	wantRedirect(t, d.get(t, "/ui/ns/shop/queues/mail/dead"), "/ui/ns/shop/queues/mail?state=dead")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=dead"), http.StatusOK, `data-live="shop/mail:dead">2<`, "boom: first", "boom: second")
 	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", nil), http.StatusBadRequest, "select at least one")
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=respawned")
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}}), http.StatusOK, "Respawn 1 dead jobs of mail?", dead1)
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/respawn", url.Values{"id": {dead1}, "confirm": {"yes"}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=respawned")
 	if j, err := ts.Queue.Get(ctx, "shop", "mail", dead1); err != nil || j.State != queue.StateReady {
 		t.Fatalf("respawned job: %+v %v", j, err)
 	}
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=dead_deleted")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/mail/dead/delete", url.Values{"id": {dead2}, "confirm": {"yes"}}), "/ui/ns/shop/queues/mail?state=dead&n=1&note=dead_deleted")
 	wantPage(t, d.get(t, "/ui/ns/shop/queues/mail?state=dead"), http.StatusOK, "The dead letter is empty")
 
 	// All of them at once.
 	for i := range 3 {
 		deadJob(t, ts, "shop", "other", "x"+string(rune('a'+i)))
 	}
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/other?state=dead&n=3&note=respawned")
+	// All of them, after a confirmation page that says how many: nothing happens before it.
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}}), http.StatusOK, "Respawn all 3 dead jobs of other", `id="confirm-action"`)
+	if n, err := ts.Queue.DeadSize(ctx, "shop", "other"); err != nil || n != 3 {
+		t.Fatalf("dead size before the confirmation: %d %v", n, err)
+	}
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/other/dead/respawn", url.Values{"all": {"1"}, "confirm": {"yes"}}), "/ui/ns/shop/queues/other?state=dead&n=3&note=respawned")
 	for i := range 2 {
 		deadJob(t, ts, "shop", "third", "y"+string(rune('a'+i)))
 	}
-	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), "/ui/ns/shop/queues/third?state=dead&n=2&note=dead_deleted")
+	wantPage(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}}), http.StatusOK, "Delete all 2 dead jobs of third", "cannot be undone")
+	wantRedirect(t, d.post(t, "/ui/ns/shop/queues/third/dead/delete", url.Values{"all": {"1"}, "confirm": {"yes"}}), "/ui/ns/shop/queues/third?state=dead&n=2&note=dead_deleted")
 	if n, err := ts.Queue.DeadSize(ctx, "shop", "third"); err != nil || n != 0 {
 		t.Fatalf("dead size after delete all: %d %v", n, err)
 	}
@@ -317,7 +324,11 @@ func TestDashboardTokens(t *testing.T) {
 	if strings.Contains(string(page.Body), secret[1]) {
 		t.Fatal("the token list shows the secret")
 	}
-	wantRedirect(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), "/ui/tokens?ns=shop&note=token_revoked")
+	wantPage(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", nil), http.StatusOK, "Revoke token "+tok.ID+" of shop?")
+	if _, err := ts.Tokens.Authenticate(ctxT(t), secret[1]); err != nil {
+		t.Fatalf("the token was revoked before the confirmation: %v", err)
+	}
+	wantRedirect(t, d.post(t, "/ui/tokens/shop/"+tok.ID+"/revoke", url.Values{"confirm": {"yes"}}), "/ui/tokens?ns=shop&note=token_revoked")
 	if _, err := ts.Tokens.Authenticate(ctxT(t), secret[1]); err == nil {
 		t.Fatal("the revoked token still authenticates")
 	}

@@ -35,9 +35,6 @@ func endpointPath(name string) string { return "/ui/endpoints/" + url.PathEscape
 // retrying or running tasks (?list=, default pending; ?offset= pages) with their place, subject,
 // priority and age, to cancel.
 func (u *UI) endpointPage(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Relay == nil {
-		return errNoRelay
-	}
 	name := r.PathValue("name")
 	ep, err := u.cfg.Relay.Endpoint(r.Context(), name)
 	if err != nil {
@@ -77,26 +74,11 @@ func (u *UI) endpointPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// endpointJSON is the endpoint page's live numbers.
-func (u *UI) endpointJSON(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Relay == nil {
-		return errNoRelay
-	}
-	l := live{}
-	if err := u.endpointLive(r.Context(), l, r.PathValue("name")); err != nil {
-		return err
-	}
-	return writeLive(w, l)
-}
-
 // cancelTasks cancels the tasks a form selects ("id" fields) on the endpoint the path names,
 // after a confirmation page. The relay refuses ids of another endpoint's tasks, so a form cannot
 // reach them through this path. "from" says where to go back: a list of the endpoint page, or
 // "task" (the task's own page).
 func (u *UI) cancelTasks(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Relay == nil {
-		return errNoRelay
-	}
 	name := r.PathValue("name")
 	if _, err := u.cfg.Relay.Endpoint(r.Context(), name); err != nil {
 		return relayErr(err)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestPublicURL(t *testing.T) {
 		if c.known {
 			u.cfg.PublicAddr = func() string { return c.addr }
 		}
-		r := httptest.NewRequest("GET", "/ui/", nil)
+		r := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 		r.Host = c.host
 		if got := u.publicURL(r); got != c.want {
 			t.Errorf("public address %q, Host %q: %q, want %q", c.addr, c.host, got, c.want)

@@ -304,30 +304,50 @@ func (u *UI) deadAction(r *http.Request, ns, q string, run func(ids []string, li
 }
 
 func (u *UI) deadRespawn(w http.ResponseWriter, r *http.Request) error {
-	ns, q, err := u.queueRef(r)
-	if err != nil {
-		return err
-	}
-	n, err := u.deadAction(r, ns, q, func(ids []string, limit int) (int, error) {
+	return u.deadBulk(w, r, actRespawn, noteRespawned, func(ns, q string, ids []string, limit int) (int, error) {
 		got, err := u.cfg.Queue.DeadRespawn(r.Context(), queue.DeadRespawnParams{Namespace: ns, Queue: q, IDs: ids, Limit: limit})
 		return len(got), err
 	})
-	if err != nil {
-		return err
-	}
-	return done(w, r, queuePath(ns, q)+"?state=dead", noteRespawned, int64(n))
 }
 
 func (u *UI) deadDelete(w http.ResponseWriter, r *http.Request) error {
+	return u.deadBulk(w, r, actDelete, noteDeadDeleted, func(ns, q string, ids []string, limit int) (int, error) {
+		return u.cfg.Queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: ns, Queue: q, IDs: ids, Limit: limit})
+	})
+}
+
+// deadBulk runs act (respawn or delete) on the dead letter of the queue the path names, on the
+// form's ids or on all of it (deadAction), after a confirmation page that says how many.
+func (u *UI) deadBulk(w http.ResponseWriter, r *http.Request, act jobAction, what note, run func(ns, q string, ids []string, limit int) (int, error)) error {
 	ns, q, err := u.queueRef(r)
 	if err != nil {
 		return err
 	}
-	n, err := u.deadAction(r, ns, q, func(ids []string, limit int) (int, error) {
-		return u.cfg.Queue.DeadDelete(r.Context(), queue.DeadDeleteParams{Namespace: ns, Queue: q, IDs: ids, Limit: limit})
-	})
+	if err := r.ParseForm(); err != nil {
+		return httpapi.InvalidArg("form", "%v", err)
+	}
+	back := queuePath(ns, q) + "?state=dead"
+	c := confirmation{
+		Crumbs: []crumb{{"Queues", "/ui/"}, {Text: ns}, {q, queuePath(ns, q)}},
+		Items:  r.PostForm["id"], Button: act.Button, Danger: act.Danger, Back: back,
+	}
+	if r.PostFormValue("all") != "" {
+		total, err := u.cfg.Queue.DeadSize(r.Context(), ns, q)
+		if err != nil {
+			return err
+		}
+		c.Question = fmt.Sprintf("%s all %d dead jobs of %s (as many as there are now)?", act.Button, total, q)
+	} else {
+		c.Question = fmt.Sprintf("%s %d dead jobs of %s?", act.Button, len(c.Items), q)
+	}
+	if len(c.Items) > 0 || r.PostFormValue("all") != "" {
+		if u.confirmFirst(w, r, c) {
+			return nil
+		}
+	}
+	n, err := u.deadAction(r, ns, q, func(ids []string, limit int) (int, error) { return run(ns, q, ids, limit) })
 	if err != nil {
 		return err
 	}
-	return done(w, r, queuePath(ns, q)+"?state=dead", noteDeadDeleted, int64(n))
+	return done(w, r, back, what, int64(n))
 }

@@ -59,9 +59,6 @@ func (u *UI) roomLive(ctx context.Context, l live, name string) error {
 // roomPage shows one room: its live numbers with a chart of the line and the visitors inside,
 // its upstream and its settings, and the capacity and reset actions.
 func (u *UI) roomPage(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Rooms == nil {
-		return errNoRooms
-	}
 	name := r.PathValue("name")
 	cfg, err := u.cfg.Rooms.GetRoom(r.Context(), name)
 	if err != nil {
@@ -77,23 +74,8 @@ func (u *UI) roomPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// roomJSON is the room page's live numbers, which its chart plots.
-func (u *UI) roomJSON(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Rooms == nil {
-		return errNoRooms
-	}
-	l := live{}
-	if err := u.roomLive(r.Context(), l, r.PathValue("name")); err != nil {
-		return err
-	}
-	return writeLive(w, l)
-}
-
 // setCapacity changes how many visitors a room admits at once; the other settings stay.
 func (u *UI) setCapacity(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Rooms == nil {
-		return errNoRooms
-	}
 	name := r.PathValue("name")
 	n, err := strconv.Atoi(strings.TrimSpace(r.PostFormValue("max_active")))
 	if err != nil || n < 1 {
@@ -113,9 +95,6 @@ func (u *UI) setCapacity(w http.ResponseWriter, r *http.Request) error {
 // resetRoom empties a room (every visitor leaves, counters start over); the form must repeat the
 // room's name in "confirm".
 func (u *UI) resetRoom(w http.ResponseWriter, r *http.Request) error {
-	if u.cfg.Rooms == nil {
-		return errNoRooms
-	}
 	name := r.PathValue("name")
 	if r.PostFormValue("confirm") != name {
 		return httpapi.InvalidArg("confirm", "type the room's name (%s) to confirm the reset", name)

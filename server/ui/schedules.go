@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,14 +47,34 @@ func (u *UI) schedulesPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// scheduleQuestions are the confirmations of the schedule actions that have one (%s: the
+// schedule's name): pause and resume act at once.
+var scheduleQuestions = map[string]string{
+	"trigger": "Publish the job of schedule %s now? Its next run stays as it is.",
+	"delete":  "Delete schedule %s? The jobs it published stay.",
+}
+
 // scheduleAction pauses, resumes, triggers or deletes a schedule, then goes back to its
 // namespace's list with the banner of what it did.
 func (u *UI) scheduleAction(w http.ResponseWriter, r *http.Request) error {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	sched := u.cfg.Queue.Schedules()
+	back := "/ui/schedules?" + url.Values{"ns": {ns}}.Encode()
+	action := r.PathValue("action")
+	if question, ok := scheduleQuestions[action]; ok {
+		if _, err := sched.Get(r.Context(), ns, name); err != nil {
+			return err
+		}
+		if u.confirmFirst(w, r, confirmation{
+			Crumbs:   []crumb{{"Schedules", back}, {Text: name}},
+			Question: fmt.Sprintf(question, name), Button: action, Danger: action == "delete", Back: back,
+		}) {
+			return nil
+		}
+	}
 	var what note
 	var err error
-	switch r.PathValue("action") {
+	switch action {
 	case "pause":
 		_, err = sched.Pause(r.Context(), ns, name)
 		what = noteSchedulePaused
@@ -72,5 +93,5 @@ func (u *UI) scheduleAction(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return done(w, r, "/ui/schedules?"+url.Values{"ns": {ns}}.Encode(), what, 0)
+	return done(w, r, back, what, 0)
 }

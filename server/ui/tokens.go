@@ -160,11 +160,19 @@ func (u *UI) revokeToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	back := "/ui/tokens?ns=" + url.QueryEscape(ns)
+	if u.confirmFirst(w, r, confirmation{
+		Crumbs:   []crumb{{"Tokens", "/ui/tokens"}, {ns, back}},
+		Question: "Revoke token " + tok.ID + " of " + ns + "? Requests with it are refused at once, and dashboard sessions opened with it end.",
+		Button:   "Revoke", Danger: true, Back: back,
+	}) {
+		return nil
+	}
 	if err := u.cfg.Tokens.Revoke(r.Context(), ns, tok.ID); err != nil {
 		return err
 	}
 	if err := u.cfg.Limits.Remove(r.Context(), ns, tok.ID); err != nil {
 		return err
 	}
-	return done(w, r, "/ui/tokens?ns="+url.QueryEscape(ns), noteTokenRevoked, 0)
+	return done(w, r, back, noteTokenRevoked, 0)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,15 +132,33 @@ func (b *Browser) Navigate(url string) {
 }
 
 // Eval evaluates a JavaScript expression in the page and returns its value, decoded from JSON.
+// An evaluation cut off by a navigation (a click that submitted a form or followed a link) is
+// tried again on the page that loads.
 func Eval[T any](b *Browser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
-	if err != nil {
-		b.t.Fatalf("browsertest: evaluate %s: %v", expr, err)
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+		if err == nil {
+			return v
+		}
+		if !cutByNavigation(err) || ctx.Err() != nil {
+			b.t.Fatalf("browsertest: evaluate %s: %v", expr, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond): // the next page's context comes with its load
+		}
 	}
-	return v
+}
+
+// cutByNavigation reports whether an evaluation failed because the page went away under it.
+func cutByNavigation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Inspected target navigated or closed") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Cannot find context with specified id")
 }
 
 // Text returns the text content of the first element matching the CSS selector, or "" when there

@@ -1,11 +1,7 @@
-// Sluice dashboard: live numbers and confirmations. Every page works without this script.
+// Sluice dashboard: live numbers and "select all". Every page works without this script
+// (confirmations are pages of the server, not browser dialogs).
 "use strict";
 (function () {
-  // Forms with data-confirm (or whose submitter has it) ask before they are sent.
-  document.addEventListener("submit", function (ev) {
-    var msg = (ev.submitter && ev.submitter.getAttribute("data-confirm")) || ev.target.getAttribute("data-confirm");
-    if (msg && !window.confirm(msg)) { ev.preventDefault(); }
-  });
   // A job or task list's "select all" box: it ticks every box of its form.
   var all = document.getElementById("select-all");
   if (all && all.form) {
