@@ -200,10 +200,14 @@ func (c *Client) Purge(ctx context.Context, ns, q string) (int64, error) {
 	return n, nil
 }
 
-// DeleteQueue removes the queue: its jobs, settings and counters, and its registry entry.
+// DeleteQueue removes the queue: the schedules that publish to it (first, so that none of them
+// brings it back), its jobs, settings and counters, and its registry entry.
 func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 	if err := validateQueue(ns, q); err != nil {
 		return 0, err
+	}
+	if _, err := c.store.DropQueueSchedules(ctx, ns, q); err != nil {
+		return 0, fmt.Errorf("queue: delete queue: its schedules: %w", err)
 	}
 	n, err := c.store.DeleteQueue(ctx, ns, q)
 	if err != nil {
@@ -212,10 +216,10 @@ func (c *Client) DeleteQueue(ctx context.Context, ns, q string) (int64, error) {
 	return n, nil
 }
 
-// DeleteNamespace deletes every queue of the namespace (jobs, settings, counters) and removes the
-// namespace from the registry, so Namespaces and the maintenance loop no longer see it. It returns
-// how many queues and jobs it removed. A producer that publishes to the namespace meanwhile
-// registers it again.
+// DeleteNamespace deletes every queue of the namespace (jobs, settings, counters, schedules) and
+// every schedule left in it (of a queue never published to), and removes the namespace from the
+// registry, so Namespaces and the maintenance loop no longer see it. It returns how many queues
+// and jobs it removed. A producer that publishes to the namespace meanwhile registers it again.
 func (c *Client) DeleteNamespace(ctx context.Context, ns string) (queues int, jobs int64, err error) {
 	names, err := c.Queues(ctx, ns)
 	if err != nil {
@@ -228,6 +232,9 @@ func (c *Client) DeleteNamespace(ctx context.Context, ns string) (queues int, jo
 		}
 		queues++
 		jobs += n
+	}
+	if _, err := c.store.DropNamespaceSchedules(ctx, ns); err != nil {
+		return queues, jobs, fmt.Errorf("queue: delete namespace: its schedules: %w", err)
 	}
 	if err := c.store.ForgetNamespace(ctx, ns); err != nil {
 		return queues, jobs, fmt.Errorf("queue: delete namespace: %w", err)

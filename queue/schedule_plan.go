@@ -23,15 +23,16 @@ type tickPlan struct {
 	next   time.Time
 }
 
-// planTicks decides the ticks of a schedule whose next run from is due at now. Ticks late by at
-// most grace are on time and fire; older ones were missed (every scheduler was down, or the
+// planTicks decides the ticks of a schedule whose next run from is due by horizon (now, or a
+// lookahead after it). Ticks up to horizon late by at most grace are on time and fire (those after
+// now are fired ahead, due at their tick); older ones were missed (every scheduler was down, or the
 // schedule could not be visited) and the catch-up policy decides: skip fires none of them, one
 // fires the newest of them, all fires up to MaxCatchUp newest. Those not fired are counted missed.
-func planTicks(r scheduleRule, from, now time.Time, policy CatchUp, grace time.Duration) tickPlan {
+func planTicks(r scheduleRule, from, now, horizon time.Time, policy CatchUp, grace time.Duration) tickPlan {
 	var old, recent []time.Time
 	var oldCount int64
 	t := from
-	for !t.IsZero() && !t.After(now) {
+	for !t.IsZero() && !t.After(horizon) {
 		if now.Sub(t) > grace {
 			oldCount++
 			old = append(old, t)

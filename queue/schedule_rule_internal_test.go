@@ -150,7 +150,7 @@ func TestPlanTicksAppliesTheCatchUpPolicy(t *testing.T) {
 		{CatchUpOne, 2, "2026-01-01T09:59:00Z", 9},
 		{CatchUpAll, 11, "2026-01-01T09:50:00Z", 0},
 	} {
-		p := planTicks(r, from, now, c.policy, grace)
+		p := planTicks(r, from, now, now, c.policy, grace)
 		if len(p.fire) != c.fired || p.missed != c.missed {
 			t.Errorf("%s: fired %d, missed %d; want %d, %d", c.policy, len(p.fire), p.missed, c.fired, c.missed)
 			continue
@@ -165,7 +165,7 @@ func TestPlanTicksAppliesTheCatchUpPolicy(t *testing.T) {
 	// All is bounded: the newest MaxCatchUp missed ticks fire (maxFiresPerCall per call), the rest
 	// are counted missed.
 	r = scheduleRule{every: time.Second, loc: time.UTC}
-	p := planTicks(r, now.Add(-2*time.Hour), now, CatchUpAll, grace)
+	p := planTicks(r, now.Add(-2*time.Hour), now, now, CatchUpAll, grace)
 	if len(p.fire) != maxFiresPerCall || !p.next.Before(now) {
 		t.Errorf("all after two hours: fired %d, next %s; want %d and more due", len(p.fire), p.next, maxFiresPerCall)
 	}

@@ -45,10 +45,12 @@ func (f *fixture) schedule(t *testing.T, name string) queue.Schedule {
 	return s
 }
 
-// ticksOf consumes every ready job of queue q and returns their schedule_tick attributes, sorted
+// ticksOf consumes every job of queue q once the last tick of schedule sch is due (a scheduler
+// publishes ticks ahead, due at them) and returns their schedule_tick attributes, sorted
 // (duplicates kept).
-func (f *fixture) ticksOf(t *testing.T, q string) []string {
+func (f *fixture) ticksOf(t *testing.T, q string, sch queue.Schedule) []string {
 	t.Helper()
+	testwait.Until(t, 10*time.Second, "the last tick due", func() bool { return time.Now().After(sch.LastRun) })
 	var out []string
 	for {
 		ds := f.consume(t, queue.ConsumeParams{Queues: []string{q}, Count: 1000})
@@ -201,4 +203,30 @@ func TestPausedScheduleFiresNothingUntilResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Until(t, 10*time.Second, "a job after resume", func() bool { return f.stats(t, "q").Ready >= 1 })
+}
+
+// Deleting a queue deletes the schedules that publish to it (else the next tick would bring the
+// queue back) and leaves the namespace's other schedules alone.
+func TestDeletingAQueueDeletesItsSchedules(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		for _, name := range []string{"a1", "a2"} {
+			f.setSchedule(t, queue.ScheduleParams{Name: name, Every: time.Hour, Job: queue.JobTemplate{Queue: "a"}})
+		}
+		f.setSchedule(t, queue.ScheduleParams{Name: "b1", Every: time.Hour, Job: queue.JobTemplate{Queue: "b"}})
+		if _, err := f.client.DeleteQueue(ctx, f.ns, "a"); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"a1", "a2"} {
+			if _, err := f.client.Schedules().Get(ctx, f.ns, name); !errors.Is(err, queue.ErrScheduleNotFound) {
+				t.Errorf("schedule %s of the deleted queue: %v, want ErrScheduleNotFound", name, err)
+			}
+		}
+		left, err := f.client.Schedules().List(ctx, f.ns, queue.ListSchedulesParams{})
+		if err != nil || len(left) != 1 || left[0].Name != "b1" {
+			t.Fatalf("schedules left: %+v, %v; want b1 only", left, err)
+		}
+	})
 }

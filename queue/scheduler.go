@@ -30,6 +30,13 @@ type SchedulerConfig struct {
 	// Batch is the most queues one look claims (spread over the shards of the due index), and the
 	// most due schedules of a queue read at once. Default 64.
 	Batch int
+	// Lookahead is how far ahead of its tick a job is published: a tick due within it is fired
+	// already, as a delayed job due at the tick (a consumer gets it at the tick, not when the
+	// scheduler gets round to it), so the work of many schedules ticking on the same second is
+	// spread over the time before it. A schedule paused, changed or deleted less than Lookahead
+	// before a tick may still run that tick's job. Default 1s; negative: none (jobs are
+	// published at their tick or after).
+	Lookahead time.Duration
 	// OnFire, when set, is called after each schedule's fire (for metrics); it must not block.
 	OnFire func(FireEvent)
 	// Logger receives pass errors. Default: the client's logger.
@@ -42,7 +49,8 @@ type FireEvent struct {
 	Namespace, Queue, Schedule string
 	// Jobs is the number of jobs published; Missed the ticks counted missed.
 	Jobs, Missed int
-	// Lateness is how long after its tick the oldest job published was, by Redis's clock.
+	// Lateness is how long after its tick the oldest job published was due, by Redis's clock: 0
+	// when it was published ahead of its tick (SchedulerConfig.Lookahead), due at it.
 	Lateness time.Duration
 }
 
@@ -82,6 +90,7 @@ func NewScheduler(client *Client, cfg SchedulerConfig) *Scheduler {
 	cfg.MaxIdle = cmp.Or(cfg.MaxIdle, time.Second)
 	cfg.ClaimLease = cmp.Or(cfg.ClaimLease, 5*time.Second)
 	cfg.Batch = cmp.Or(cfg.Batch, 64)
+	cfg.Lookahead = max(cmp.Or(cfg.Lookahead, time.Second), 0)
 	if cfg.Logger == nil {
 		cfg.Logger = client.cfg.Logger
 	}
@@ -138,7 +147,7 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	s.stats.passes.Add(1)
 	// Each shard gives up to Batch/shards queues a look, so that other schedulers claim the rest
 	// and work on them meanwhile.
-	claim, err := s.client.store.ClaimDueQueues(ctx, max(1, s.cfg.Batch/store.DueShards), s.cfg.ClaimLease)
+	claim, err := s.client.store.ClaimDueQueues(ctx, max(1, s.cfg.Batch/store.DueShards), s.cfg.ClaimLease, s.cfg.Lookahead)
 	if err != nil {
 		return 0, fmt.Errorf("queue: claim due schedules: %w", err)
 	}
@@ -163,13 +172,13 @@ func (s *Scheduler) RunOnce(ctx context.Context) (time.Duration, error) {
 	if next == store.NoRun {
 		return s.cfg.MaxIdle, nil
 	}
-	return time.Duration(next-claim.NowMs)*time.Millisecond - time.Since(claimed), nil
+	return time.Duration(next-claim.NowMs)*time.Millisecond - s.cfg.Lookahead - time.Since(claimed), nil
 }
 
 // visit fires the due ticks of the claimed queues' schedules and returns the queues it is done
 // with and the earliest next run of each (store.NoRun: none).
 func (s *Scheduler) visit(ctx context.Context, queues []store.DueQueue) ([]store.DueQueue, []int64, error) {
-	reads, err := s.client.store.DueSchedules(ctx, queues, s.cfg.Batch)
+	reads, err := s.client.store.DueSchedules(ctx, queues, s.cfg.Batch, s.cfg.Lookahead)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queue: read due schedules: %w", err)
 	}
@@ -239,7 +248,7 @@ func (s *Scheduler) fired(dq store.DueQueue, fires []store.ScheduleFire, res sto
 			ev := FireEvent{Namespace: dq.Namespace, Queue: dq.Queue, Schedule: f.Name,
 				Jobs: int(out.Published), Missed: int(f.Missed)}
 			if len(f.Jobs) > 0 {
-				ev.Lateness = time.Duration(res.NowMs-f.Jobs[0].TickMs) * time.Millisecond
+				ev.Lateness = max(time.Duration(res.NowMs-f.Jobs[0].TickMs)*time.Millisecond, 0)
 			}
 			s.cfg.OnFire(ev)
 		}
@@ -295,19 +304,36 @@ func (s *Scheduler) plan(ns string, rec store.ScheduleRecord, now time.Time) (st
 		return store.ScheduleFire{}, false, ps.err
 	}
 	p := ps.spec.params(ns, rec.Name, rec.Queue)
-	plan := planTicks(ps.rule, time.UnixMilli(rec.NextRun), now, p.CatchUp, s.cfg.Grace)
+	plan := planTicks(ps.rule, time.UnixMilli(rec.NextRun), now, now.Add(s.cfg.Lookahead), p.CatchUp, s.cfg.Grace)
 	f := store.ScheduleFire{Name: rec.Name, Version: rec.Version, FromMs: rec.NextRun,
 		NextRunMs: runMs(plan.next), Missed: plan.missed, Jobs: make([]store.TickJob, 0, len(plan.fire))}
 	for _, tick := range plan.fire {
-		pp := p.Job.publishParams(ns, rec.Name, tick, false)
-		if p.Jitter > 0 {
-			pp.Delay = time.Duration(rand.Int64N(int64(p.Jitter)))
-		}
-		job, err := s.client.validateJob(pp)
+		job, err := s.client.validateJob(p.Job.publishParams(ns, rec.Name, tick, false))
 		if err != nil {
 			return store.ScheduleFire{}, false, err
 		}
+		due := tick
+		if p.Jitter > 0 {
+			due = due.Add(time.Duration(rand.Int64N(int64(p.Jitter))))
+		}
+		dueAt(&job, due.UnixMilli(), now.UnixMilli())
 		f.Jobs = append(f.Jobs, store.TickJob{TickMs: tick.UnixMilli(), Job: &job})
 	}
 	return f, p.Job.Callback != nil, nil
+}
+
+// dueAt makes a tick's job due at dueMs when that is after nowMs (a tick fired ahead, or a
+// jitter): it is published as a delayed job, and its ttl and unique window are lengthened by how
+// early it is published, so that they count from when it is due, as for a job fired at its tick.
+// A job due by now is published ready.
+func dueAt(job *store.NewJob, dueMs, nowMs int64) {
+	lead := dueMs - nowMs
+	if lead <= 0 {
+		return
+	}
+	job.DelayMs, job.RunAtMs = 0, dueMs
+	if job.TTLMs > 0 {
+		job.TTLMs += lead
+	}
+	job.UniqueForMs += lead
 }

@@ -52,7 +52,7 @@ func TestThreeSchedulersFireEachTickOnce(t *testing.T) {
 			s.Stop()
 		}
 		sch := f.schedule(t, "beat")
-		ticks := f.ticksOf(t, "beats")
+		ticks := f.ticksOf(t, "beats", sch)
 		checkEveryTickOnce(t, ticks)
 		if int64(len(ticks)) != sch.Fires || sch.Missed != 0 {
 			t.Errorf("%d jobs; schedule says fires %d, missed %d", len(ticks), sch.Fires, sch.Missed)
@@ -119,7 +119,7 @@ func TestSchedulerKilledMidTickLosesAndDuplicatesNothing(t *testing.T) {
 		}
 		mu.Unlock()
 		sch := f.schedule(t, "beat")
-		ticks := f.ticksOf(t, "beats")
+		ticks := f.ticksOf(t, "beats", sch)
 		checkEveryTickOnce(t, ticks)
 		if int64(len(ticks)) != sch.Fires || sch.Missed != 0 {
 			t.Errorf("%d jobs; schedule says fires %d, missed %d", len(ticks), sch.Fires, sch.Missed)
@@ -155,7 +155,7 @@ func TestCatchUpPoliciesAfterAnOutage(t *testing.T) {
 				s := queue.NewScheduler(f.client, queue.SchedulerConfig{Grace: 30 * time.Second})
 				testwait.UntilNil(t, 10*time.Second, func() error { _, err := s.RunOnce(ctx); return err })
 				sch := f.schedule(t, "hourly")
-				ticks := f.ticksOf(t, "q")
+				ticks := f.ticksOf(t, "q", sch)
 				if int64(len(ticks)) != c.fired || sch.Fires != c.fired || sch.Missed != c.missed {
 					t.Errorf("%d jobs, fires %d, missed %d; want %d, %d, %d", len(ticks), sch.Fires, sch.Missed,
 						c.fired, c.fired, c.missed)
@@ -227,4 +227,48 @@ func TestTypedQueueSchedule(t *testing.T) {
 	if string(d.Payload) != `{"Kind":"weekly"}` || d.RemainingTries != 6 || d.Attributes[queue.AttrSchedule] != "weekly" {
 		t.Errorf("scheduled job = %+v", d)
 	}
+}
+
+// A tick within the lookahead is published ahead, as a delayed job due at the tick: consumers get
+// it at its tick, not before, and its ttl counts from the tick (a ttl shorter than the lead still
+// delivers it). With no lookahead, nothing is published before the tick.
+func TestTicksArePublishedAheadDueAtTheirTick(t *testing.T) {
+	t.Parallel()
+	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
+		f := setup(t, env, queue.Config{})
+		ctx := ctxT(t)
+		tick := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+		f.setSchedule(t, queue.ScheduleParams{Name: "soon", Every: time.Hour, StartAt: tick,
+			Job: queue.JobTemplate{Queue: "soon", TTL: time.Second}})
+
+		if _, err := queue.NewScheduler(f.client, queue.SchedulerConfig{Lookahead: -1}).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if sch := f.schedule(t, "soon"); sch.Fires != 0 {
+			t.Fatalf("no lookahead: %d fires before the tick", sch.Fires)
+		}
+
+		if _, err := queue.NewScheduler(f.client, queue.SchedulerConfig{Lookahead: 5 * time.Second}).RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sch := f.schedule(t, "soon")
+		if sch.Fires != 1 || !sch.LastRun.Equal(tick) || !sch.NextRun.Equal(tick.Add(time.Hour)) {
+			t.Fatalf("after a look ahead: fires %d, last run %s, next run %s; want 1, %s, %s",
+				sch.Fires, sch.LastRun, sch.NextRun, tick, tick.Add(time.Hour))
+		}
+		if st := f.stats(t, "soon"); st.Delayed != 1 || st.Ready != 0 {
+			t.Fatalf("the tick's job: %d delayed, %d ready; want it delayed", st.Delayed, st.Ready)
+		}
+		ds := f.consume(t, queue.ConsumeParams{Queues: []string{"soon"}, Timeout: 10 * time.Second})
+		got := time.Now()
+		if len(ds) != 1 {
+			t.Fatalf("consumed %d jobs, want the tick's job (ttl 1s, published 2s ahead)", len(ds))
+		}
+		if got.Before(tick) {
+			t.Errorf("the job was delivered at %s, before its tick %s", got, tick)
+		}
+		if want := tick.UTC().Format("2006-01-02T15:04:05.000Z07:00"); ds[0].Attributes[queue.AttrScheduleTick] != want {
+			t.Errorf("tick attribute %q, want %q", ds[0].Attributes[queue.AttrScheduleTick], want)
+		}
+	})
 }

@@ -87,17 +87,25 @@ func TestNamespaceDeletionResumesWithoutItsRequest(t *testing.T) {
 	waitDeleted(t, ts, "orphan")
 }
 
-// A small namespace is deleted within the request, which answers 200 with the counts.
+// A small namespace is deleted within the request, which answers 200 with the counts; its
+// schedules go with it, those of a queue never published to too.
 func TestSmallNamespaceDeletesAtOnce(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
-	fillNamespace(t, ts, "small", 2, 2)
+	tok := fillNamespace(t, ts, "small", 2, 2)
+	wantStatus(t, ts.public(t, http.MethodPut, "/v1/ns/small/schedules/hourly", tok,
+		`{"every":3600,"job":{"queue":"q0","payload":{}}}`), http.StatusOK, "")
+	wantStatus(t, ts.public(t, http.MethodPut, "/v1/ns/small/schedules/later", tok,
+		`{"every":3600,"paused":true,"job":{"queue":"unpublished","payload":{}}}`), http.StatusOK, "")
 	r := ts.adminDo(t, http.MethodDelete, "/v1/namespaces/small", nil)
 	wantStatus(t, r, http.StatusOK, "")
-	if want := `{"deleted_jobs":2,"deleted_queues":2,"revoked_tokens":2}`; strings.TrimSpace(string(r.Body)) != want {
+	if want := `{"deleted_jobs":2,"deleted_queues":3,"revoked_tokens":2}`; strings.TrimSpace(string(r.Body)) != want {
 		t.Fatalf("DELETE = %s, want %s", r.Body, want)
 	}
 	wantStatus(t, ts.adminDo(t, http.MethodGet, "/v1/namespaces/small", nil), http.StatusNotFound, "not_found")
+	if left, err := ts.Queue.Schedules().List(ctxT(t), "small", queue.ListSchedulesParams{}); err != nil || len(left) != 0 {
+		t.Fatalf("schedules left after the delete: %v, %v", left, err)
+	}
 }
 
 // The dashboard's namespace page shows a deletion's progress.

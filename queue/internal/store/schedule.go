@@ -29,14 +29,15 @@ const (
 	scriptSchedulePut, scriptScheduleDelete, scriptSchedulePause = "schedule_put", "schedule_delete", "schedule_pause"
 	scriptScheduleDue, scriptScheduleClaim                       = "schedule_due", "schedule_claim"
 	scriptScheduleSettle, scriptScheduleLower                    = "schedule_settle", "schedule_lower"
+	scriptScheduleUnindex                                        = "schedule_unindex"
 )
 
 // scheduleLibrary is the schedule scripts that work on schedules and the due index alone.
 var scheduleLibrary = redisx.NewLibraryFromFiles(scheduleFiles, redisx.LibrarySpec{
 	Name: "sluice_schedules",
 	Scripts: redisx.Scripts([]string{scriptSchedulePut, scriptScheduleDelete, scriptSchedulePause,
-		scriptScheduleDue, scriptScheduleClaim, scriptScheduleSettle, scriptScheduleLower},
-		map[string]string{scriptScheduleDue: "no-writes", scriptScheduleDelete: "allow-oom",
+		scriptScheduleDue, scriptScheduleClaim, scriptScheduleSettle, scriptScheduleLower, scriptScheduleUnindex},
+		map[string]string{scriptScheduleDue: "no-writes", scriptScheduleDelete: "allow-oom", scriptScheduleUnindex: "allow-oom",
 			scriptScheduleSettle: "allow-oom", scriptScheduleClaim: "allow-oom"}),
 })
 
@@ -260,13 +261,13 @@ type DueClaim struct {
 	NowMs, NextMs int64
 }
 
-// ClaimDueQueues claims up to limit queues per shard of the due index whose schedules are due,
-// for lease (schedule_claim.lua), one pipelined round trip over the shards.
-func (s *Store) ClaimDueQueues(ctx context.Context, limit int, lease time.Duration) (DueClaim, error) {
+// ClaimDueQueues claims up to limit queues per shard of the due index whose schedules are due
+// within ahead, for lease (schedule_claim.lua), one pipelined round trip over the shards.
+func (s *Store) ClaimDueQueues(ctx context.Context, limit int, lease, ahead time.Duration) (DueClaim, error) {
 	calls := make([]redisx.ScriptCall, DueShards)
 	for i := range calls {
 		z, g := dueShardKeys(s.cfg.Prefix, i)
-		calls[i] = redisx.ScriptCall{Name: scriptScheduleClaim, Keys: []string{z, g}, Args: []any{limit, lease.Milliseconds()}}
+		calls[i] = redisx.ScriptCall{Name: scriptScheduleClaim, Keys: []string{z, g}, Args: []any{limit, lease.Milliseconds(), ahead.Milliseconds()}}
 	}
 	cmds, err := s.scheduleScripts.RunMany(ctx, calls)
 	if err != nil {

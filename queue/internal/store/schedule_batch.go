@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,13 +19,13 @@ type DueRead struct {
 	Err    error
 }
 
-// DueSchedules reads up to limit due schedules of each queue, one schedule_due.lua call per
-// queue, pipelined in one round trip. A queue whose call failed carries its error.
-func (s *Store) DueSchedules(ctx context.Context, queues []DueQueue, limit int) ([]DueRead, error) {
+// DueSchedules reads up to limit schedules of each queue due within ahead, one schedule_due.lua
+// call per queue, pipelined in one round trip. A queue whose call failed carries its error.
+func (s *Store) DueSchedules(ctx context.Context, queues []DueQueue, limit int, ahead time.Duration) ([]DueRead, error) {
 	calls := make([]redisx.ScriptCall, len(queues))
 	for i, dq := range queues {
 		k := newScheduleKeys(s.cfg.Prefix, dq.Namespace, dq.Queue, "")
-		calls[i] = redisx.ScriptCall{Name: scriptScheduleDue, Keys: []string{k.due, k.prefix}, Args: []any{limit}}
+		calls[i] = redisx.ScriptCall{Name: scriptScheduleDue, Keys: []string{k.due, k.prefix}, Args: []any{limit, ahead.Milliseconds()}}
 	}
 	cmds, err := s.scheduleScripts.RunMany(ctx, calls)
 	if err != nil {
