@@ -31,7 +31,9 @@ func benchKnob(name string, def int) int {
 // each job was due, by Redis's clock: p50, p99 and max), the lateness a consumer of one of the
 // queues saw (when it got each job, after its tick), the duplicates and missing ticks found by
 // comparing each schedule's fires with the ticks between its first tick and its last run, the
-// ticks counted missed, and Redis's CPU time per fire. Run it alone, once: -run '^$' -bench Schedulers10k -benchtime 1x.
+// ticks counted missed, and Redis's CPU time per fire. SLUICE_SCHEDULE_NO_LOOKAHEAD=1 turns the
+// schedulers' lookahead off (every job published at its tick or after), for a side-by-side
+// comparison. Run it alone, once: -run '^$' -bench Schedulers10k -benchtime 1x.
 func BenchmarkSchedulers10kEverySecond(b *testing.B) {
 	n := benchKnob("SLUICE_SCHEDULES", 10000)
 	secs := benchKnob("SLUICE_SCHEDULE_SECONDS", 60)
@@ -98,7 +100,11 @@ func BenchmarkSchedulers10kEverySecond(b *testing.B) {
 	b.ResetTimer()
 	schedulers := make([]*queue.Scheduler, len(clients))
 	for i, c := range clients {
-		schedulers[i] = queue.NewScheduler(c, queue.SchedulerConfig{OnFire: onFire})
+		cfg := queue.SchedulerConfig{OnFire: onFire}
+		if os.Getenv("SLUICE_SCHEDULE_NO_LOOKAHEAD") == "1" {
+			cfg.Lookahead = -1
+		}
+		schedulers[i] = queue.NewScheduler(c, cfg)
 		if err := schedulers[i].Start(ctx); err != nil {
 			b.Fatal(err)
 		}
