@@ -33,7 +33,7 @@ func benchKnob(name string, def int) int {
 // comparing each schedule's fires with the ticks between its first tick and its last run, the
 // ticks counted missed, and Redis's CPU time per fire. SLUICE_SCHEDULE_NO_LOOKAHEAD=1 turns the
 // schedulers' lookahead off (every job published at its tick or after), for a side-by-side
-// comparison. Run it alone, once: -run '^$' -bench Schedulers10k -benchtime 1x.
+// comparison; SLUICE_SCHEDULE_LOOKAHEAD_MS sets it. Run it alone, once: -run '^$' -bench Schedulers10k -benchtime 1x.
 func BenchmarkSchedulers10kEverySecond(b *testing.B) {
 	n := benchKnob("SLUICE_SCHEDULES", 10000)
 	secs := benchKnob("SLUICE_SCHEDULE_SECONDS", 60)
@@ -103,6 +103,8 @@ func BenchmarkSchedulers10kEverySecond(b *testing.B) {
 		cfg := queue.SchedulerConfig{OnFire: onFire}
 		if os.Getenv("SLUICE_SCHEDULE_NO_LOOKAHEAD") == "1" {
 			cfg.Lookahead = -1
+		} else if ms := benchKnob("SLUICE_SCHEDULE_LOOKAHEAD_MS", 0); ms > 0 {
+			cfg.Lookahead = time.Duration(ms) * time.Millisecond
 		}
 		schedulers[i] = queue.NewScheduler(c, cfg)
 		if err := schedulers[i].Start(ctx); err != nil {
