@@ -89,6 +89,7 @@ func TestDashboardCancelTasksRefuses(t *testing.T) {
 	wantPage(t, d.post(t, action, url.Values{"id": {theirs}, "confirm": {"yes"}}), http.StatusNotFound)
 	wantPage(t, d.post(t, action, url.Values{"id": {mine, theirs}, "confirm": {"yes"}}), http.StatusNotFound)
 	wantPage(t, d.post(t, action, nil), http.StatusBadRequest, "select at least one")
+	wantPage(t, d.post(t, "/ui/endpoints/nope/tasks/cancel", url.Values{"id": {mine}, "confirm": {"yes"}}), http.StatusNotFound)
 	many := url.Values{"confirm": {"yes"}}
 	for range relay.MaxListTasks + 1 {
 		many.Add("id", mine)

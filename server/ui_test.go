@@ -342,7 +342,7 @@ func TestDashboardRooms(t *testing.T) {
 	d.login(t)
 	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, "No waiting rooms yet")
 	room := roomWithLine(t, ts, "")
-	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, `data-live="room/sale:active">1<`, `data-live="room/sale:waiting">2<`)
+	wantPage(t, d.get(t, "/ui/rooms"), http.StatusOK, `data-live="room/sale:active">1<`, `data-live="room/sale:waiting">2<`, `data-live="room/sale:eta">`)
 	var l map[string]string
 	d.get(t, "/ui/api/rooms").JSON(t, &l)
 	if l["room/sale:max"] != "1" {
