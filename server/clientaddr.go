@@ -84,3 +84,13 @@ walk:
 	}
 	return client, https
 }
+
+// clientAddr is the client address of a request as the waiting rooms count arrivals by it
+// (waitroom.Config.ClientAddr): the trusted proxies' view, as everywhere in the server.
+func (s *Server) clientAddr(r *http.Request) string {
+	a, _ := s.proxies.client(r)
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}

@@ -137,6 +137,11 @@ type Config struct {
 	// header (default 0: no bound, so long polls work). See waitroom.Config.
 	RoomUpstreamDialTimeout, RoomUpstreamHeaderTimeout time.Duration
 
+	// RoomArrivalsPerMinute is how many new visitors one client address (an IPv6 address's /64;
+	// behind a reverse proxy, the address TrustedProxies names) may put in a room's line per
+	// minute, unless the room's arrivals_per_minute says otherwise. Default 60; -1: no limit.
+	RoomArrivalsPerMinute int
+
 	// Rooms are waiting rooms to create (or replace) at start, by name: the config file's "rooms".
 	// Default none.
 	Rooms map[string]rooms.RoomJSON
@@ -245,6 +250,7 @@ func (c Config) withDefaults() Config {
 	c.CallbackMaxResultBytes = cmp.Or(c.CallbackMaxResultBytes, 64<<10)
 	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)
 	c.RoomUpstreamDialTimeout = cmp.Or(c.RoomUpstreamDialTimeout, 30*time.Second)
+	c.RoomArrivalsPerMinute = cmp.Or(c.RoomArrivalsPerMinute, 60)
 	if c.RelayWorkers == 0 {
 		c.RelayWorkers = 64
 	}
@@ -302,6 +308,9 @@ func (c Config) validate() error {
 	}
 	if _, err := rooms.ParseProxyHosts(c.ProxyRooms); err != nil {
 		errs = append(errs, fmt.Errorf("config: proxy_rooms: %w", err))
+	}
+	if c.RoomArrivalsPerMinute < -1 || c.RoomArrivalsPerMinute > 10_000 {
+		errs = append(errs, fmt.Errorf("config: room_arrivals_per_minute must be -1 (no limit) or between 1 and 10000, got %d", c.RoomArrivalsPerMinute))
 	}
 	if c.RoomUpstreamDialTimeout < 0 || c.RoomUpstreamHeaderTimeout < 0 {
 		errs = append(errs, errors.New("config: room_upstream_dial_timeout and room_upstream_header_timeout must not be negative"))

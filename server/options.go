@@ -150,6 +150,8 @@ func Options() []Option {
 			dur(func(s *Settings) *time.Duration { return &s.RoomUpstreamDialTimeout })},
 		{"room_upstream_header_timeout", "SLUICE_ROOM_UPSTREAM_HEADER_TIMEOUT", "0s", "longest wait (`duration`) of a room's reverse proxy for the upstream's response header; 0: none (long polls)",
 			dur(func(s *Settings) *time.Duration { return &s.RoomUpstreamHeaderTimeout })},
+		{"room_arrivals_per_minute", "SLUICE_ROOM_ARRIVALS_PER_MINUTE", "60", "new `visitors` one client address (an IPv6 /64) may put in a room's line per minute, unless the room says otherwise; -1: no limit",
+			integer(func(s *Settings, n int64) { s.RoomArrivalsPerMinute = int(n) })},
 		{"callback_workers", "SLUICE_CALLBACK_WORKERS", "32", "how many `callbacks` this instance sends at once",
 			integer(func(s *Settings, n int64) { s.CallbackWorkers = int(n) })},
 		{"callback_allow_private", "SLUICE_CALLBACK_ALLOW_PRIVATE", "false", "let every namespace's callbacks reach loopback and private addresses (`true|false`)",

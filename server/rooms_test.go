@@ -32,9 +32,15 @@ func newVisitor(t *testing.T) *visitor {
 	return &visitor{&http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
+// do sends a request as a browser would: an answer that hands out the visitor cookie (the
+// waiting page's "entering", its first poll follows at once) is followed by the request again.
 func (v *visitor) do(t *testing.T, method, url string, header map[string]string) response {
 	t.Helper()
-	return sendWith(t, v.c, method, url, header, nil)
+	r := sendWith(t, v.c, method, url, header, nil)
+	if strings.Contains(r.Header.Get("Set-Cookie"), "sluice_visitor=") {
+		r = sendWith(t, v.c, method, url, header, nil)
+	}
+	return r
 }
 
 type roomStatus struct {
@@ -80,6 +86,11 @@ func TestRoomsAdminAndVisitors(t *testing.T) {
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "pass_ttl": 3600}, "pass_ttl"},
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "open_at": "tomorrow"}, "open_at"},
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "colour": "red"}, "colour"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "arrivals_per_minute": -5}, "arrivals_per_minute"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_above": -1}, "challenge_above"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_bits": 40}, "challenge_bits"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_wait": 0.5}, "challenge_wait"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_wait": "long"}, "challenge_wait"},
 		{"/v1/rooms/bad%20name", map[string]any{"max_active": 1}, "room"},
 	} {
 		r := ts.adminDo(t, http.MethodPut, bad.path, bad.body)
@@ -87,6 +98,12 @@ func TestRoomsAdminAndVisitors(t *testing.T) {
 		if r.ErrorField() != bad.field {
 			t.Errorf("PUT %s %v: field %q, want %q (%s)", bad.path, bad.body, r.ErrorField(), bad.field, r.Body)
 		}
+	}
+	// Nothing changed.
+	var kept map[string]any
+	ts.adminDo(t, http.MethodGet, "/v1/rooms/shop", nil).JSON(t, &kept)
+	if kept["queue_timeout"] != float64(60) || kept["challenge_bits"] != float64(16) || kept["arrivals_per_minute"] != float64(0) {
+		t.Fatalf("settings after refused changes: %v", kept)
 	}
 
 	alice, bob := newVisitor(t), newVisitor(t)
@@ -254,6 +271,7 @@ func TestRoomExactnessTwoServers(t *testing.T) {
 		servers = append(servers, newTestServerOn(t, env, func(c *Config) {
 			c.ProxyRooms = "*=shop"
 			c.RoomPassKeys = keys
+			c.RoomArrivalsPerMinute = -1 // every arrival comes from one address
 			c.Rooms = map[string]rooms.RoomJSON{"shop": {MaxActive: &n, Upstream: &app.URL}}
 		}))
 	}
@@ -266,8 +284,22 @@ func TestRoomExactnessTwoServers(t *testing.T) {
 	for range parallel {
 		wg.Go(func() {
 			for i := range next {
-				req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, servers[i%2].PublicURL+"/", nil)
-				resp, err := client.Do(req)
+				// A new visitor: the first answer hands out its cookie, the second request enters.
+				var cookies []*http.Cookie
+				var resp *http.Response
+				var err error
+				for attempt := range 2 {
+					req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, servers[i%2].PublicURL+"/", nil)
+					for _, ck := range cookies {
+						req.AddCookie(ck)
+					}
+					if resp, err = client.Do(req); err != nil || attempt == 1 {
+						break
+					}
+					cookies = resp.Cookies()
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
 				if err != nil {
 					failed.Add(1)
 					continue

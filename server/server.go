@@ -224,6 +224,7 @@ func (s *Server) setupRooms(ctx context.Context) error {
 	s.waitroom, err = waitroom.NewClient(s.rdb, waitroom.Config{
 		Prefix: s.cfg.Prefix, PassKeys: keys, Logger: s.log,
 		UpstreamDialTimeout: s.cfg.RoomUpstreamDialTimeout, UpstreamHeaderTimeout: s.cfg.RoomUpstreamHeaderTimeout,
+		ArrivalsPerMinute: s.cfg.RoomArrivalsPerMinute, ClientAddr: s.clientAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("server: %w", err)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // Config configures a Client. PassKeys is required; every other field has a default.
@@ -37,6 +39,18 @@ type Config struct {
 	// PollsPerMinute limits the status polls (and waiting page loads) of one visitor in one room.
 	// Default 30.
 	PollsPerMinute int
+
+	// ArrivalsPerMinute limits how many new visitors one client address (an IPv6 address: its
+	// /64) puts in one room's line per minute, with bursts of as many at once; a room's
+	// RoomConfig.ArrivalsPerMinute overrides it. A visitor already in line or admitted is not
+	// counted again. Default 60; negative: no limit.
+	ArrivalsPerMinute int
+
+	// ClientAddr names a request's client address for ArrivalsPerMinute. Default: the address of
+	// the connection (r.RemoteAddr). Behind a reverse proxy (nginx, a load balancer) that is the
+	// proxy's: give a function that believes its X-Forwarded-For, or every visitor shares one
+	// address and one limit.
+	ClientAddr func(r *http.Request) string
 
 	// LeftWindow is how long after a release the visitor's browser is known to have left the room
 	// (a cookie): its requests in that time (the favicon, an asset, a last click) do not put it in
@@ -81,6 +95,10 @@ type Hooks struct {
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, "sluice")
 	c.Batch = cmp.Or(c.Batch, 100)
+	c.ArrivalsPerMinute = cmp.Or(c.ArrivalsPerMinute, 60)
+	if c.ClientAddr == nil {
+		c.ClientAddr = ratelimit.KeyByIP
+	}
 	c.LeftWindow = cmp.Or(c.LeftWindow, 30*time.Second)
 	c.TouchInterval = cmp.Or(c.TouchInterval, 5*time.Second)
 	c.PollInterval = cmp.Or(c.PollInterval, 5*time.Second)
@@ -99,6 +117,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("waitroom: Config.LeftWindow must be at least 1s, got %s", c.LeftWindow)
 	case len(c.PassKeys) == 0 || len(c.PassKeys) > 2:
 		return fmt.Errorf("waitroom: Config.PassKeys must hold one or two keys, got %d", len(c.PassKeys))
+	case c.ArrivalsPerMinute > maxArrivalsPerMinute:
+		return fmt.Errorf("waitroom: Config.ArrivalsPerMinute must be at most %d, got %d", maxArrivalsPerMinute, c.ArrivalsPerMinute)
 	case c.Batch < 1:
 		return fmt.Errorf("waitroom: Config.Batch must be at least 1, got %d", c.Batch)
 	case c.TouchInterval < 0:
@@ -160,6 +180,19 @@ type RoomConfig struct {
 	// Language is the waiting page's language, "en" or "zh". Default "": chosen by the request's
 	// Accept-Language, English when nothing fits.
 	Language string
+	// ArrivalsPerMinute overrides Config.ArrivalsPerMinute (new visitors a client address puts in
+	// line per minute) for this room. Default 0: the Client's; -1: no limit.
+	ArrivalsPerMinute int
+	// ChallengeAbove, when above 0, has a new visitor solve a proof-of-work challenge on the
+	// waiting page before it joins a line that is this long or longer (a browser without
+	// JavaScript waits ChallengeWait instead). Default 0: never.
+	ChallengeAbove int
+	// ChallengeBits is the challenge's difficulty: the leading zero bits of a SHA-256 the page
+	// must find; each bit doubles the work. Default 16 (a fraction of a second in a browser).
+	ChallengeBits int
+	// ChallengeWait is how long a browser without JavaScript waits in place of solving the
+	// challenge. Default 30s.
+	ChallengeWait time.Duration
 	// FailOpen admits visitors when Redis cannot be reached (instead of showing the waiting page).
 	// Visitors with a pass get in either way. Default false: fail closed.
 	FailOpen bool
@@ -175,6 +208,8 @@ func (c RoomConfig) withDefaults() RoomConfig {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, 5*time.Minute)
 	c.QueueTimeout = cmp.Or(c.QueueTimeout, 2*time.Minute)
 	c.PassTTL = cmp.Or(c.PassTTL, c.SessionTimeout)
+	c.ChallengeBits = cmp.Or(c.ChallengeBits, 16)
+	c.ChallengeWait = cmp.Or(c.ChallengeWait, 30*time.Second)
 	return c
 }
 
@@ -197,6 +232,9 @@ func (c RoomConfig) validate() error {
 		return invalid("language", `must be "en", "zh" or empty (by Accept-Language), got %q`, c.Language)
 	case len(c.Template) > 256<<10:
 		return invalid("template", "must be at most 256 KiB, got %d bytes", len(c.Template))
+	}
+	if err := c.validateEntry(); err != nil {
+		return err
 	}
 	if c.Upstream != "" {
 		u, err := url.Parse(c.Upstream)
@@ -233,6 +271,10 @@ func (c RoomConfig) fields() []any {
 		"template", c.Template,
 		"language", c.Language,
 		"fail_open", failOpen,
+		"arrivals_per_minute", c.ArrivalsPerMinute,
+		"challenge_above", c.ChallengeAbove,
+		"challenge_bits", c.ChallengeBits,
+		"challenge_wait", c.ChallengeWait.Milliseconds(),
 	}
 }
 
@@ -250,9 +292,14 @@ func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
 		Template:          h["template"],
 		Language:          h["language"],
 		FailOpen:          h["fail_open"] == "1",
+		ArrivalsPerMinute: int(num("arrivals_per_minute")),
+		ChallengeAbove:    int(num("challenge_above")),
+		ChallengeBits:     int(num("challenge_bits")),
+		ChallengeWait:     ms("challenge_wait"),
 	}
 	if at := num("open_at"); at > 0 {
 		cfg.OpenAt = time.UnixMilli(at).UTC()
 	}
-	return cfg, num("version")
+	// A room written before a setting existed reads as its default.
+	return cfg.withDefaults(), num("version")
 }

@@ -16,15 +16,10 @@ const visitorTTL = 24 * time.Hour
 
 func (c *Client) secure(r *http.Request) bool { return c.cfg.SecureCookies || r.TLS != nil }
 
-// visitorID returns the request's visitor id from its signed cookie, or a new one (set on w) when
-// it has none or a forged one. A refresh or a second tab sends the same cookie, so keeps the
-// same place.
-func (c *Client) visitorID(w http.ResponseWriter, r *http.Request) string {
-	if ck, err := r.Cookie(visitorCookie); err == nil {
-		if id := c.signer.checkVisitor(ck.Value); id != "" {
-			return id
-		}
-	}
+// newVisitor gives the request's browser a new visitor id (a signed cookie). The id enters no
+// line yet: the browser's next request carrying it does (entry.go). A refresh or a second tab
+// sends the same cookie, so keeps the same place.
+func (c *Client) newVisitor(w http.ResponseWriter, r *http.Request) string {
 	id := newVisitorID()
 	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
 		Name: visitorCookie, Value: c.signer.signVisitor(id), Path: "/", MaxAge: int(visitorTTL / time.Second),

@@ -44,7 +44,9 @@ func Example() {
 }
 
 // Middleware puts a room in front of any net/http handler: admitted visitors pass on a signed
-// pass cookie (no Redis call per request), the others get the waiting page.
+// pass cookie (no Redis call per request), the others get the waiting page. A browser's first
+// request only gets its visitor cookie (a flood that keeps no cookies never reaches the line);
+// its next one, the waiting page's first poll, joins the line.
 func ExampleMiddleware() {
 	env, done := redistest.ForExample("waitroom-ExampleMiddleware")
 	defer done()
@@ -59,9 +61,7 @@ func ExampleMiddleware() {
 	srv := httptest.NewServer(waitroom.Middleware(room, shop))
 	defer srv.Close()
 
-	for _, name := range []string{"first", "second"} {
-		jar, _ := cookiejar.New(nil)
-		browser := &http.Client{Jar: jar}
+	get := func(browser *http.Client) string {
 		resp, err := browser.Get(srv.URL) //nolint:noctx // example
 		if err != nil {
 			panic(err)
@@ -69,12 +69,17 @@ func ExampleMiddleware() {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			fmt.Printf("%s visitor: %s\n", name, body)
-		} else {
-			fmt.Printf("%s visitor: %d, %s\n", name, resp.StatusCode, resp.Header.Get("Sluice-Room"))
+			return string(body)
 		}
+		return fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Sluice-Room"))
+	}
+	for _, name := range []string{"first", "second"} {
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar}
+		first := get(browser)
+		fmt.Printf("%s visitor: %s, then %s\n", name, first, get(browser))
 	}
 	// Output:
-	// first visitor: welcome to the shop
-	// second visitor: 503, waiting
+	// first visitor: 503 waiting, then welcome to the shop
+	// second visitor: 503 waiting, then 503 waiting
 }

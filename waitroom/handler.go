@@ -126,21 +126,22 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request, room *Room) err
 		writeJSON(w, http.StatusOK, c.statusJSON(Status{Room: room.name, State: Left}))
 		return nil
 	}
-	visitor := c.visitorID(w, r)
-	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
-		return tooManyPolls(w, retry)
-	}
-	st, err := room.Arrive(r.Context(), visitor)
+	st, pollLimited, err := c.admission(w, r, room)
 	if err != nil {
 		return err
+	}
+	if pollLimited {
+		return tooManyPolls(w, st.RetryAfter)
 	}
 	if st.Pass != "" {
 		c.setPass(w, r, room.name, st.Pass, st.PassExpires)
 	}
-	code := http.StatusOK
-	if st.State == Unavailable {
-		code = http.StatusServiceUnavailable
+	code := statusCode(st, http.StatusOK)
+	switch st.State {
+	case Unavailable:
 		retryAfter(w, c.cfg.PollInterval)
+	case Limited:
+		retryAfter(w, st.RetryAfter)
 	}
 	writeJSON(w, code, c.statusJSON(st))
 	return nil
@@ -165,19 +166,14 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) erro
 		}
 		c.clearPass(w, r, room.name)
 	}
-	// Only a visitor the waiting page already knows is let in from here: a request without a
-	// visitor cookie would put a new, unreachable visitor in line at every call. An asset request
-	// or a browser that has just left puts nobody in line either.
-	visitor := c.knownVisitor(r)
-	if visitor == "" || isAsset(r, r.Header.Get(NextHeader)) || c.hasLeft(r, room.name) {
+	// Only a visitor the waiting page already knows is let in from here (admission: a request
+	// without a visitor cookie puts nobody in line). An asset request or a browser that has just
+	// left puts nobody in line either.
+	if isAsset(r, r.Header.Get(NextHeader)) || c.hasLeft(r, room.name) {
 		w.WriteHeader(http.StatusUnauthorized)
 		return nil
 	}
-	if limited, _ := c.pollLimited(r.Context(), room, visitor); limited {
-		w.WriteHeader(http.StatusUnauthorized)
-		return nil
-	}
-	st, err := room.Arrive(r.Context(), visitor)
+	st, _, err := c.admission(w, r, room)
 	if err != nil {
 		return err
 	}
@@ -231,27 +227,27 @@ func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error
 		c.renderPage(w, r, room, http.StatusOK, Status{Room: room.name, State: Left}, Left.String(), StatusURL(room.name), next)
 		return nil
 	}
-	visitor := c.visitorID(w, r)
-	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
-		retryAfter(w, retry)
-		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", StatusURL(room.name), self)
-		return nil
-	}
-	st, err := room.Arrive(r.Context(), visitor)
+	st, pollLimited, err := c.admission(w, r, room)
 	if err != nil {
 		return err
 	}
-	switch st.State {
-	case Admitted:
+	switch {
+	case pollLimited:
+		retryAfter(w, st.RetryAfter)
+		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", StatusURL(room.name), self)
+	case st.State == Admitted:
 		if st.Pass != "" {
 			c.setPass(w, r, room.name, st.Pass, st.PassExpires)
 		}
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next went through safeNext (a path on this site only)
-	case Unavailable:
+	case st.State == Unavailable:
 		retryAfter(w, c.cfg.PollInterval)
 		c.renderPage(w, r, room, http.StatusServiceUnavailable, st, "unavailable", StatusURL(room.name), self)
 	default:
-		c.renderPage(w, r, room, http.StatusOK, st, st.State.String(), StatusURL(room.name), next)
+		if st.State == Limited {
+			retryAfter(w, st.RetryAfter)
+		}
+		c.renderPage(w, r, room, statusCode(st, http.StatusOK), st, st.State.String(), StatusURL(room.name), next)
 	}
 	return nil
 }

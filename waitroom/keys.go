@@ -1,6 +1,10 @@
 package waitroom
 
-import "github.com/sluicehq/sluice/internal/names"
+import (
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/names"
+)
 
 // Every key this package writes is built here. All keys of one room share the hash tag {<room>},
 // so every script runs on Redis Cluster:
@@ -15,6 +19,8 @@ import "github.com/sluicehq/sluice/internal/names"
 //	<prefix>:waitroom:{<room>}:stats        hash: counters and the inflow limit's state
 //	<prefix>:waitroom:{<room>}:minutes      hash: admissions and abandonments per minute (last minutes)
 //	<prefix>:waitroom:{<room>}:waits        list: the waits of the latest 101 admissions
+//	<prefix>:waitroom:{<room>}:proofs       zset: used proof-of-work challenge id -> its expiry (ms)
+//	<prefix>:waitroom:{<room>}:addr:<addr>  string: an address's arrival limit state (GCRA, ms), expiring
 //
 // The poll limiter's keys (<prefix>:ratelimit:waitroom_polls:{<room>:<visitor>}) are the ratelimit
 // package's, made from pollLimitKey.
@@ -35,6 +41,13 @@ func newRoomKeys(prefix, room string) roomKeys {
 }
 
 func (k roomKeys) config() string { return k[0] }
+
+// arrive is the keys of arrive.lua: the room's, then its used proofs and the arrival limit key
+// of the client address addr ("" for none: a key the script leaves alone).
+func (k roomKeys) arrive(addr string) []string {
+	base := strings.TrimSuffix(k[0], "config")
+	return append(k[:len(k):len(k)], base+"proofs", base+"addr:"+addr)
+}
 
 func roomsKey(prefix string) string { return prefix + ":waitroom:rooms" }
 

@@ -1,6 +1,7 @@
 package waitroom
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -61,19 +62,19 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	self := r.URL.RequestURI()
 	st := Status{Room: room.name, State: Left}
 	if !c.hasLeft(r, room.name) {
-		visitor := c.visitorID(w, r)
-		if limited, retry := c.pollLimited(ctx, room, visitor); limited {
-			if poll || wantsJSON(r) {
-				WriteError(w, r, tooManyPolls(w, retry))
-				return
-			}
-			retryAfter(w, retry)
-			c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
+		var pollLimited bool
+		var err error
+		st, pollLimited, err = c.admission(w, r, room)
+		if m.handleError(w, r, err) {
 			return
 		}
-		var err error
-		st, err = room.Arrive(ctx, visitor)
-		if m.handleError(w, r, err) {
+		if pollLimited {
+			if poll || wantsJSON(r) {
+				WriteError(w, r, tooManyPolls(w, st.RetryAfter))
+				return
+			}
+			retryAfter(w, st.RetryAfter)
+			c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
 			return
 		}
 		if st.State == Admitted {
@@ -89,12 +90,13 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c.statusJSON(st))
 		return
 	}
-	retryAfter(w, c.cfg.PollInterval)
+	retryAfter(w, cmp.Or(st.RetryAfter, c.cfg.PollInterval))
+	code := statusCode(st, http.StatusServiceUnavailable)
 	if wantsJSON(r) {
-		writeJSON(w, http.StatusServiceUnavailable, c.statusJSON(st))
+		writeJSON(w, code, c.statusJSON(st))
 		return
 	}
-	c.renderPage(w, r, room, http.StatusServiceUnavailable, st, st.State.String(), self, self)
+	c.renderPage(w, r, room, code, st, st.State.String(), self, self)
 }
 
 // handleError handles an error of Touch or Arrive and reports whether there was one: a room that

@@ -26,8 +26,9 @@ type PageData struct {
 	// Lang is "en" or "zh"; Text holds the page's words in it.
 	Lang string
 	Text Text
-	// State is "waiting", "not_open", "unavailable", "limited" (too many refreshes) or "left"
-	// (released a moment ago).
+	// State is "waiting", "not_open", "unavailable", "limited" (too many refreshes, or too many
+	// new visitors from one address), "left" (released a moment ago), "entering" (the browser's
+	// first request: its next one joins the line) or "challenge" (a proof of work to solve first).
 	State string
 	// Message is the sentence that says what is going on, in Lang.
 	Message string
@@ -52,6 +53,8 @@ type PageScript struct {
 	State     string            `json:"state"`
 	OpensInMs int64             `json:"opens_in_ms"`
 	Text      map[string]string `json:"text"`
+	// Challenge is the proof of work to solve, when State is "challenge".
+	Challenge *ChallengeJSON `json:"challenge,omitempty"`
 }
 
 // Text is the waiting page's words in one language.
@@ -141,6 +144,18 @@ func etaText(t Text, d time.Duration, known bool) string {
 	return fmt.Sprintf(t.Minutes, int((d+time.Minute-1)/time.Minute))
 }
 
+// refreshSeconds is how soon the page reloads itself without JavaScript: at once for a browser
+// that just got its visitor cookie, once a challenge's wait is over, else every poll interval.
+func refreshSeconds(st Status, poll time.Duration) int {
+	switch st.State {
+	case Entering:
+		return 1
+	case Challenged, Limited:
+		poll = max(poll, st.RetryAfter)
+	}
+	return int(max(poll, time.Second).Round(time.Second) / time.Second)
+}
+
 // clock formats a countdown as m:ss or h:mm:ss.
 func clock(d time.Duration) string {
 	s := int(max(d, 0).Round(time.Second) / time.Second)
@@ -160,7 +175,7 @@ func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageDa
 		ETA:            etaText(t, st.ETA, st.ETAKnown),
 		Progress:       int(st.Progress() * 100),
 		OpensIn:        clock(st.OpensIn),
-		RefreshSeconds: int(max(c.cfg.PollInterval, time.Second) / time.Second),
+		RefreshSeconds: refreshSeconds(st, c.cfg.PollInterval),
 	}
 	switch state {
 	case "not_open":
@@ -176,7 +191,7 @@ func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageDa
 	}
 	d.Script = PageScript{
 		Status: statusURL, Next: next, PollMs: c.cfg.PollInterval.Milliseconds(), State: state,
-		OpensInMs: st.OpensIn.Milliseconds(),
+		OpensInMs: st.OpensIn.Milliseconds(), Challenge: c.statusJSON(st).Challenge,
 		Text: map[string]string{
 			"unknown": t.Unknown, "under_minute": t.UnderMinute, "minutes": t.Minutes,
 			"waiting": t.Waiting, "not_open": t.NotOpen, "unavailable": t.Unavailable, "left": t.Left,

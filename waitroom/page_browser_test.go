@@ -1,6 +1,7 @@
 package waitroom_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -84,9 +85,14 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 	b := browsertest.New(t)
 	b.DisableScripts()
 	b.Navigate(site.URL + "/plain")
-	if got := b.Text("#position"); got != "1" {
-		t.Fatalf("position shows %q", got)
-	}
+	// The first answer hands the browser its visitor cookie; the refresh a second later joins the
+	// line.
+	b.WaitUntil(30*time.Second, func() error {
+		if got := b.Text("#position"); got != "1" {
+			return fmt.Errorf("position shows %q", got)
+		}
+		return nil
+	})
 	do(t, holder, "GET", site.URL+"/bye?release=1", nil)
 	b.WaitUntil(30*time.Second, func() error {
 		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /plain") {
@@ -109,9 +115,13 @@ func TestCountdownPageInChromium(t *testing.T) {
 	t.Cleanup(site.Close)
 
 	b.Navigate(site.URL + "/launch")
-	if hidden := browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`); hidden {
-		t.Fatal("the countdown is hidden before the opening")
-	}
+	// The first answer hands out the visitor cookie; the page's first poll, at once, joins the draw.
+	b.WaitUntil(30*time.Second, func() error {
+		if browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`) {
+			return errors.New("the countdown is hidden before the opening")
+		}
+		return nil
+	})
 	if got := b.Text("#countdown"); !strings.HasPrefix(got, "0:0") {
 		t.Fatalf("countdown shows %q", got)
 	}

@@ -29,9 +29,20 @@ const (
 	// Left: the visitor's browser released its place a moment ago (Config.LeftWindow); its
 	// requests do not put it in line again until then.
 	Left
+	// Entering: the request carried no visitor cookie; it got one, and the visitor's next request
+	// (the waiting page's first poll) puts it in line.
+	Entering
+	// Limited: the visitor was not put in line: its client address added as many new visitors as
+	// it may for now (or, from the HTTP handlers, it polled too often); try again after
+	// Status.RetryAfter.
+	Limited
+	// Challenged: the line is long and the visitor joins it only with a proof of work
+	// (Status.Challenge).
+	Challenged
 )
 
-// String returns "waiting", "not_open", "admitted", "unavailable" or "left" (the JSON form).
+// String returns "waiting", "not_open", "admitted", "unavailable", "left", "entering", "limited"
+// or "challenge" (the JSON form).
 func (s State) String() string {
 	switch s {
 	case Waiting:
@@ -44,6 +55,12 @@ func (s State) String() string {
 		return "unavailable"
 	case Left:
 		return "left"
+	case Entering:
+		return "entering"
+	case Limited:
+		return "limited"
+	case Challenged:
+		return "challenge"
 	default:
 		return fmt.Sprintf("State(%d)", int(s))
 	}
@@ -72,6 +89,12 @@ type Status struct {
 	PassExpires time.Time
 	// Degraded says the status was decided without Redis, by the room's fail-open setting.
 	Degraded bool
+	// RetryAfter is when to try again, when Limited or Challenged.
+	RetryAfter time.Duration
+	// Challenge is the proof-of-work challenge to solve, when Challenged, at ChallengeBits
+	// (challenge.go).
+	Challenge     string
+	ChallengeBits int
 }
 
 // Progress is how far along the line the visitor is, from 0 to 1: the share of its expected
@@ -95,6 +118,8 @@ type Counters struct {
 	Released                              uint64 // Release calls that freed a slot or left the line
 	RedisErrors, FailedOpen, FailedClosed uint64 // decisions without Redis
 	PollsLimited                          uint64 // status polls refused by the per-visitor limit
+	ArrivalsLimited                       uint64 // new visitors kept out by their address's limit
+	Challenged                            uint64 // new visitors asked for a proof of work
 }
 
 // Room is one waiting room as seen by this process. Get it from Client.Room; it is safe for
@@ -109,7 +134,7 @@ type Room struct {
 	touches touchCache
 
 	arrivals, admitted, waiting, passAccepted, passRejected, touchCount, released,
-	redisErrors, failedOpen, failedClosed, pollsLimited atomic.Uint64
+	redisErrors, failedOpen, failedClosed, pollsLimited, arrivalsLimited, challenged atomic.Uint64
 }
 
 // roomState is the cached copy of a room's settings.
@@ -133,6 +158,7 @@ func (r *Room) Counters() Counters {
 		PassAccepted: r.passAccepted.Load(), PassRejected: r.passRejected.Load(), Touches: r.touchCount.Load(),
 		Released: r.released.Load(), RedisErrors: r.redisErrors.Load(), FailedOpen: r.failedOpen.Load(),
 		FailedClosed: r.failedClosed.Load(), PollsLimited: r.pollsLimited.Load(),
+		ArrivalsLimited: r.arrivalsLimited.Load(), Challenged: r.challenged.Load(),
 	}
 }
 
@@ -196,7 +222,15 @@ func validVisitor(v string) bool { return v != "" && len(v) <= 128 }
 // When Redis cannot be reached the room's FailOpen setting decides (Status.Degraded): admitted
 // without a pass, or Unavailable. The error is non-nil only for a bad visitor id, an unknown room
 // or an ended ctx.
+//
+// A visitor new to the line is not held to a per-address limit here (there is no address), but
+// a long line's challenge applies: Arrive answers Challenged, and only the HTTP handlers take
+// proofs.
 func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
+	return r.arrive(ctx, visitor, entry{})
+}
+
+func (r *Room) arrive(ctx context.Context, visitor string, e entry) (Status, error) {
 	if !validVisitor(visitor) {
 		return Status{}, errors.New("waitroom: visitor id must be 1 to 128 bytes")
 	}
@@ -208,8 +242,9 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 	var shuffle [8]byte
 	_, _ = rand.Read(shuffle[:])
 	ticket := binary.LittleEndian.Uint64(shuffle[:]) >> 12 // below 2^52
-	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys, visitor, ticket, r.c.cfg.Batch,
-		r.c.liveGrace().Milliseconds()).Int64Slice()
+	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys.arrive(e.addr), visitor, ticket, r.c.cfg.Batch,
+		r.c.liveGrace().Milliseconds(), r.c.cfg.ArrivalsPerMinute, e.addr != "", e.proofID,
+		e.proofExpires.UnixMilli()).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Status{}, ctx.Err()
@@ -243,6 +278,13 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 		st.State = Waiting
 		r.waiting.Add(1)
 		st.ETA, st.ETAKnown = eta(st.Position, vals[8], vals[9])
+	case 4:
+		st.State = Limited
+		st.RetryAfter = time.Duration(vals[6]) * time.Millisecond
+		r.arrivalsLimited.Add(1)
+	case 5:
+		st.State = Challenged
+		r.challenged.Add(1)
 	default:
 		st.State = NotOpen
 		r.waiting.Add(1)

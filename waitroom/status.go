@@ -26,6 +26,19 @@ type StatusJSON struct {
 	PollAfterMs int64 `json:"poll_after_ms"`
 	// PassExpiresAt is when the pass set with this answer expires (admitted visitors only).
 	PassExpiresAt *time.Time `json:"pass_expires_at,omitempty"`
+	// Challenge is the proof of work to bring before the visitor joins the line (state
+	// "challenge").
+	Challenge *ChallengeJSON `json:"challenge,omitempty"`
+}
+
+// ChallengeJSON is a proof-of-work challenge: find a decimal nonce such that SHA-256(token "~"
+// nonce) starts with bits zero bits, and send "token~nonce" in the cookie named cookie. Without a
+// solution the bare token (already in that cookie) is good from wait_seconds on.
+type ChallengeJSON struct {
+	Token       string `json:"token"`
+	Bits        int    `json:"bits"`
+	Cookie      string `json:"cookie"`
+	WaitSeconds int64  `json:"wait_seconds"`
 }
 
 func (c *Client) statusJSON(st Status) StatusJSON {
@@ -44,6 +57,13 @@ func (c *Client) statusJSON(st Status) StatusJSON {
 	if st.Pass != "" {
 		exp := st.PassExpires.UTC().Truncate(time.Second)
 		j.PassExpiresAt = &exp
+	}
+	if st.State == Limited {
+		j.PollAfterMs = max(j.PollAfterMs, st.RetryAfter.Milliseconds())
+	}
+	if st.Challenge != "" {
+		j.Challenge = &ChallengeJSON{Token: st.Challenge, Bits: st.ChallengeBits, Cookie: proofCookie(st.Room),
+			WaitSeconds: int64(math.Ceil(st.RetryAfter.Seconds()))}
 	}
 	return j
 }

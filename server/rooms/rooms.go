@@ -117,6 +117,10 @@ type RoomJSON struct {
 	Template          *string  `json:"template,omitempty"`
 	Language          *string  `json:"language,omitempty"`
 	FailOpen          *bool    `json:"fail_open,omitempty"`
+	ArrivalsPerMinute *int     `json:"arrivals_per_minute,omitempty"`
+	ChallengeAbove    *int     `json:"challenge_above,omitempty"`
+	ChallengeBits     *int     `json:"challenge_bits,omitempty"`
+	ChallengeWait     *float64 `json:"challenge_wait,omitempty"`
 }
 
 // Config turns the JSON into the room's settings; errors name the field.
@@ -146,6 +150,10 @@ func (j RoomJSON) Config() (waitroom.RoomConfig, error) {
 		}
 		c.OpenAt = t
 	}
+	if c.ChallengeWait, err = httpapi.Seconds("challenge_wait", j.ChallengeWait); err != nil {
+		return c, err
+	}
+	c.ArrivalsPerMinute, c.ChallengeAbove, c.ChallengeBits = deref(j.ArrivalsPerMinute), deref(j.ChallengeAbove), deref(j.ChallengeBits)
 	c.Upstream = deref(j.Upstream)
 	c.Template = deref(j.Template)
 	c.Language = deref(j.Language)
@@ -174,6 +182,10 @@ type RoomView struct {
 	Template          string     `json:"template"`
 	Language          string     `json:"language"`
 	FailOpen          bool       `json:"fail_open"`
+	ArrivalsPerMinute int        `json:"arrivals_per_minute"`
+	ChallengeAbove    int        `json:"challenge_above"`
+	ChallengeBits     int        `json:"challenge_bits"`
+	ChallengeWait     float64    `json:"challenge_wait"`
 	Stats             *StatsView `json:"stats,omitempty"`
 }
 
@@ -195,6 +207,8 @@ func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
 		Name: name, MaxActive: c.MaxActive, NewUsersPerMinute: c.NewUsersPerMinute,
 		SessionTimeout: c.SessionTimeout.Seconds(), QueueTimeout: c.QueueTimeout.Seconds(), PassTTL: c.PassTTL.Seconds(),
 		Upstream: c.Upstream, Template: c.Template, Language: c.Language, FailOpen: c.FailOpen,
+		ArrivalsPerMinute: c.ArrivalsPerMinute, ChallengeAbove: c.ChallengeAbove, ChallengeBits: c.ChallengeBits,
+		ChallengeWait: c.ChallengeWait.Seconds(),
 	}
 	if !c.OpenAt.IsZero() {
 		t := c.OpenAt.UTC()

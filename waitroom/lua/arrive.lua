@@ -5,15 +5,28 @@
 -- the inflow limit (new_users_per_minute, GCRA) allows one more. Only live visitors ahead count
 -- (polled within the grace): a silent visitor keeps its place number but a free slot does not
 -- wait for it; it is dropped at queue_timeout (maintain.lua), or admitted when it polls again.
--- KEYS: the room keys (lib.lua).
+-- A visitor new to the line passes a gate first (entry.go): the room's proof-of-work challenge
+-- when the line is challenge_above long or longer (a proof is used once), and the arrival limit of
+-- its client address (GCRA: arrivals_per_minute, bursts of as many). A refused visitor changes
+-- nothing but what refused it.
+-- KEYS: the room keys (lib.lua), then
+--   KEYS[9]  proofs  zset    used challenge id -> its expiry (ms); expires with the newest
+--   KEYS[10] addr    string  the client address's limit state (the GCRA's tat, ms); expires
 -- ARGV[1] visitor id
 -- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
 -- ARGV[3] batch: the most idle slots freed by this call, and the most visitors ahead looked at
 --         to find the live ones (any beyond count as live)
 -- ARGV[4] grace (ms): a waiting visitor whose last poll is older is silent (skipped)
+-- ARGV[5] arrivals per minute per address when the room sets none (arrivals_per_minute 0);
+--         negative: no limit
+-- ARGV[6] 1 when KEYS[10] is a client address's key, 0 when there is no address (no limit)
+-- ARGV[7] the id of the challenge the visitor proved, '' for none
+-- ARGV[8] that challenge's expiry (Unix ms)
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
 --          recent_admitted, recent_window_ms}
---   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room
+--   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room,
+--   4 kept out by the address's limit (opens_in_ms then says when it may add one), 5 the line
+--   wants a proof of work this visitor did not bring (or brought used)
 --   position is 1-based (0 unless waiting); length the number in line; recent_* the admissions
 --   from the line of the last minutes and the stretch they cover (lib.lua: recent), for the ETA.
 local cfg = read_config()
@@ -33,9 +46,41 @@ if redis.call('ZSCORE', K_ACTIVE, v) then
   return reply(1, 0, 0, 0)
 end
 
+-- gate returns nil when a new visitor may join the line (its proof and its address's arrival
+-- are then recorded), else the reply that keeps it out.
+local function gate()
+  local g = redis.call('HMGET', K_CONFIG, 'challenge_above', 'arrivals_per_minute')
+  local above, rate = tonumber(g[1]) or 0, tonumber(g[2]) or 0
+  local proof = ARGV[7]
+  if above > 0 and redis.call('ZCARD', K_LINE) >= above then
+    if proof == '' then return reply(5, 0, 0, 0) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
+    if redis.call('ZSCORE', KEYS[9], proof) then return reply(5, 0, 0, 0) end
+  else
+    proof = ''
+  end
+  if rate == 0 then rate = tonumber(ARGV[5]) end
+  if rate > 0 and ARGV[6] == '1' then
+    local interval = math.floor(60000 / rate)
+    local tat = math.max(tonumber(redis.call('GET', KEYS[10]) or '0'), now)
+    if tat + interval - now > interval * rate then
+      return reply(4, 0, tat + interval - now - interval * rate, 0)
+    end
+    redis.call('SET', KEYS[10], tat + interval, 'PX', tat + interval - now)
+  end
+  if proof ~= '' then
+    local expires = tonumber(ARGV[8])
+    redis.call('ZADD', KEYS[9], expires, proof)
+    if redis.call('PTTL', KEYS[9]) < expires - now then redis.call('PEXPIRE', KEYS[9], expires - now) end
+  end
+  return nil
+end
+
 local early = cfg.open_at > now
 local waited_before = redis.call('ZSCORE', K_LINE, v)
 if not waited_before then
+  local refused = gate()
+  if refused then return refused end
   local ticket
   if early then
     ticket = tonumber(ARGV[2])
