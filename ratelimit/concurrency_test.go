@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/testkit/flakyproxy"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/ratelimit"
@@ -229,4 +230,29 @@ func TestConcurrencyNeverOverLimit(t *testing.T) {
 			t.Fatalf("peak live holders %d, want 1..%d", p, limit)
 		}
 	})
+}
+
+// An acquire whose reply is lost reaches Redis twice (go-redis sends it again) and takes one
+// lease: the caller hears it acquired, and with a limit of 1 nobody else gets in until it
+// releases.
+func TestRepeatedAcquireTakesOneLease(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	rdb, proxy := flakyproxy.NewClient(t, env)
+	flaky := newConcurrency(t, rdb, env.Prefix)
+	c := newConcurrency(t, env.Client, env.Prefix)
+	rule := proxy.DropReplies(flakyproxy.FunctionCall("concurrency_acquire"), 1)
+	res, err := flaky.Acquire(t.Context(), "k", 1, time.Minute)
+	if err != nil || !res.Acquired || rule.Dropped() != 1 {
+		t.Fatalf("acquire, reply lost: %+v, %v (%d dropped); want acquired", res, err, rule.Dropped())
+	}
+	if other := acquire(t, c, "k", 1, time.Minute); other.Acquired || other.Held != 1 {
+		t.Fatalf("another acquire: %+v; want refused, one lease held", other)
+	}
+	if err := flaky.Release(t.Context(), "k", res.LeaseID); err != nil {
+		t.Fatal(err)
+	}
+	if next := acquire(t, c, "k", 1, time.Minute); !next.Acquired {
+		t.Fatalf("after the release: %+v; want acquired", next)
+	}
 }

@@ -11,6 +11,8 @@
 --   wait_us  0 when acquired, else how long until the earliest lease expires
 --
 -- The key lives until its last lease expires, so leases whose holders died clean themselves up.
+-- A call that arrives twice (the client resent it after losing the reply) finds its own lease id
+-- held and answers acquired again, rather than "full" to a caller that holds a lease.
 
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
@@ -19,6 +21,7 @@ local now = now_us(ARGV[4])
 
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
 local held = redis.call('ZCARD', key)
+if redis.call('ZSCORE', key, ARGV[3]) then return {1, held, 0} end
 if held >= limit then
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   return {0, held, tonumber(first[2]) - now}

@@ -1,0 +1,53 @@
+package waitroom_test
+
+import (
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/testkit/flakyproxy"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// An arrive and a release whose replies are lost reach Redis twice (go-redis sends them again)
+// and act once, because both are keyed by the visitor: the repeated arrive finds the visitor
+// admitted and answers so (one slot taken, one admission counted), and the repeated release finds
+// it gone (one slot freed, one release counted), so the next visitor in line gets exactly that slot.
+func TestRepeatedArriveAndReleaseActOnce(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	rdb, proxy := flakyproxy.NewClient(t, env)
+	cfg := waitroom.Config{Prefix: env.Prefix, PassKeys: [][]byte{testKey()}}
+	flakyClient, err := waitroom.NewClient(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRoom(t, newClient(t, env, waitroom.Config{}), waitroom.RoomConfig{MaxActive: 1})
+	flaky, err := flakyClient.Room("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rule := proxy.DropReplies(flakyproxy.FunctionCall("arrive"), 1)
+	st, err := flaky.Arrive(t.Context(), "a")
+	if err != nil || st.State != waitroom.Admitted || st.Active != 1 || rule.Dropped() != 1 {
+		t.Fatalf("arrive, reply lost: %+v, %v (%d dropped); want admitted, one active", st, err, rule.Dropped())
+	}
+	if st := arrive(t, r, "b"); st.State != waitroom.Waiting || st.Position != 1 || st.Active != 1 {
+		t.Fatalf("the next visitor: %+v; want waiting first in line behind one active", st)
+	}
+
+	rule = proxy.DropReplies(flakyproxy.FunctionCall("release"), 1)
+	if _, err := flaky.Release(t.Context(), "a"); err != nil || rule.Dropped() != 1 {
+		t.Fatalf("release, reply lost: %v (%d dropped)", err, rule.Dropped())
+	}
+	if st := arrive(t, r, "b"); st.State != waitroom.Admitted || st.Active != 1 {
+		t.Fatalf("the next visitor after the release: %+v; want admitted, one active", st)
+	}
+	if st := arrive(t, r, "c"); st.State != waitroom.Waiting || st.Active != 1 {
+		t.Fatalf("a third visitor: %+v; want waiting (the release freed one slot, once)", st)
+	}
+	stats, err := r.Stats(t.Context())
+	if err != nil || stats.Admitted != 2 || stats.Released != 1 {
+		t.Fatalf("room stats: admitted %d, released %d, %v; want 2 and 1", stats.Admitted, stats.Released, err)
+	}
+}
