@@ -15,10 +15,16 @@ import (
 // schedulers sharing it, 8 for schedulers stopped between their calls.
 const tickWant, tickWantKilled = 20, 8
 
-// checkEveryTickOnce checks that ticks (sorted RFC 3339 times of a 1 s schedule) are at least want,
-// each there once, and that none is missing between the first and the last.
-func checkEveryTickOnce(t *testing.T, ticks []string, want int) {
+// checkEveryTickOnce consumes the jobs of the 1 s schedule "beat" (queue "beats") and checks that
+// there are at least want, one per tick, none missing between the first and the last, and as many
+// as the schedule counts fired, none missed. It returns the schedule.
+func (f *fixture) checkEveryTickOnce(t *testing.T, want int) queue.Schedule {
 	t.Helper()
+	sch := f.schedule(t, "beat")
+	ticks := f.ticksOf(t, "beats", sch)
+	if int64(len(ticks)) != sch.Fires || sch.Missed != 0 {
+		t.Errorf("%d jobs; schedule says fires %d, missed %d", len(ticks), sch.Fires, sch.Missed)
+	}
 	if len(ticks) < want {
 		t.Fatalf("%d ticks fired, want at least %d", len(ticks), want)
 	}
@@ -35,6 +41,7 @@ func checkEveryTickOnce(t *testing.T, ticks []string, want int) {
 			t.Errorf("ticks missing between %s and %s", ticks[i-1], ticks[i])
 		}
 	}
+	return sch
 }
 
 // Three schedulers share one schedule firing every second: every tick enqueues exactly one job,
@@ -52,12 +59,7 @@ func TestThreeSchedulersFireEachTickOnce(t *testing.T) {
 		for _, s := range schedulers {
 			s.Stop()
 		}
-		sch := f.schedule(t, "beat")
-		ticks := f.ticksOf(t, "beats", sch)
-		checkEveryTickOnce(t, ticks, tickWant)
-		if int64(len(ticks)) != sch.Fires || sch.Missed != 0 {
-			t.Errorf("%d jobs; schedule says fires %d, missed %d", len(ticks), sch.Fires, sch.Missed)
-		}
+		sch := f.checkEveryTickOnce(t, tickWant)
 		var total int64
 		for _, s := range schedulers {
 			total += s.Stats().Fires
@@ -119,12 +121,7 @@ func TestSchedulerKilledMidTickLosesAndDuplicatesNothing(t *testing.T) {
 			t.Errorf("no scheduler was stopped after a fire or before one: %v", kills)
 		}
 		mu.Unlock()
-		sch := f.schedule(t, "beat")
-		ticks := f.ticksOf(t, "beats", sch)
-		checkEveryTickOnce(t, ticks, tickWantKilled)
-		if int64(len(ticks)) != sch.Fires || sch.Missed != 0 {
-			t.Errorf("%d jobs; schedule says fires %d, missed %d", len(ticks), sch.Fires, sch.Missed)
-		}
+		f.checkEveryTickOnce(t, tickWantKilled)
 	})
 }
 

@@ -47,6 +47,13 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 	return h
 }
 
+// setSecret makes the receiver verify signatures with secret.
+func (h *hookReceiver) setSecret(secret string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.secret = secret
+}
+
 func (h *hookReceiver) calls() (bodies, ids []string, bad int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -202,20 +209,12 @@ func TestCallbackCountsAgainstItsEndpointThroughTheServer(t *testing.T) {
 	ts := relayServer(t) // the endpoint is on loopback, as the receiver is
 	tok := ts.token(t, "shop")
 	recv := newHookReceiver(t)
-	r := ts.adminDo(t, http.MethodPost, cbpath+"/secrets", nil)
-	wantStatus(t, r, http.StatusCreated, "")
-	var set callbacks.SettingsJSON
-	r.JSON(t, &set)
-	recv.mu.Lock()
-	recv.secret = set.Secrets[0]
-	recv.mu.Unlock()
-	wantStatus(t, ts.adminDo(t, http.MethodPost, cbpath+"/destinations", map[string]any{"prefix": recv.URL + "/hooks"}), http.StatusOK, "")
-	wantStatus(t, ts.adminDo(t, http.MethodPut, cbpath+"/allow_private", map[string]any{"allow_private": true}), http.StatusOK, "")
+	recv.setSecret(ts.allowCallbacks(t, recv.URL+"/hooks"))
 	ts.putEndpoint(t, "orders-svc", map[string]any{"target_url": recv.URL + "/hooks/orders", "concurrency": 1, "qps": 50})
 
 	const n = 3
 	for i := range n {
-		r = ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{
+		r := ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{
 			"payload": map[string]any{"order": i}, "callback": map[string]any{"url": recv.URL + "/hooks/orders/close"},
 		})
 		wantStatus(t, r, http.StatusCreated, "")

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
-	"github.com/sluicehq/sluice/server/callbacks"
 )
 
 // A schedule whose job has a callback: at each tick the server's deliverer calls the URL, signed.
@@ -15,17 +14,9 @@ func TestScheduledCallbackIsDelivered(t *testing.T) {
 	ts := newTestServer(t)
 	tok := ts.token(t, "shop")
 	recv := newHookReceiver(t)
-	r := ts.adminDo(t, http.MethodPost, cbpath+"/secrets", nil)
-	wantStatus(t, r, http.StatusCreated, "")
-	var set callbacks.SettingsJSON
-	r.JSON(t, &set)
-	recv.mu.Lock()
-	recv.secret = set.Secrets[0]
-	recv.mu.Unlock()
-	wantStatus(t, ts.adminDo(t, http.MethodPost, cbpath+"/destinations", map[string]any{"prefix": recv.URL + "/hooks"}), http.StatusOK, "")
-	wantStatus(t, ts.adminDo(t, http.MethodPut, cbpath+"/allow_private", map[string]any{"allow_private": true}), http.StatusOK, "")
+	recv.setSecret(ts.allowCallbacks(t, recv.URL+"/hooks"))
 
-	r = ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/ping", tok, map[string]any{
+	r := ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/ping", tok, map[string]any{
 		"every": 1, "job": map[string]any{"queue": "pings", "payload": map[string]any{"ping": 1},
 			"callback": map[string]any{"url": recv.URL + "/hooks/ping", "timeout": 5}},
 	})
