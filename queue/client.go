@@ -22,6 +22,8 @@ type Client struct {
 	// Concurrent single calls on one queue share script calls (combine.go).
 	publishComb *combiner[publishReq, store.Published]
 	leaseComb   *combiner[leaseReq, leaseRes] // acks and consumes (lease_batch.go)
+
+	maint maintenance // what maintenance passes carry from one to the next (maintain_pass.go)
 }
 
 // NewClient returns a Client on rdb (standalone, Sentinel or Cluster).

@@ -3,7 +3,6 @@ package queue
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -15,14 +14,37 @@ type MaintainerConfig struct {
 	// Interval between passes. Default 500ms, so queues no consumer reads see due jobs promoted
 	// and expired leases handled within about half a second.
 	Interval time.Duration
-	// Logger receives pass errors. Default: the client's logger.
+	// Batch is the most queues a pass takes from each shard of the due index (one shard on a
+	// standalone server, one per hash slot on a Cluster). Default 1000; what is left waits for
+	// the next pass.
+	Batch int
+	// Budget is the time after which a pass starts no more work; what is left waits for the next
+	// pass. Default: Interval.
+	Budget time.Duration
+	// SweepEvery is how often the registry of queues is swept to index the queues the due index
+	// may lack (jobs stored by a version of Sluice that did not keep it), a few hundred queues a
+	// pass. Default 1h.
+	SweepEvery time.Duration
+	// Logger receives pass errors and the queues whose housekeeping failed. Default: the client's
+	// logger.
 	Logger *slog.Logger
 }
 
-// Maintainer runs the housekeeping of every registered queue in the background: due delayed jobs
-// become ready, expired leases are retried or dead-lettered, expired jobs disappear, and the dead
-// letter and results are trimmed. Consumers do the same for the queues they read, so the
-// maintainer matters for queues nobody is reading. Any number of processes may run one: every step
+func (c MaintainerConfig) withDefaults() MaintainerConfig {
+	c.Interval = cmp.Or(c.Interval, 500*time.Millisecond)
+	c.Batch = cmp.Or(c.Batch, 1000)
+	c.Budget = cmp.Or(c.Budget, c.Interval)
+	c.SweepEvery = cmp.Or(c.SweepEvery, time.Hour)
+	return c
+}
+
+// Maintainer runs the housekeeping of queues nobody is reading, in the background: due delayed
+// jobs become ready, expired leases are retried or dead-lettered, expired jobs disappear, and the
+// dead letter and results are trimmed. A pass visits only the queues that have something due, as
+// the due index says (the scripts that make such work record it there in the same call), so its
+// cost follows the work that is due, not the number of queues. A queue whose housekeeping fails
+// is logged and tried again after a backoff; it never holds up the others. Consumers do the same
+// housekeeping for the queues they read. Any number of processes may run a Maintainer: every step
 // is an atomic script that moves a bounded batch.
 type Maintainer struct {
 	startstop.Base // the loop's lifecycle: Stop is Base.Stop
@@ -33,7 +55,7 @@ type Maintainer struct {
 
 // NewMaintainer returns a stopped Maintainer for the client's queues.
 func NewMaintainer(client *Client, cfg MaintainerConfig) *Maintainer {
-	cfg.Interval = cmp.Or(cfg.Interval, 500*time.Millisecond)
+	cfg = cfg.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = client.cfg.Logger
 	}
@@ -50,45 +72,20 @@ func (m *Maintainer) Start(ctx context.Context) error {
 	})
 }
 
-// pass is one step of the loop: a failed pass is logged and the next one tries again.
+// pass is one step of the loop: the queues whose housekeeping failed are logged one by one and
+// tried again after their backoff; a pass that failed as a whole is logged and the next one tries
+// again.
 func (m *Maintainer) pass(ctx context.Context) {
-	if _, err := m.client.MaintainOnce(ctx); err != nil && ctx.Err() == nil {
+	res, err := m.client.maintainPass(ctx, m.cfg)
+	if ctx.Err() != nil {
+		return
+	}
+	for _, f := range res.failures {
+		m.cfg.Logger.Warn("queue maintenance failed", slog.String("namespace", f.queue.Namespace),
+			slog.String("queue", f.queue.Queue), slog.Int("failures", f.count),
+			slog.Duration("retry_in", f.retryIn), slog.Any("error", f.err))
+	}
+	if err != nil {
 		m.cfg.Logger.Warn("queue maintenance pass failed", slog.Any("error", err))
 	}
-}
-
-// MaintainResult counts what one pass did.
-type MaintainResult struct {
-	Queues   int // queues visited
-	Promoted int // delayed jobs made ready
-	Reaped   int // expired leases handled
-	Dropped  int // dead jobs and results trimmed
-}
-
-// MaintainOnce runs one housekeeping step on every registered queue, pipelined: one round trip per
-// namespace plus one for the namespace list.
-func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
-	var res MaintainResult
-	namespaces, err := c.Namespaces(ctx)
-	if err != nil {
-		return res, err
-	}
-	for _, ns := range namespaces {
-		queues, err := c.Queues(ctx, ns)
-		if err != nil {
-			return res, err
-		}
-		if len(queues) == 0 {
-			continue
-		}
-		done, err := c.store.Maintain(ctx, ns, queues)
-		res.Promoted += done.Promoted
-		res.Reaped += done.Reaped
-		res.Dropped += done.Dropped
-		if err != nil {
-			return res, fmt.Errorf("queue: maintain: %w", err)
-		}
-		res.Queues += len(queues)
-	}
-	return res, nil
 }

@@ -69,7 +69,7 @@ func TestMaintainOnceCountsWork(t *testing.T) {
 			}
 			return res.Promoted == 1
 		})
-		if res.Queues < 1 {
+		if res.Queues+res.Swept < 1 { // the due index, or the sweep of the registry, had it
 			t.Fatalf("MaintainOnce = %+v", res)
 		}
 	})

@@ -114,8 +114,8 @@ func TestRedisClockIsLearntFromRepliesAndRefreshed(t *testing.T) {
 		want(2, 7, "a publish after a consume refreshed the reading")
 
 		local.set(3 * (clockMaxAge + time.Second))
-		if _, err := s.Maintain(ctx, "ns", []string{"q"}); err != nil {
-			t.Fatal(err)
+		if _, errs := s.MaintainEach(ctx, []QueueName{{"ns", "q"}}); errs[0] != nil {
+			t.Fatal(errs[0])
 		}
 		publish()
 		want(2, 8, "a publish after a maintenance pass refreshed the reading")

@@ -9,7 +9,8 @@ import (
 )
 
 // queueKeys are the Redis keys of one queue, in the order every script receives them (lib.lua).
-// All share the hash tag {ns:queue}, so every script runs on Redis Cluster.
+// All share the hash tag {ns:queue}, so every script runs on Redis Cluster, but the last: the due
+// index shard the queue's entry lives in, which is in the queue's hash slot (dueKey).
 type queueKeys struct {
 	all     []string
 	channel string
@@ -44,7 +45,7 @@ func ParseHashTag(tag string) (QueueName, bool) {
 	return QueueName{Namespace: ns, Queue: q}, ok
 }
 
-func newQueueKeys(prefix, ns, name string) queueKeys {
+func newQueueKeys(prefix, ns, name string, cluster bool) queueKeys {
 	base := prefix + ":" + HashTag(ns, name) + ":"
 	k := queueKeys{
 		all: []string{
@@ -60,6 +61,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 			base + "meta",
 			base + "u:",
 			base + "lease",
+			dueKey(prefix, base, cluster),
 		},
 		// publish_ready.lua finds the channel from the jobs key: the same name, "notify" for "jobs".
 		channel:    base + "notify",
@@ -72,7 +74,7 @@ func newQueueKeys(prefix, ns, name string) queueKeys {
 	}
 	k.head = append(k.head, k.channel)
 	k.ackHead = []any{5, k.jobs(), k.lease(), k.leased(), k.stats(), k.unique()}
-	k.batchHead = []any{5, k.jobs(), k.all[1], k.prios(), k.all[5], k.stats()}
+	k.batchHead = []any{6, k.jobs(), k.all[1], k.prios(), k.all[5], k.stats(), k.due()}
 	return k
 }
 
@@ -84,6 +86,7 @@ func (k queueKeys) stats() string  { return k.all[8] }
 func (k queueKeys) meta() string   { return k.all[9] }
 func (k queueKeys) unique() string { return k.all[10] }
 func (k queueKeys) lease() string  { return k.all[11] }
+func (k queueKeys) due() string    { return k.all[12] }
 
 // call is the call key of a new call of a Once script on the queue, with a new call id.
 func (k queueKeys) call() string { return k.callPrefix + redisx.NewCallID() }
@@ -98,16 +101,17 @@ const maxCachedKeys = 4096
 // keyCache keeps the keys of the queues a Store used lately: building them is 14 allocations,
 // and every publish, consume and ack names a queue. The keys are only read once built.
 type keyCache struct {
-	prefix string
-	mu     sync.RWMutex
-	m      map[QueueName]queueKeys
+	prefix  string
+	cluster bool // the due index has a shard per hash slot (dueKey)
+	mu      sync.RWMutex
+	m       map[QueueName]queueKeys
 }
 
 // QueueName names one queue.
 type QueueName struct{ Namespace, Queue string }
 
-func newKeyCache(prefix string) *keyCache {
-	return &keyCache{prefix: prefix, m: make(map[QueueName]queueKeys)}
+func newKeyCache(prefix string, cluster bool) *keyCache {
+	return &keyCache{prefix: prefix, cluster: cluster, m: make(map[QueueName]queueKeys)}
 }
 
 func (c *keyCache) get(ns, q string) queueKeys {
@@ -118,7 +122,7 @@ func (c *keyCache) get(ns, q string) queueKeys {
 	if ok {
 		return k
 	}
-	k = newQueueKeys(c.prefix, ns, q)
+	k = newQueueKeys(c.prefix, ns, q, c.cluster)
 	c.mu.Lock()
 	if len(c.m) >= maxCachedKeys {
 		clear(c.m)
@@ -136,6 +140,53 @@ func callbackQueuesKey(prefix string) string { return prefix + ":callbacks:queue
 // callbackChannel is where scripts announce callback work (flush_notify in lib.lua builds the same
 // name); the message is the queue's hash tag, "{ns:q}".
 func callbackChannel(prefix string) string { return prefix + ":callbacks:notify" }
+
+// dueKey is the shard of the due index that holds the entry of the queue whose keys start with
+// base: a zset of queues (member: the queue's notify channel, which names it) scored by the time
+// (ms) its next delayed job, lease end, ttl or retention end is due, at or before it. The scripts
+// that make such work lower the entry in the same call; maintain.lua sets it to the queue's next
+// due time, or removes it. On a standalone server one key holds every queue. On a Cluster a script
+// may only touch keys of one hash slot, so there is a shard per slot, "<prefix>:due:{t}" with t a
+// tag that hashes to the queue's slot (slotTags): the queue's scripts reach their shard, and a
+// maintenance pass reads every shard (dueShards).
+func dueKey(prefix, queueBase string, cluster bool) string {
+	if !cluster {
+		return prefix + ":due"
+	}
+	return prefix + ":due:{" + slotTags()[keySlot(queueBase)] + "}"
+}
+
+// dueShards are the keys of every shard of the due index (see dueKey).
+func dueShards(prefix string, cluster bool) []string {
+	if !cluster {
+		return []string{prefix + ":due"}
+	}
+	tags := slotTags()
+	out := make([]string, len(tags))
+	for i, t := range tags {
+		out[i] = prefix + ":due:{" + t + "}"
+	}
+	return out
+}
+
+// dueMemberQueue reads the queue an entry of the due index names: the member is the queue's notify
+// channel, "<prefix>:{ns:q}:notify".
+func dueMemberQueue(prefix, member string) (QueueName, bool) {
+	tag, ok := strings.CutPrefix(member, prefix+":")
+	if !ok {
+		return QueueName{}, false
+	}
+	if tag, ok = strings.CutSuffix(tag, ":notify"); !ok {
+		return QueueName{}, false
+	}
+	return ParseHashTag(tag)
+}
+
+// dueSweptKey exists while the due index is known to hold every queue of the registry: a full
+// sweep (one maintenance step per registered queue, in small batches) sets it with a lifetime, so
+// sweeps recur now and then and index what an older version of Sluice (which did not keep the
+// index) stored meanwhile.
+func dueSweptKey(prefix string) string { return prefix + ":due:swept" }
 
 // namespacesKey is the set of namespaces that have queues.
 func namespacesKey(prefix string) string { return prefix + ":namespaces" }

@@ -33,7 +33,7 @@ func newScheduleKeys(prefix, ns, q, name string) scheduleKeys {
 	}
 }
 
-// withKeys returns the queue's keys with more keys after them (same hash tag): KEYS[13] on of a
+// withKeys returns the queue's keys with more keys after them (same hash tag): KEYS[14] on of a
 // script that binds the queue's keys (lib.lua) and reads these too.
 func (k queueKeys) withKeys(extra ...string) queueKeys {
 	all := append(append(make([]string, 0, len(k.all)+len(extra)), k.all...), extra...)

@@ -79,6 +79,7 @@ if #kept > 0 then
     scores[#scores + 1] = kept[i]
   end
   call_batched('ZADD', K_DONE, scores, 2)
+  due_after(now, RESULT_RETENTION)
   trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
 end
 return out

@@ -21,6 +21,8 @@
 --                             unique key). Leases live here and in 'leased', not in the record, so
 --                             a consume or an ack never rewrites a record: while a job is leased its
 --                             record still says ready, with the deliveries and tries of before.
+--   KEYS[13] due      zset   the due index shard of the queue (keys.go, dueKey): member the notify
+--                             channel (ARGV[1]), score at or before the queue's next due time
 -- and the same leading ARGV:
 --   ARGV[1] notify channel (PUBLISHed to when jobs become ready)
 --   ARGV[2] batch: the most jobs one housekeeping step moves
@@ -30,7 +32,7 @@
 
 -- The keys and common arguments of the current call, set by bind.
 local K_JOBS, K_READY, K_PRIOS, K_DELAYED, K_LEASED, K_EXPIRY
-local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE
+local K_DEAD, K_DONE, K_STATS, K_META, K_UNIQUE, K_LEASE, K_DUE
 -- The retention and bound arguments stay strings until trim needs them: turning a string into a
 -- number (strtod) costs Redis about a thousand instructions, and most calls never trim.
 local CHANNEL, BATCH, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX
@@ -49,7 +51,7 @@ local msgpack
 local function bind(keys, args, codec)
   K_JOBS, K_READY, K_PRIOS, K_DELAYED = keys[1], keys[2], keys[3], keys[4]
   K_LEASED, K_EXPIRY, K_DEAD, K_DONE = keys[5], keys[6], keys[7], keys[8]
-  K_STATS, K_META, K_UNIQUE, K_LEASE = keys[9], keys[10], keys[11], keys[12]
+  K_STATS, K_META, K_UNIQUE, K_LEASE, K_DUE = keys[9], keys[10], keys[11], keys[12], keys[13]
   CHANNEL = args[1]
   BATCH, BATCH_S = tonumber(args[2]), args[2]
   DEAD_RETENTION, DEAD_MAX = args[3], args[4]
@@ -63,7 +65,7 @@ end
 -- loudly rather than write to another queue's key left from an earlier call.
 local function bind_ack(keys)
   K_JOBS, K_LEASE, K_LEASED, K_STATS, K_UNIQUE = keys[1], keys[2], keys[3], keys[4], keys[5]
-  K_READY, K_PRIOS, K_DELAYED, K_EXPIRY, K_DEAD, K_DONE, K_META = nil, nil, nil, nil, nil, nil, nil
+  K_READY, K_PRIOS, K_DELAYED, K_EXPIRY, K_DEAD, K_DONE, K_META, K_DUE = nil, nil, nil, nil, nil, nil, nil, nil
   CHANNEL, BATCH, BATCH_S, DEAD_RETENTION, DEAD_MAX, RESULT_RETENTION, RESULT_MAX = nil, nil, nil, nil, nil, nil, nil
   notify_ready, notify_callbacks = false, false
   msgpack = cmsgpack
@@ -154,6 +156,20 @@ local function new_job_record(args, a, now)
     now, due, 0, args[a + 10], args[a + 12],
     args[a + 1], '', '', 0, args[a + 13],
   }
+end
+
+-- due_at records in the due index that the queue has work at time t (ms): a delayed job, a lease
+-- end, a ttl or a retention end. The entry only moves earlier (LT; it is added when missing), so it
+-- stays at or before the queue's next due time whatever the order of calls; maintain.lua sets it
+-- to that time, or removes it, once it has done what was due.
+local function due_at(t)
+  redis.call('ZADD', K_DUE, 'LT', ms_str(t), CHANNEL)
+end
+
+-- due_after records a retention end: t + retention (a string of ms; '0' keeps no time bound).
+local function due_after(t, retention)
+  local r = arg_num(retention)
+  if r > 0 then due_at(t + r) end
 end
 
 local function pack_plain(rec)
@@ -251,7 +267,10 @@ end
 -- queue paused: Resume wakes those), and the push that made the list non-empty since woke it.
 local function push_ready(id, rec, front)
   rec[R_STATE] = S_READY
-  if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id) end
+  if rec[R_EXPIRE] > 0 then
+    redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id)
+    due_at(rec[R_EXPIRE])
+  end
   if has_callback(rec) then
     if front then
       redis.call('LPUSH', callbacks_key(), id)
@@ -309,6 +328,7 @@ local function push_delayed(id, rec, due)
   rec[R_STATE] = S_DELAYED
   rec[R_DUE] = due
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id) end
+  if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] < due then due_at(rec[R_EXPIRE]) else due_at(due) end
   if head[2] == nil or due < tonumber(head[2]) then
     if has_callback(rec) then
       notify_callbacks = true
@@ -389,6 +409,7 @@ local function to_dead(id, rec, now, reason)
   release_unique(id, rec)
   save(id, rec)
   redis.call('ZADD', K_DEAD, ms_str(now), id)
+  due_after(now, DEAD_RETENTION)
   count('dead_lettered', 1)
   trim(K_DEAD, now, DEAD_RETENTION, DEAD_MAX, 'dead_dropped')
 end
@@ -639,7 +660,7 @@ end
 local function lease_popped(out, ids, now, ttr)
   local raws = redis.call('HMGET', K_JOBS, unpack(ids))
   local holders, leases, unexpire = {}, {}, {}
-  local got, skipped = 0, 0
+  local got, skipped, first_end = 0, 0, nil
   for i, id in ipairs(ids) do
     local raw = raws[i]
     local delivery, expire_at, own_ttr, unique
@@ -658,6 +679,7 @@ local function lease_popped(out, ids, now, ttr)
         holders[#holders + 1] = istr(delivery)
       end
       leases[#leases + 1] = ms_str(now + lease)
+      if not first_end or now + lease < first_end then first_end = now + lease end
       leases[#leases + 1] = id
       if expire_at > 0 then unexpire[#unexpire + 1] = id end
       local n = #out
@@ -671,6 +693,7 @@ local function lease_popped(out, ids, now, ttr)
   if #holders > 0 then
     call_batched('HSET', K_LEASE, holders, 2)
     call_batched('ZADD', K_LEASED, leases, 2)
+    due_at(first_end)
   end
   if #unexpire > 0 then call_batched('ZREM', K_EXPIRY, unexpire, 1) end
   return got, skipped

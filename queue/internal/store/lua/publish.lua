@@ -60,7 +60,7 @@ for i = 1, n, 1000 do
 end
 local out = {}
 local published = 0
-local writes, expiries = {}, {}
+local writes, expiries, first_expiry = {}, {}, nil
 local ready_by_pri = {}
 local fresh = {} -- jobs of this call, so a unique key held by one of them is seen before the HSET
 for i = 0, n - 1 do
@@ -89,6 +89,7 @@ for i = 0, n - 1 do
       if rec[R_EXPIRE] > 0 then
         expiries[#expiries + 1] = ms_str(rec[R_EXPIRE])
         expiries[#expiries + 1] = id
+        if not first_expiry or rec[R_EXPIRE] < first_expiry then first_expiry = rec[R_EXPIRE] end
       end
     end
     writes[#writes + 1] = id
@@ -104,7 +105,10 @@ for i = 0, n - 1 do
 end
 if #writes > 0 then call_batched('HSET', K_JOBS, writes, 2) end
 if push_ready_lists(K_READY, K_PRIOS, ready_by_pri) then notify_ready = true end
-if #expiries > 0 then call_batched('ZADD', K_EXPIRY, expiries, 2) end
+if #expiries > 0 then
+  call_batched('ZADD', K_EXPIRY, expiries, 2)
+  due_at(first_expiry)
+end
 count('published', published)
 flush_notify()
 return out

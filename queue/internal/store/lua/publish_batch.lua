@@ -5,7 +5,7 @@
 -- a 20-field Lua table per job and packs it. Both write the same record.
 -- Runs only as a library function (Redis 7+, which has cmsgpack), without lib.lua's bind.
 -- KEYS[1] jobs, KEYS[2] ready (the prefix of the per-priority ready lists), KEYS[3] prios,
---   KEYS[4] expiry, KEYS[5] stats (the queue keys of lib.lua).
+--   KEYS[4] expiry, KEYS[5] stats, KEYS[6] due (the queue keys of lib.lua).
 -- ARGV: six per job: id, priority, ttl_ms, and the record in three pieces encoded by the client
 --   (record.go) as cmsgpack encodes them: the array header and R_STATE to R_TTL, R_TTR to R_BMAX,
 --   R_LEASE to R_CALLBACK. The script packs R_EXPIRE (now + ttl, or 0) after the first piece and
@@ -26,7 +26,7 @@ for i = 1, n, 1000 do
 end
 local times = cmsgpack.pack(now, now)
 local no_expiry = cmsgpack.pack(0)
-local last_ttl, last_expiry
+local last_ttl, last_expiry, first_ttl
 local writes, expiries, lists = {}, {}, {}
 for i = 1, n do
   if not stored[i] then
@@ -38,6 +38,7 @@ for i = 1, n do
       expiry = last_expiry
       expiries[#expiries + 1] = ms_str(now + ttl)
       expiries[#expiries + 1] = id
+      if not first_ttl or ttl < first_ttl then first_ttl = ttl end
     end
     writes[#writes + 1] = id
     writes[#writes + 1] = ARGV[a + 3] .. expiry .. ARGV[a + 4] .. times .. ARGV[a + 5]
@@ -51,6 +52,10 @@ call_batched('HSET', KEYS[1], writes, 2)
 if push_ready_lists(KEYS[2], KEYS[3], lists) then
   redis.call('PUBLISH', string.sub(KEYS[1], 1, -5) .. 'notify', 'r')
 end
-if #expiries > 0 then call_batched('ZADD', KEYS[4], expiries, 2) end
+if #expiries > 0 then
+  call_batched('ZADD', KEYS[4], expiries, 2)
+  -- lib.lua's due_at, for a script without bind: the entry's member is the notify channel.
+  redis.call('ZADD', KEYS[6], 'LT', ms_str(now + first_ttl), string.sub(KEYS[1], 1, -5) .. 'notify')
+end
 redis.call('HINCRBY', KEYS[5], 'published', istr(#writes / 2))
 return #writes / 2

@@ -5,7 +5,7 @@
 -- already, or the schedule was changed, paused or deleted since) is left alone. So each tick is
 -- fired once whichever schedulers race for it, and a resend of this call after a lost reply finds
 -- its ticks fired and changes nothing.
--- KEYS: the queue keys (lib.lua), then KEYS[13] the queue's due zset of schedules, then one
+-- KEYS: the queue keys (lib.lua), then KEYS[14] the queue's due zset of schedules, then one
 -- schedule hash per schedule of the call, in order.
 -- ARGV[7]: number of schedules n; then per schedule: name, version, the next run it fires from
 --   (ms; -2: a trigger, which publishes its job and leaves the next run as it is), the new next run
@@ -14,7 +14,7 @@
 -- Returns {now, earliest next run of the queue's schedules (-1: none), then per schedule: the
 --   number of jobs published (-1: left alone), then the id of the last one ('' none)}.
 local now = now_ms()
-local due_key = KEYS[13]
+local due_key = KEYS[14]
 
 -- publish_job publishes the job whose fields start at ARGV[a]; returns its id, or nil when it
 -- was not written (a resend of its id, or its unique key held by another job).
@@ -40,7 +40,7 @@ local n = arg_num(ARGV[7])
 local out = {now, -1}
 local a = 8
 for i = 1, n do
-  local k = KEYS[13 + i]
+  local k = KEYS[14 + i]
   local name, version, from, next_run = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local missed, jobs = arg_num(ARGV[a + 4]), arg_num(ARGV[a + 5])
   local first_job = a + 6

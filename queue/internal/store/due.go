@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Maintained counts what housekeeping did to one queue.
+type Maintained struct {
+	Promoted int // delayed jobs made ready
+	Reaped   int // expired leases handled
+	Dropped  int // dead jobs and results trimmed
+}
+
+// DueQueues returns the queues whose entry in the due index is due by Redis's clock (some work of
+// theirs is due, or maintain.lua left work for another step), at most limit of each shard, and
+// Redis's time (ms). One TIME and one pipelined round trip over the index shards (dueKey: one key
+// on a standalone server, one per hash slot on a Cluster).
+func (s *Store) DueQueues(ctx context.Context, limit int) (int64, []QueueName, error) {
+	t, err := s.rdb.Time(ctx).Result()
+	if err != nil {
+		return 0, nil, fmt.Errorf("read Redis's time: %w", err)
+	}
+	now := t.UnixMilli()
+	shards := dueShards(s.cfg.Prefix, s.keys.cluster)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(shards))
+	by := &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(limit)}
+	for i, shard := range shards {
+		cmds[i] = pipe.ZRangeByScore(ctx, shard, by)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return now, nil, fmt.Errorf("read the due index: %w", err)
+	}
+	var out []QueueName
+	for _, cmd := range cmds {
+		for _, member := range cmd.Val() {
+			if q, ok := dueMemberQueue(s.cfg.Prefix, member); ok {
+				out = append(out, q)
+			}
+		}
+	}
+	return now, out, nil
+}
+
+// DeferDue moves a queue's entry in the due index to at (Redis's time, ms), when the entry is
+// there: a queue whose housekeeping failed is tried again then, and meanwhile does not stand at
+// the head of its shard in front of the others. A script that makes earlier work in the meantime
+// may see its entry moved later; the next try sets it right.
+func (s *Store) DeferDue(ctx context.Context, q QueueName, at int64) error {
+	k := s.keys.get(q.Namespace, q.Queue)
+	return s.rdb.ZAddXX(ctx, k.due(), redis.Z{Score: float64(at), Member: k.channel}).Err()
+}
+
+// MaintainEach runs one housekeeping step on each queue, pipelined in one round trip: due delayed
+// jobs become ready, expired leases are retried or dead-lettered, expired jobs go, the dead letter
+// and results are trimmed, each by at most Config.Batch jobs, and the queue's entry in the due
+// index moves to its next due time. It returns what each step did and its error (nil when it
+// succeeded): one queue's failure does not stop the others.
+func (s *Store) MaintainEach(ctx context.Context, queues []QueueName) ([]Maintained, []error) {
+	calls := make([]scriptCall, len(queues))
+	for i, q := range queues {
+		calls[i] = scriptCall{script: scriptMaintain, keys: s.keys.get(q.Namespace, q.Queue)}
+	}
+	done := make([]Maintained, len(queues))
+	errs := make([]error, len(queues))
+	sent := s.clocks.micros()
+	cmds, err := s.runMany(ctx, calls)
+	for i, q := range queues {
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		f, err := cmds[i].Slice()
+		if err == nil && len(f) < 5 {
+			err = fmt.Errorf("unexpected reply of %d fields", len(f))
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("%s/%s: %w", q.Namespace, q.Queue, err)
+			continue
+		}
+		// Redis's time in the answer is a new reading of its server's clock (clock.go).
+		s.clocks.learn(ctx, calls[i].keys.jobs(), num(f[4]), sent)
+		done[i] = Maintained{Promoted: int(num(f[0])), Reaped: int(num(f[1])), Dropped: int(num(f[2]))}
+	}
+	return done, errs
+}
+
+// IndexSwept reports whether a sweep of the registry has indexed every queue lately (dueSweptKey).
+func (s *Store) IndexSwept(ctx context.Context) (bool, error) {
+	n, err := s.rdb.Exists(ctx, dueSweptKey(s.cfg.Prefix)).Result()
+	return n == 1, err
+}
+
+// MarkIndexSwept records that a sweep of the registry is complete, for the next every.
+func (s *Store) MarkIndexSwept(ctx context.Context, every time.Duration) error {
+	return s.rdb.Set(ctx, dueSweptKey(s.cfg.Prefix), "1", every).Err()
+}
+
+// ScanNamespaces reads one page of the namespaces that have queues (SSCAN): about count names and
+// the cursor of the next page, 0 after the last.
+func (s *Store) ScanNamespaces(ctx context.Context, cursor uint64, count int64) ([]string, uint64, error) {
+	return s.rdb.SScan(ctx, namespacesKey(s.cfg.Prefix), cursor, "", count).Result()
+}
+
+// ScanQueues reads one page of the queues of a namespace (SSCAN), as ScanNamespaces.
+func (s *Store) ScanQueues(ctx context.Context, ns string, cursor uint64, count int64) ([]string, uint64, error) {
+	return s.rdb.SScan(ctx, queuesKey(s.cfg.Prefix, ns), cursor, "", count).Result()
+}
