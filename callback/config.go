@@ -58,9 +58,14 @@ type DelivererConfig struct {
 	// Store applies within about this long. Default 1s.
 	SettingsTTL time.Duration
 
-	// SweepInterval is how often every queue with callback jobs is visited even without a
-	// notification (a notification lost while the subscription reconnected). Default 1s.
+	// SweepInterval is how often the deliverer visits a page of the queues with callback jobs even
+	// without a notification (a notification lost while the subscription reconnected), going on
+	// from where the last page ended. Default 1s.
 	SweepInterval time.Duration
+	// SweepBatch is about how many queues with callback jobs one sweep visits (one page of the
+	// registry), so a sweep's cost does not grow with the number of such queues: with 1,000 of
+	// them or fewer, each is visited every SweepInterval. Default 1000.
+	SweepBatch int
 
 	// ShutdownTimeout is how long Stop lets calls in flight finish before it cancels them (a
 	// cancelled call is retried later, with the same webhook-id). Default 10s.
@@ -85,6 +90,7 @@ func (c DelivererConfig) withDefaults() DelivererConfig {
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, 64<<10)
 	c.SettingsTTL = cmp.Or(c.SettingsTTL, time.Second)
 	c.SweepInterval = cmp.Or(c.SweepInterval, time.Second)
+	c.SweepBatch = cmp.Or(c.SweepBatch, 1000)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "sluice-callbacks")
 	c.Logger = cmp.Or(c.Logger, slog.Default())
@@ -109,6 +115,7 @@ func (c DelivererConfig) validate() error {
 		{"DestinationRate", c.DestinationRate < 0},
 		{"SettingsTTL", c.SettingsTTL < time.Millisecond},
 		{"SweepInterval", c.SweepInterval < time.Millisecond},
+		{"SweepBatch", c.SweepBatch < 1},
 		{"ShutdownTimeout", c.ShutdownTimeout < time.Millisecond},
 	}
 	for _, ch := range checks {

@@ -266,17 +266,22 @@ func (d *Deliverer) listen(ctx context.Context, ps *redis.PubSub) {
 }
 
 // fetchLoop leases callback jobs while workers are free: from queues named by notifications, from
-// queues whose next due time has come, and from every callback queue once per SweepInterval.
+// queues whose next due time has come, and from a page of SweepBatch callback queues once per
+// SweepInterval (the next page each time).
 func (d *Deliverer) fetchLoop(ctx context.Context, jobs chan<- callbackWork) {
 	hot := map[queue.QueueRef]bool{}
 	wakes := map[queue.QueueRef]time.Time{}
 	var nextSweep time.Time
+	var sweepCursor uint64
 	for ctx.Err() == nil {
 		now := time.Now()
 		if !now.Before(nextSweep) {
-			refs, err := d.cfg.Queue.CallbackQueues(ctx)
+			refs, next, err := d.cfg.Queue.ScanCallbackQueues(ctx, sweepCursor, d.cfg.SweepBatch)
 			if err != nil && ctx.Err() == nil {
 				d.cfg.Logger.Warn("callback deliverer: list callback queues", "error", err)
+			}
+			if err == nil {
+				sweepCursor = next
 			}
 			for _, r := range refs {
 				hot[r] = true

@@ -104,13 +104,25 @@ func (s *Store) CallbackQueues(ctx context.Context) ([]QueueName, error) {
 	if err != nil {
 		return nil, err
 	}
+	return callbackQueueNames(members), nil
+}
+
+// ScanCallbackQueues reads one page of the queues that have had callback jobs (SSCAN): about
+// count of them and the cursor of the next page, 0 after the last.
+func (s *Store) ScanCallbackQueues(ctx context.Context, cursor uint64, count int64) ([]QueueName, uint64, error) {
+	members, next, err := s.rdb.SScan(ctx, callbackQueuesKey(s.cfg.Prefix), cursor, "", count).Result()
+	return callbackQueueNames(members), next, err
+}
+
+// callbackQueueNames reads the members of the callback registry, "ns:q".
+func callbackQueueNames(members []string) []QueueName {
 	out := make([]QueueName, 0, len(members))
 	for _, m := range members {
 		if ns, q, ok := strings.Cut(m, ":"); ok {
 			out = append(out, QueueName{Namespace: ns, Queue: q})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Pause stops consumers from getting jobs of the queue (the scripts read the flag).
