@@ -21,7 +21,8 @@
 //
 // Consume blocks without polling: scripts PUBLISH when jobs become ready, and a blocked consumer
 // sleeps until the next due job or lease end that Redis reported. A Maintainer does the same
-// housekeeping for queues that no consumer is reading.
+// housekeeping for queues that no consumer is reading, visiting only those with something due: the
+// scripts that make time-driven work record each queue's next due time in a due index.
 //
 // A job with a Callback is never handed to consumers: when due it goes to its queue's callback
 // lane, which only the callback deliverer (callback.Deliverer) leases from, with ConsumeCallbacks.
