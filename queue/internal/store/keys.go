@@ -209,7 +209,7 @@ func (k queueKeys) uniqueKey(u string) string { return k.unique() + u }
 // tries is the list of a callback job's tries (callback_finish.lua), newest first.
 func (k queueKeys) tries(id string) string { return k.all[0] + ":tries:" + id }
 
-// withTries is the queue's keys with the list of tries of job id after them (KEYS[13] of
+// withTries is the queue's keys with the list of tries of job id after them (KEYS[14] of
 // callback_finish.lua).
 func (k queueKeys) withTries(id string) queueKeys {
 	out := k

@@ -3,7 +3,7 @@
 -- the response as the result (as ack.lua with a result does); a failed one nacks it (as nack.lua).
 -- The try is pushed onto the job's list of tries (newest first), which keeps the last keep of
 -- them and expires keep_ms after the last try.
--- KEYS: the queue keys (lib.lua), then KEYS[13]: the job's list of tries.
+-- KEYS: the queue keys (lib.lua), then KEYS[14]: the job's list of tries.
 -- ARGV[7]: id; ARGV[8]: delivery; ARGV[9]: the try as a JSON object, which gets an "outcome"
 -- member here; ARGV[10]: keep; ARGV[11]: keep_ms; ARGV[12]: 'ack' or 'nack'; ARGV[13]: the
 -- result (ack) or the error text (nack); ARGV[14]: retry_ms (-1: the job's backoff);
@@ -25,13 +25,14 @@ if ARGV[12] == 'ack' then
   rec[R_FINISHED] = now
   save(id, rec)
   redis.call('ZADD', K_DONE, ms_str(now), id)
+  due_after(now, RESULT_RETENTION)
   count('acked', 1)
   trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
   outcome = 'delivered'
 else
   outcome = fail_delivery(id, rec, delivery, now, ARGV[13], ARGV[14], ARGV[15])
 end
-local tries = KEYS[13]
+local tries = KEYS[14]
 redis.call('LPUSH', tries, string.sub(ARGV[9], 1, -2) .. ',"outcome":"' .. outcome .. '"}')
 redis.call('LTRIM', tries, 0, tonumber(ARGV[10]) - 1)
 redis.call('PEXPIRE', tries, ARGV[11])
