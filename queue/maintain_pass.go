@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
@@ -38,22 +39,12 @@ const maintainChunk = 100
 // sweepBatch is about the most registered queues one pass's sweep step indexes.
 const sweepBatch = 200
 
-// maintainRetryMin and maintainRetryMax bound the backoff of a queue whose housekeeping fails:
-// the first retry after maintainRetryMin, doubling with each failure in a row.
-const (
-	maintainRetryMin = time.Second
-	maintainRetryMax = time.Minute
-)
-
-// maxTrackedFailures bounds the failing queues a client remembers; past it the count starts over.
-const maxTrackedFailures = 10000
-
 // maintenance is what a client's maintenance passes carry from one to the next: the queues whose
 // housekeeping failed in a row, for their backoff, and where the sweep of the registry stands.
 type maintenance struct {
-	mu       sync.Mutex
-	failures map[store.QueueName]int
-	sweep    sweepCursor
+	backoff duework.Backoff[store.QueueName]
+	mu      sync.Mutex
+	sweep   sweepCursor
 }
 
 // sweepCursor is where a sweep of the registry stands: the namespaces' SSCAN cursor and the names
@@ -119,11 +110,11 @@ func (c *Client) maintainQueues(ctx context.Context, now int64, queues []store.Q
 			res.Promoted += done[i].Promoted
 			res.Reaped += done[i].Reaped
 			res.Dropped += done[i].Dropped
-			c.maint.succeeded(q)
+			c.maint.backoff.Succeeded(q)
 			continue
 		}
 		res.Failed++
-		count, retryIn := c.maint.failed(q)
+		count, retryIn := c.maint.backoff.Failed(q)
 		err := fmt.Errorf("queue: maintain %s/%s: %w", q.Namespace, q.Queue, errs[i])
 		if derr := c.store.DeferDue(ctx, q, now+retryIn.Milliseconds()); derr != nil {
 			err = errors.Join(err, fmt.Errorf("queue: defer %s/%s: %w", q.Namespace, q.Queue, derr))
@@ -131,26 +122,6 @@ func (c *Client) maintainQueues(ctx context.Context, now int64, queues []store.Q
 		res.failures = append(res.failures, maintainFailure{queue: q, count: count, retryIn: retryIn, err: err})
 	}
 	return ok
-}
-
-func (m *maintenance) succeeded(q store.QueueName) {
-	m.mu.Lock()
-	delete(m.failures, q)
-	m.mu.Unlock()
-}
-
-// failed counts one more failure of q in a row and returns the count and the backoff before its
-// next try.
-func (m *maintenance) failed(q store.QueueName) (int, time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failures == nil || len(m.failures) >= maxTrackedFailures {
-		m.failures = make(map[store.QueueName]int)
-	}
-	m.failures[q]++
-	n := m.failures[q]
-	wait := maintainRetryMin << min(n-1, 16)
-	return n, min(wait, maintainRetryMax)
 }
 
 // sweepStep indexes about sweepBatch more queues of the registry, unless a sweep completed within

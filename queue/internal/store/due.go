@@ -3,10 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/sluicehq/sluice/internal/duework"
 )
 
 // Maintained counts what housekeeping did to one queue.
@@ -18,42 +17,26 @@ type Maintained struct {
 
 // DueQueues returns the queues whose entry in the due index is due by Redis's clock (some work of
 // theirs is due, or maintain.lua left work for another step), at most limit of each shard, and
-// Redis's time (ms). One TIME and one pipelined round trip over the index shards (dueKey: one key
-// on a standalone server, one per hash slot on a Cluster).
+// Redis's time (ms). One TIME and one pipelined round trip over the index shards (duework.Due).
 func (s *Store) DueQueues(ctx context.Context, limit int) (int64, []QueueName, error) {
-	t, err := s.rdb.Time(ctx).Result()
+	now, members, err := duework.Due(ctx, s.rdb, duework.Shards(dueBase(s.cfg.Prefix), s.keys.cluster), limit)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read Redis's time: %w", err)
+		return now, nil, err
 	}
-	now := t.UnixMilli()
-	shards := dueShards(s.cfg.Prefix, s.keys.cluster)
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.StringSliceCmd, len(shards))
-	by := &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(limit)}
-	for i, shard := range shards {
-		cmds[i] = pipe.ZRangeByScore(ctx, shard, by)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return now, nil, fmt.Errorf("read the due index: %w", err)
-	}
-	var out []QueueName
-	for _, cmd := range cmds {
-		for _, member := range cmd.Val() {
-			if q, ok := dueMemberQueue(s.cfg.Prefix, member); ok {
-				out = append(out, q)
-			}
+	out := make([]QueueName, 0, len(members))
+	for _, member := range members {
+		if q, ok := dueMemberQueue(s.cfg.Prefix, member); ok {
+			out = append(out, q)
 		}
 	}
 	return now, out, nil
 }
 
 // DeferDue moves a queue's entry in the due index to at (Redis's time, ms), when the entry is
-// there: a queue whose housekeeping failed is tried again then, and meanwhile does not stand at
-// the head of its shard in front of the others. A script that makes earlier work in the meantime
-// may see its entry moved later; the next try sets it right.
+// there: a queue whose housekeeping failed is tried again then (duework.Defer).
 func (s *Store) DeferDue(ctx context.Context, q QueueName, at int64) error {
 	k := s.keys.get(q.Namespace, q.Queue)
-	return s.rdb.ZAddXX(ctx, k.due(), redis.Z{Score: float64(at), Member: k.channel}).Err()
+	return duework.Defer(ctx, s.rdb, k.due(), k.channel, at)
 }
 
 // MaintainEach runs one housekeeping step on each queue, pipelined in one round trip: due delayed

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
@@ -141,33 +142,18 @@ func callbackQueuesKey(prefix string) string { return prefix + ":callbacks:queue
 // name); the message is the queue's hash tag, "{ns:q}".
 func callbackChannel(prefix string) string { return prefix + ":callbacks:notify" }
 
-// dueKey is the shard of the due index that holds the entry of the queue whose keys start with
-// base: a zset of queues (member: the queue's notify channel, which names it) scored by the time
-// (ms) its next delayed job, lease end, ttl or retention end is due, at or before it. The scripts
-// that make such work lower the entry in the same call; maintain.lua sets it to the queue's next
-// due time, or removes it. On a standalone server one key holds every queue. On a Cluster a script
-// may only touch keys of one hash slot, so there is a shard per slot, "<prefix>:due:{t}" with t a
-// tag that hashes to the queue's slot (slotTags): the queue's scripts reach their shard, and a
-// maintenance pass reads every shard (dueShards).
+// dueKey is the shard of the due index (duework) that holds the entry of the queue whose keys
+// start with base: a zset of queues (member: the queue's notify channel, which names it) scored by
+// the time (ms) its next delayed job, lease end, ttl or retention end is due, at or before it. The
+// scripts that make such work lower the entry in the same call; maintain.lua sets it to the
+// queue's next due time, or removes it. "<prefix>:due", or on a Cluster the shard
+// "<prefix>:due:{t}" in the queue's hash slot.
 func dueKey(prefix, queueBase string, cluster bool) string {
-	if !cluster {
-		return prefix + ":due"
-	}
-	return prefix + ":due:{" + slotTags()[keySlot(queueBase)] + "}"
+	return duework.Key(dueBase(prefix), queueBase, cluster)
 }
 
-// dueShards are the keys of every shard of the due index (see dueKey).
-func dueShards(prefix string, cluster bool) []string {
-	if !cluster {
-		return []string{prefix + ":due"}
-	}
-	tags := slotTags()
-	out := make([]string, len(tags))
-	for i, t := range tags {
-		out[i] = prefix + ":due:{" + t + "}"
-	}
-	return out
-}
+// dueBase names the due index of the queues (duework.Shards).
+func dueBase(prefix string) string { return prefix + ":due" }
 
 // dueMemberQueue reads the queue an entry of the due index names: the member is the queue's notify
 // channel, "<prefix>:{ns:q}:notify".

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
@@ -76,18 +77,11 @@ func New(rdb redis.UniversalClient, cfg Config) *Store {
 		cfg:                 cfg,
 		scripts:             redisx.NewScriptRunner(library, rdb, cfg.Logger, "queue"),
 		scheduleScripts:     redisx.NewScriptRunner(scheduleLibrary, rdb, cfg.Logger, "queue schedules"),
-		keys:                newKeyCache(cfg.Prefix, isCluster(rdb)),
+		keys:                newKeyCache(cfg.Prefix, duework.IsCluster(rdb)),
 		clocks:              newRedisClocks(rdb, time.Now),
 		registered:          make(map[QueueName]time.Time),
 		registeredCallbacks: make(map[QueueName]time.Time),
 		common: []any{cfg.Batch, cfg.DeadRetention.Milliseconds(), cfg.MaxDead,
 			cfg.ResultRetention.Milliseconds(), cfg.MaxResults},
 	}
-}
-
-// isCluster reports whether rdb talks to a Redis Cluster, where a script reaches keys of one hash
-// slot only (the due index then has a shard per slot: dueKey).
-func isCluster(rdb redis.UniversalClient) bool {
-	_, ok := rdb.(*redis.ClusterClient)
-	return ok
 }

@@ -1,4 +1,4 @@
-package store
+package duework
 
 import (
 	"strconv"
@@ -40,9 +40,9 @@ func keySlot(key string) int {
 	return int(crc) % clusterSlots
 }
 
-// slotTags holds, for each hash slot, a short string that hashes to it: the hash tag of the due
-// index shard that lives in that slot (dueKey), so a queue's scripts can write their queue's entry
-// in the same call on a Cluster. Built once, on first use (some 160,000 hashes of short strings).
+// slotTags holds, for each hash slot, a short string that hashes to it: the hash tag of the
+// index shard that lives in that slot (Key), so a thing's scripts can write its entry in the same
+// call on a Cluster. Built once, on first use (some 160,000 hashes of short strings).
 var slotTags = sync.OnceValue(func() []string {
 	tags := make([]string, clusterSlots)
 	for i, left := 0, clusterSlots; left > 0; i++ {

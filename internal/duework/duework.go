@@ -1,0 +1,120 @@
+// Package duework is maintenance by due work, not by registered things: an index of what has
+// work due, kept by the scripts that make the work, so a maintenance pass visits only what is due,
+// in bounded batches, and never touches the idle. It serves the queues, the relay's endpoints and
+// the waiting rooms alike.
+//
+// The index is a zset: member the name of a thing (a queue, an endpoint, a room), score the time
+// (ms, Redis's clock) its next work is due, at or before it. A script that makes timed work lowers
+// the entry in the same call (ZADD LT); the thing's housekeeping sets it to its next due time, or
+// removes it. On a standalone server one key holds every entry. On a Cluster a script reaches only
+// keys of one hash slot, so the index has a shard per slot, "<base>:{t}" with t a tag that hashes
+// to the slot (Key), and a pass reads every shard (Shards, Due).
+package duework
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// IsCluster reports whether rdb talks to a Redis Cluster (the index then has a shard per slot).
+func IsCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// Key is the shard of the index base that holds the entry of a thing whose keys carry the hash
+// tag of key (any of its keys): base itself on a standalone server, the shard in the same hash
+// slot on a Cluster, so the thing's scripts may write it.
+func Key(base, key string, cluster bool) string {
+	if !cluster {
+		return base
+	}
+	return base + ":{" + slotTags()[keySlot(key)] + "}"
+}
+
+// Shards are the keys of every shard of the index base (see Key).
+func Shards(base string, cluster bool) []string {
+	if !cluster {
+		return []string{base}
+	}
+	tags := slotTags()
+	out := make([]string, len(tags))
+	for i, t := range tags {
+		out[i] = base + ":{" + t + "}"
+	}
+	return out
+}
+
+// Due returns the members of the shards due by Redis's clock, at most limit of each shard, and
+// Redis's time (ms): one TIME and one pipelined round trip.
+func Due(ctx context.Context, rdb redis.UniversalClient, shards []string, limit int) (int64, []string, error) {
+	t, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return 0, nil, fmt.Errorf("read Redis's time: %w", err)
+	}
+	now := t.UnixMilli()
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(shards))
+	by := &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(limit)}
+	for i, shard := range shards {
+		cmds[i] = pipe.ZRangeByScore(ctx, shard, by)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return now, nil, fmt.Errorf("read the due index: %w", err)
+	}
+	var out []string
+	for _, cmd := range cmds {
+		out = append(out, cmd.Val()...)
+	}
+	return now, out, nil
+}
+
+// Defer moves member's entry in shard to at (Redis's time, ms), when the entry is there: a thing
+// whose housekeeping failed is tried again then, and meanwhile does not stand at the head of its
+// shard in front of the others. A script that makes earlier work meanwhile may see its entry moved
+// later; the next try sets it right.
+func Defer(ctx context.Context, rdb redis.UniversalClient, shard, member string, at int64) error {
+	return rdb.ZAddXX(ctx, shard, redis.Z{Score: float64(at), Member: member}).Err()
+}
+
+// The backoff of a thing whose housekeeping fails: the first retry after RetryMin, doubling with
+// each failure in a row up to RetryMax.
+const (
+	RetryMin = time.Second
+	RetryMax = time.Minute
+)
+
+// maxTracked bounds the failing things a Backoff remembers; past it the count starts over.
+const maxTracked = 10000
+
+// Backoff counts the failures in a row of each thing whose housekeeping fails, for its backoff.
+// The zero value is ready; it is safe for concurrent use.
+type Backoff[K comparable] struct {
+	mu       sync.Mutex
+	failures map[K]int
+}
+
+// Succeeded forgets k's failures.
+func (b *Backoff[K]) Succeeded(k K) {
+	b.mu.Lock()
+	delete(b.failures, k)
+	b.mu.Unlock()
+}
+
+// Failed counts one more failure of k in a row and returns the count and the wait before its
+// next try.
+func (b *Backoff[K]) Failed(k K) (int, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failures == nil || len(b.failures) >= maxTracked {
+		b.failures = make(map[K]int)
+	}
+	b.failures[k]++
+	n := b.failures[k]
+	return n, min(RetryMin<<min(n-1, 16), RetryMax)
+}
