@@ -43,7 +43,7 @@ func idleQueues(t *testing.T, f *fixture, n int) {
 	}
 }
 
-// With 20,000 idle queues registered, a pass visits none of them for what is due (the sweep of
+// With 5,000 idle queues registered, a pass visits none of them for what is due (the sweep of
 // the registry, a few hundred queues a pass, aside); a delayed job and an expired lease in a
 // namespace that sorts after all of them are handled, each pass visiting only the queues that
 // have something due.
@@ -51,7 +51,7 @@ func TestMaintainVisitsOnlyDueQueues(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := setup(t, env, queue.Config{})
-		const idle = 20000
+		const idle = 5000
 		idleQueues(t, f, idle)
 		res, err := f.client.MaintainOnce(ctxT(t))
 		if err != nil || res.Queues != 0 {
