@@ -6,24 +6,28 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluicehq/sluice/internal/testkit/browsertest"
 	"github.com/sluicehq/sluice/relay"
 )
 
 // TestDashboardInChromiumRequestQueue drives an endpoint's page in a real headless Chromium: from
-// the endpoint list into its pending tasks (place, subject, priority), cancelling one after the
-// server's confirmation page, and cancelling another from its task page.
+// the endpoint list into its pending tasks (place, subject, priority), paging through them,
+// cancelling one after the server's confirmation page, and cancelling another from its task page.
 func TestDashboardInChromiumRequestQueue(t *testing.T) {
 	t.Parallel()
 	ts, _ := relayDashboard(t)
 	low := submitTask(t, ts, "slow", "alice", 0)
 	high := submitTask(t, ts, "slow", "bob", 7)
 	last := submitTask(t, ts, "slow", "carol", 0)
+	for range 20 {
+		submitTask(t, ts, "slow", "bulk", 0)
+	}
 	b, s := openDashboard(t, ts)
 
 	b.Navigate(ts.AdminURL + "/ui/endpoints")
 	b.Run(chromedp.Click(`a[href="/ui/endpoints/slow"]`))
 	waitText(t, b, "h1", "Endpoint slow")
-	waitText(t, b, "#tab-pending .count", "3")
+	waitText(t, b, "#tab-pending .count", "23")
 	waitText(t, b, "#endpoint-settings", "2 calls/s, 1 at once")
 	waitText(t, b, `tr[data-task="`+high+`"]`, "bob")
 	if place, row := b.Text(`tbody tr:first-child td.n`), b.Text(`tbody tr:first-child`); place != "0" || !strings.Contains(row, high) {
@@ -31,10 +35,25 @@ func TestDashboardInChromiumRequestQueue(t *testing.T) {
 	}
 	s.shot(t, "endpoint")
 
+	// Paging: 23 pending tasks, 20 a page.
+	rows := func() float64 {
+		return browsertest.Eval[float64](b, `document.querySelectorAll("tr[data-task]").length`)
+	}
+	if n := rows(); n != 20 {
+		t.Fatalf("the first page lists %v tasks, want 20", n)
+	}
+	b.Run(chromedp.Click("#next-page"))
+	waitText(t, b, "#first-page", "First page")
+	if n, place := rows(), b.Text(`tbody tr:first-child td.n`); n != 3 || place != "20" || b.Text("#next-page") != "" {
+		t.Fatalf("the second page lists %v tasks from place %s, want the last 3 from 20", n, place)
+	}
+	b.Run(chromedp.Click("#first-page"))
+	waitText(t, b, "tbody tr:first-child", high)
+
 	// Cancel alice's task: tick it, then the server's confirmation page.
 	b.Run(chromedp.Click(`input[name="id"][value="` + low + `"]`))
 	confirmAction(t, b, "#cancel-selected", "Cancel 1 task of slow", "Cancelled 1 tasks")
-	waitText(t, b, "#tab-pending .count", "2")
+	waitText(t, b, "#tab-pending .count", "22")
 	if task, err := ts.srv.relay.Peek(ctxT(t), low); err != nil || task.Status != relay.StatusCancelled {
 		t.Fatalf("the task cancelled in the browser: %+v %v", task, err)
 	}
