@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -47,17 +48,10 @@ func TestSchedulersKilled(t *testing.T) {
 	})
 	// Ticks fire in order: once a tick after now fired, every earlier one has.
 	end := time.Now()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testwait.Until(t, time.Minute, "a tick after the load ended", func() bool {
 		s, err := sched.Get(ctx, r.spec.NS, "beat")
-		if err == nil && s.LastRun.After(end) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no tick after the load ended fired within a minute: %+v %v", s, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && s.LastRun.After(end)
+	})
 	s, err := sched.Pause(ctx, r.spec.NS, "beat")
 	if err != nil {
 		t.Fatal(err)
