@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"fmt"
@@ -22,7 +23,7 @@ func (s *Server) setupAuthGuard() error {
 		return fmt.Errorf("server: trusted_proxies: %w", err)
 	}
 	s.guard, err = authguard.New(authguard.Config{
-		Redis: s.rdb, Prefix: s.cfg.Prefix, FreeFailures: s.cfg.AuthFailureLimit, Window: time.Minute,
+		Redis: s.rdb, Prefix: s.cfg.Prefix, FreeFailures: s.cfg.AuthFailureLimit, Window: cmp.Or(s.cfg.authFailureWindow, time.Minute),
 		MaxBackoff: s.cfg.AuthBackoffMax, Logger: s.log,
 		OnFailure: func(k authguard.Kind) { s.metrics.authFailures.WithLabelValues(string(k)).Inc() },
 		OnRefused: func(k authguard.Kind) { s.metrics.authRefused.WithLabelValues(string(k)).Inc() },

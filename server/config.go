@@ -222,6 +222,10 @@ type Config struct {
 	// Out receives the human-readable text of embedded mode (the first-start token and curl lines).
 	// Default os.Stderr.
 	Out io.Writer
+
+	// authFailureWindow is the span AuthFailureLimit counts over: a minute, longer in tests that
+	// drive a browser through the failures on a loaded machine.
+	authFailureWindow time.Duration
 }
 
 // withDefaults returns a copy of c with every zero field set to its default.

@@ -19,7 +19,9 @@ import (
 func TestWaitingPageInChromium(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
+	// A waiting visitor counts as live for two poll intervals after its poll: 1 s leaves the scripted
+	// visitors below live between their poll and the release before them, even on a loaded machine.
+	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
 	up := newUpstream(t)
 	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
@@ -50,6 +52,9 @@ func TestWaitingPageInChromium(t *testing.T) {
 	}
 	// Each visitor ahead gets in when the one before leaves, and leaves in turn.
 	for i, name := range ahead {
+		if i+1 < len(ahead) {
+			do(t, clients[ahead[i+1]], "GET", site.URL+"/", jsonPoll) // the next one is live: it just polled
+		}
 		do(t, clients[name], "GET", site.URL+"/done?release=1", nil)
 		if i+1 < len(ahead) {
 			next := ahead[i+1]
@@ -107,7 +112,9 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 func TestCountdownPageInChromium(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	c := newClient(t, env, waitroom.Config{PollInterval: 200 * time.Millisecond, PollsPerMinute: 100_000})
+	// A waiting visitor counts as live for two poll intervals after its poll: 1 s leaves the scripted
+	// visitors below live between their poll and the release before them, even on a loaded machine.
+	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	b := browsertest.New(t) // started first: the countdown starts once the browser is up
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(5 * time.Second)})
 	up := newUpstream(t)
