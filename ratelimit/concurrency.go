@@ -150,7 +150,7 @@ func (c *Concurrency) Release(ctx context.Context, key, leaseID string) error {
 	if c.now != nil {
 		args = append(args, c.now())
 	}
-	keys := []string{semaphoreKey(c.prefix, key), releasedChannel(c.prefix, key)}
+	keys := redisx.OnceKeys(semaphoreCallKey(c.prefix, key), []string{semaphoreKey(c.prefix, key), releasedChannel(c.prefix, key)})
 	n, err := c.scripts.Run(ctx, scriptRelease, keys, args...).Int64()
 	if err != nil {
 		return fmt.Errorf("ratelimit: release %q: %w", key, err)

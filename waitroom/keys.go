@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // Every key this package writes is built here. All keys of one room share the hash tag {<room>},
@@ -19,6 +20,7 @@ import (
 //	<prefix>:waitroom:{<room>}:stats        hash: counters and the inflow limit's state
 //	<prefix>:waitroom:{<room>}:minutes      hash: admissions and abandonments per minute (last minutes)
 //	<prefix>:waitroom:{<room>}:waits        list: the waits of the latest 101 admissions
+//	<prefix>:waitroom:{<room>}:call:<id>    string: a release call's answer (redisx.OnceKeys), 60 s
 //	<prefix>:waitroom:{<room>}:proofs       zset: used proof-of-work challenge id -> its expiry (ms)
 //	<prefix>:waitroom:{<room>}:addr:<addr>  string: an address's arrival limit state (GCRA, ms), expiring
 //
@@ -41,6 +43,12 @@ func newRoomKeys(prefix, room string) roomKeys {
 }
 
 func (k roomKeys) config() string { return k[0] }
+
+// once is the keys of a new call of a Once script on the room: its call key (with a new call id)
+// first, then the room's keys.
+func (k roomKeys) once() []string {
+	return redisx.OnceKeys(strings.TrimSuffix(k.config(), "config")+"call:"+redisx.NewCallID(), k)
+}
 
 // arrive is the keys of arrive.lua: the room's, then its used proofs and the arrival limit key
 // of the client address addr ("" for none: a key the script leaves alone).

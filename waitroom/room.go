@@ -389,7 +389,7 @@ func (r *Room) Release(ctx context.Context, visitor string) (bool, error) {
 		return false, errors.New("waitroom: visitor id must be 1 to 128 bytes")
 	}
 	r.touches.forget(visitor)
-	code, err := r.c.scripts.Run(ctx, scriptRelease, r.keys, visitor).Int()
+	code, err := r.c.scripts.Run(ctx, scriptRelease, r.keys.once(), visitor).Int()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: release in room %s: %w", r.name, err)
 	}

@@ -29,13 +29,20 @@ var scriptFlags = map[string]string{
 	scriptRelease: "allow-oom", scriptMaintain: "allow-oom", scriptReset: "allow-oom",
 }
 
+// onceScripts run once per call however often the call reaches Redis (redisx.LibraryScript.Once:
+// a call key with each call, the answer kept for a repeat). A release sent again after a lost
+// reply would find the visitor gone and answer "held nothing" to the caller whose first send freed
+// the slot. Arrive needs no call key: it is named by its visitor (a repeat finds the visitor
+// admitted or in line and changes nothing), and it is the hot path, polled by every visitor.
+var onceScripts = map[string]bool{scriptRelease: true}
+
 // library is the room scripts, lib.lua's helpers first, built once per process: as functions of one
 // Redis library and as EVALSHA scripts (redisx.Library, as in the other packages).
 var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:             "sluice_waitroom",
 	EvalPrologue:     "bind(KEYS)",
 	FunctionPrologue: "bind(KEYS)",
-	Scripts: redisx.Scripts([]string{
+	Scripts: redisx.OnceScripts(redisx.Scripts([]string{
 		scriptArrive, scriptTouch, scriptRelease, scriptMaintain, scriptConfigure, scriptStats, scriptReset,
-	}, scriptFlags),
+	}, scriptFlags), onceScripts),
 })
