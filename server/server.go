@@ -234,14 +234,8 @@ func (s *Server) setupRooms(ctx context.Context) error {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		cfg, err := s.cfg.Rooms[name].Config()
-		if err == nil {
-			_, err = s.waitroom.SetRoom(ctx, name, cfg)
-		}
-		if err != nil {
-			return fmt.Errorf("server: config rooms: %s: %w", name, err)
-		}
+	if err := rooms.ApplyFileRooms(ctx, s.waitroom, names, s.cfg.Rooms); err != nil {
+		return fmt.Errorf("server: config rooms: %w", err)
 	}
 	hosts, err := rooms.ParseProxyHosts(s.cfg.ProxyRooms)
 	if err != nil {

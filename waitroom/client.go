@@ -120,28 +120,9 @@ func (c *Client) SetRoom(ctx context.Context, name string, cfg RoomConfig) (Room
 	if err := cfg.validate(); err != nil {
 		return RoomConfig{}, err
 	}
-	// The list of rooms is in another Cluster slot than the room, so it cannot change in the
-	// room's script. It is written before the settings, so a process killed between the two
-	// leaves a listed room without settings (skipped, as any listed name without settings is),
-	// never a room that works but is not listed and so never maintained; and again after them,
-	// so a DeleteRoom that ran in between cannot leave the new settings unlisted.
-	list := func() error {
-		if err := c.rdb.SAdd(ctx, roomsKey(c.cfg.Prefix), name).Err(); err != nil {
-			return fmt.Errorf("waitroom: list room %s: %w", name, err)
-		}
-		return nil
-	}
-	if err := list(); err != nil {
+	if _, err := c.configure(ctx, r, cfg, anyVersion, nil); err != nil {
 		return RoomConfig{}, err
 	}
-	version, err := c.scripts.Run(ctx, scriptConfigure, r.keys, cfg.fields()...).Int64()
-	if err != nil {
-		return RoomConfig{}, fmt.Errorf("waitroom: set room %s: %w", name, err)
-	}
-	if err := list(); err != nil {
-		return RoomConfig{}, err
-	}
-	r.store(cfg, version)
 	return cfg, nil
 }
 

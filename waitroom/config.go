@@ -3,7 +3,6 @@ package waitroom
 import (
 	"cmp"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -243,8 +242,8 @@ func (c RoomConfig) validate() error {
 		}
 	}
 	if c.Template != "" {
-		if _, err := template.New("room").Parse(c.Template); err != nil {
-			return invalid("template", "does not parse: %v", err)
+		if err := checkTemplate(c.Template); err != nil {
+			return invalid("template", "%v", err)
 		}
 	}
 	return nil

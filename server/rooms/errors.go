@@ -16,6 +16,8 @@ func Errors(err error) *httpapi.Error {
 	switch {
 	case errors.Is(err, waitroom.ErrRoomNotFound):
 		return &httpapi.Error{Code: httpapi.CodeNotFound, Message: "no such room", Cause: err}
+	case errors.Is(err, waitroom.ErrUpdateConflict):
+		return &httpapi.Error{Code: httpapi.CodeConflict, Message: "the room's settings kept changing under this change; nothing changed, try again", Cause: err}
 	case errors.As(err, &he):
 		e := &httpapi.Error{Code: httpapi.Code(he.Code), Message: he.Message, RetryAfter: he.RetryAfter, Cause: err}
 		if e.Status() != 0 {

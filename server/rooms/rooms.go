@@ -48,6 +48,8 @@ func (a *API) AdminRoutes() []httpapi.Route {
 		{Pattern: "DELETE /v1/rooms/{room}", Handler: a.roomAction("deleted", (*waitroom.Client).DeleteRoom)},
 		// Every admitted and waiting visitor leaves and the figures start over; the settings stay.
 		{Pattern: "POST /v1/rooms/{room}/reset", Handler: a.roomAction("reset", (*waitroom.Client).ResetRoom)},
+		// The fields sent change, the others stay (a JSON merge patch).
+		{Pattern: "PATCH /v1/rooms/{room}", Handler: a.patch},
 	}
 }
 
@@ -226,34 +228,6 @@ func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
-
-// put is PUT /v1/rooms/{room}: 201 when the room was created, 200 when its settings were
-// replaced (a change of max_active applies on every instance at the next arrival).
-func (a *API) put(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("room")
-	var req RoomJSON
-	if err := httpapi.DecodeBody(r, &req); err != nil {
-		return err
-	}
-	cfg, err := req.Config()
-	if err != nil {
-		return err
-	}
-	_, getErr := a.client.GetRoom(r.Context(), name)
-	if getErr != nil && !errors.Is(getErr, waitroom.ErrRoomNotFound) {
-		return getErr
-	}
-	cfg, err = a.client.SetRoom(r.Context(), name, cfg)
-	if err != nil {
-		return err
-	}
-	status := http.StatusOK
-	if getErr != nil {
-		status = http.StatusCreated
-	}
-	httpapi.WriteJSON(w, status, view(name, cfg, nil))
-	return nil
-}
 
 // get is GET /v1/rooms/{room}: settings and live figures.
 func (a *API) get(w http.ResponseWriter, r *http.Request) error {
