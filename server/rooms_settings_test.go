@@ -83,7 +83,7 @@ func TestRoomBadSettingsChangeNothing(t *testing.T) {
 		{"pass_ttl", 3600}, {"pass_ttl", -1},
 		{"upstream", "ftp://files"}, {"upstream", 5},
 		{"open_at", "tomorrow"}, {"open_at", 1},
-		{"template", "{{.Position"}, {"template", "<p>{{.Positon}}</p>"},
+		{"template", "{{.Position"}, {"template", "<p>{{.Spot}}</p>"},
 		{"language", "xx"}, {"language", true},
 		{"fail_open", "yes"},
 		{"colour", "red"},
@@ -97,7 +97,7 @@ func TestRoomBadSettingsChangeNothing(t *testing.T) {
 			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_argument" || r.ErrorField() != bad.field {
 				t.Errorf("%s %s=%v: %d %s, want 400 naming %s", method, bad.field, bad.value, r.Status, r.Body, bad.field)
 			}
-			if bad.value == "<p>{{.Positon}}</p>" && !strings.Contains(string(r.Body), "Positon") {
+			if bad.value == "<p>{{.Spot}}</p>" && !strings.Contains(string(r.Body), "Spot") {
 				t.Errorf("%s: the template error does not name the field: %s", method, r.Body)
 			}
 		}

@@ -94,9 +94,9 @@ func TestRoomTemplateFieldsAreChecked(t *testing.T) {
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{})
 	for _, tc := range []struct{ tmpl, field string }{
-		{"<p>{{.Positon}}</p>", "Positon"},
+		{"<p>{{.Spot}}</p>", "Spot"},
 		{"{{if .Position}}{{.Text.Titel}}{{end}}", "Text.Titel"},
-		{"{{range .Script.Text}}{{$.Lenght}}{{end}}", "Lenght"},
+		{"{{range .Script.Text}}{{$.Size}}{{end}}", "Size"},
 		{"{{with .Text}}{{.Title}}{{end}}{{else}}", ""}, // does not parse
 		{"{{.Position.Foo}}", "Position.Foo"},
 	} {
