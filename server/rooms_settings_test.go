@@ -86,6 +86,7 @@ func TestRoomBadSettingsChangeNothing(t *testing.T) {
 		{"template", "{{.Position"}, {"template", "<p>{{.Spot}}</p>"},
 		{"language", "xx"}, {"language", true},
 		{"fail_open", "yes"},
+		{"arrivals_per_minute", -2}, {"challenge_above", -1}, {"challenge_bits", 99}, {"challenge_wait", 9999},
 		{"colour", "red"},
 	} {
 		for _, method := range []string{http.MethodPut, http.MethodPatch} {
