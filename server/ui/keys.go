@@ -31,3 +31,13 @@ func sessionKey(prefix, idHash string) string {
 func sessionEpochKey(prefix string) string {
 	return prefix + ":ui:{sessions}:epoch"
 }
+
+// serversKey indexes the servers whose heartbeat has not expired (a sorted set by expiry);
+// serverKey is one server's description. They share a hash tag, which the heartbeat script
+// writes together:
+//
+//	<prefix>:ui:{servers}
+//	<prefix>:ui:{servers}:<id>
+func serversKey(prefix string) string { return prefix + ":ui:{servers}" }
+
+func serverKey(prefix, id string) string { return prefix + ":ui:{servers}:" + id }
