@@ -30,6 +30,7 @@ func (s *Server) adminRoutes() []httpapi.Route {
 		httpapi.Route{Pattern: "GET /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.getTokenLimit},
 		httpapi.Route{Pattern: "PUT /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.setTokenLimit},
 		httpapi.Route{Pattern: "DELETE /v1/namespaces/{ns}/tokens/{id}/limit", Handler: s.deleteTokenLimit},
+		httpapi.Route{Pattern: "DELETE /v1/dashboard/sessions", Handler: s.endDashboardSessions},
 	)
 	routes = append(routes, s.quotaAdminRoutes()...)
 	routes = append(routes, s.rooms.AdminRoutes()...)

@@ -190,7 +190,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}}
 	s.requestIDs = newRequestIDs()
 	s.jobs = jobs.New(jobs.Config{Queue: q, MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
-		CallbackDestinations: s.callbackDestinations})
+		CallbackDestinations: s.callbackDestinations, WatchConsumer: s.watchConsumer})
 	s.lmstfy = lmstfy.New(lmstfy.Config{
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
@@ -257,6 +257,7 @@ func (s *Server) backgroundServices() []startstop.Service {
 		s.newScheduler(),
 		s.deliverer,
 		s.ui.Sampler(),
+		s.ui.Presence(),
 		&nsDeleter{s: s, log: s.log},
 	}
 	if s.dispatcher != nil { // RelayWorkers negative: no dispatcher here

@@ -399,7 +399,8 @@ func TestDashboardRequestQueue(t *testing.T) {
 
 // Sessions live in Redis: logging out ends the session on every instance at once, so a saved
 // cookie replayed afterwards gets the login page (on the other instance too) and its old CSRF
-// token performs nothing; "log out everywhere" ends every session; a server with another admin
+// token performs nothing; "log out everywhere", in the dashboard or on the admin API, ends every
+// session; a server with another admin
 // token (a rotation) accepts none made under the old one.
 func TestDashboardSessionsEnd(t *testing.T) {
 	t.Parallel()
@@ -438,6 +439,13 @@ func TestDashboardSessionsEnd(t *testing.T) {
 	wantRedirect(t, d1.get(t, "/ui/"), "/ui/login")
 	d3 := newDashboard(t, b)
 	d3.login(t) // a new login works at once
+
+	// The admin API's log out everywhere (no browser at hand): a namespace token cannot, the
+	// admin token ends d3's session, made on the other instance.
+	wantStatus(t, a.adminDo(t, http.MethodDelete, "/v1/dashboard/sessions", nil), http.StatusNoContent, "")
+	wantRedirect(t, d3.get(t, "/ui/"), "/ui/login")
+	wantStatus(t, do(t, http.MethodDelete, a.AdminURL+"/v1/dashboard/sessions", a.token(t, "ns"), nil), http.StatusUnauthorized, "")
+	d3.login(t)
 
 	// A server with a new admin token (a rotation) refuses the sessions of the old one.
 	rotated := newTestServerOn(t, a.env, func(c *Config) { c.AdminToken = "rotated-admin-token-7d31e09c" })

@@ -74,6 +74,9 @@ func (a *API) consume(w http.ResponseWriter, r *http.Request) error {
 		return httpapi.InvalidArg("timeout", "%gs is over the server's limit of %gs", p.Timeout.Seconds(), a.cfg.MaxConsumeTimeout.Seconds())
 	}
 	ctx := r.Context()
+	if a.cfg.WatchConsumer != nil {
+		defer a.cfg.WatchConsumer(ctx, p.Namespace, p.Queues)()
+	}
 	if p.Timeout > 0 { // only a blocking consume waits long enough for a shutdown to end it
 		var cancel context.CancelFunc
 		ctx, cancel = httpapi.WithDrain(ctx, a.cfg.Drain)

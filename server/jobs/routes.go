@@ -21,6 +21,9 @@ type Config struct {
 	// publish naming another URL is refused at once rather than dead-lettered when due. Nil: the
 	// deliverer alone checks.
 	CallbackDestinations func(ctx context.Context, ns string) ([]string, error)
+	// WatchConsumer, when set, is told of each consume of namespace ns's queues as it starts,
+	// and the function it returns when it answered (the dashboard's list of consumers).
+	WatchConsumer func(ctx context.Context, ns string, queues []string) (done func())
 }
 
 // API serves the native job routes.

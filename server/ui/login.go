@@ -95,6 +95,10 @@ func (u *UI) logoutEverywhere(w http.ResponseWriter, r *http.Request) error {
 	return done(w, r, "/ui/login", noteLoggedOutEverywhere, 0)
 }
 
+// EndAllSessions ends every dashboard session on every server sharing the Redis: the admin
+// API's DELETE /v1/dashboard/sessions, for when a cookie may have leaked and no browser is at hand.
+func (u *UI) EndAllSessions(ctx context.Context) error { return u.sessions.endAll(ctx) }
+
 // safeNext keeps a post-login redirect inside the dashboard.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {

@@ -78,6 +78,7 @@ func (u *UI) queueBlock(ctx context.Context, l live, ns, after string, limit int
 		return b, "", err
 	}
 	names := page.Queues
+	addLayout(l, ns, names)
 	if len(names) == 0 {
 		return b, page.Next, nil
 	}
@@ -85,7 +86,11 @@ func (u *UI) queueBlock(ctx context.Context, l live, ns, after string, limit int
 	if err != nil {
 		return b, "", err
 	}
-	tp, err := u.throughput(ctx, ns, names)
+	cur := make([]counters, len(stats))
+	for i, st := range stats {
+		cur[i] = countersOf(st)
+	}
+	tp, err := u.throughput(ctx, hourSpan, ns, names, cur)
 	if err != nil {
 		return b, "", err
 	}
@@ -96,6 +101,15 @@ func (u *UI) queueBlock(ctx context.Context, l live, ns, after string, limit int
 		seriesLive(l, key, tp[i])
 	}
 	return b, page.Next, nil
+}
+
+// layoutKey is the live key naming the namespaces and queues a page lists: when a poll returns
+// another list (a queue was created or deleted), the page's script reloads the list in place.
+const layoutKey = "layout"
+
+// addLayout adds namespace ns and its queues names to l's layout.
+func addLayout(l live, ns string, names []string) {
+	l[layoutKey] += "ns:" + ns + " " + strings.Join(names, " ") + "\n"
 }
 
 // pageLink is the link to the next page of path ("" when there is none): the cursor of listing
@@ -156,12 +170,19 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pollURL is the JSON twin a page of r polls: path, with r's cursor (the same page's numbers).
+// pollURL is the JSON twin a page of r polls: path, with r's cursor and chart span (the same
+// page's numbers).
 func pollURL(r *http.Request, path string) string {
-	if c := r.URL.Query().Get("cursor"); c != "" {
-		return path + "?cursor=" + url.QueryEscape(c)
+	q := url.Values{}
+	for _, k := range []string{"cursor", "span"} {
+		if v := r.URL.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
 	}
-	return path
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 // liveTwin serves the live numbers of a paged page as JSON: what data reads for the request.

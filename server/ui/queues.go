@@ -56,7 +56,7 @@ func statsLive(l live, key string, st queue.Stats) {
 
 func seriesLive(l live, key string, s series) {
 	top := int64(1)
-	for i := range window {
+	for i := range s.Published {
 		top = max(top, s.Published[i], s.Acked[i])
 	}
 	l[key+":pub:points"] = points(s.Published, top)
@@ -69,6 +69,7 @@ func seriesLive(l live, key string, s series) {
 	}
 	l[key+":rate"] = rate(last(s.Acked))
 	l[key+":pubrate"] = rate(last(s.Published))
+	l[key+":failrate"] = failureRate(s)
 }
 
 // overviewData collects a page of namespaces (?cursor=) with the first queues of each and their
@@ -163,7 +164,8 @@ func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
 	if err != nil {
 		return "", "", nil, err
 	}
-	tp, err := u.throughput(r.Context(), ns, []string{q})
+	cur := []counters{countersOf(st)}
+	tp, err := u.throughput(r.Context(), hourSpan, ns, []string{q}, cur)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -171,6 +173,12 @@ func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
 	key := ns + "/" + q
 	statsLive(l, key, st)
 	seriesLive(l, key, tp[0])
+	if sp := spanOf(r); sp.Name != hourSpan.Name {
+		if tp, err = u.throughput(r.Context(), sp, ns, []string{q}, cur); err != nil {
+			return "", "", nil, err
+		}
+	}
+	chartLive(l, key, tp[0], spanOf(r))
 	return ns, q, l, nil
 }
 
@@ -186,7 +194,8 @@ func (u *UI) queuePage(w http.ResponseWriter, r *http.Request) error {
 	for k, v := range map[string]any{
 		"NS": ns, "Queue": q, "Key": ns + "/" + q, "Path": queuePath(ns, q), "Live": l,
 		"Paused": l[ns+"/"+q+":paused"] == "paused",
-		"Poll":   "/ui/api/ns/" + url.PathEscape(ns) + "/queues/" + url.PathEscape(q),
+		"Poll":   pollURL(r, "/ui/api/ns/"+url.PathEscape(ns)+"/queues/"+url.PathEscape(q)),
+		"Span":   spanOf(r),
 	} {
 		data[k] = v
 	}

@@ -52,6 +52,9 @@ var funcs = template.FuncMap{
 	"join":    strings.Join,
 	"chart":   func(l live, key string) map[string]any { return map[string]any{"l": l, "k": key} },
 	"queues":  func(l live, b nsBlock) map[string]any { return map[string]any{"l": l, "b": b} },
+	"spanchart": func(l live, key string, sp span, path string) map[string]any {
+		return map[string]any{"l": l, "k": key, "sp": sp, "path": path}
+	},
 }
 
 func roundDur(d time.Duration) string {

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -15,14 +16,20 @@ import (
 )
 
 const (
-	// window is the chart's span in minutes.
+	// window is the hour chart's span in minutes (a point a minute).
 	window = 60
 	// sampleTTL lets a queue's samples go when no server samples it any more.
 	sampleTTL = 2 * time.Hour
+	// daySlot is the time a point of the day chart spans, and daySlots how many it has.
+	daySlot  = 15 * time.Minute
+	daySlots = 96
+	// daySampleTTL lets a queue's day samples go when no server samples it any more.
+	daySampleTTL = 26 * time.Hour
 )
 
-// Sampler records, for every queue, the cumulative published and acked counters once a minute
-// in a hash of at most an hour of samples; the overview draws throughput from their differences.
+// Sampler records, for every queue, the cumulative published, acked and failed counters once a
+// minute in a hash of at most an hour of samples, and once a daySlot in a hash of at most a day;
+// the charts draw throughput from their differences.
 // The hot path (publish, ack) pays nothing for it, and the cost is one small script per queue per
 // SampleInterval.
 type Sampler struct {
@@ -101,8 +108,9 @@ func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
 	}
 	calls := make([]redisx.ScriptCall, len(names))
 	for i, name := range names {
-		calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, q.HashTag(ns, name))},
-			Args: []any{stats[i].Published, stats[i].Acked, window, int(sampleTTL / time.Second)}}
+		tag, c := q.HashTag(ns, name), countersOf(stats[i])
+		calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, tag), daySampleKey(s.cfg.Prefix, tag)},
+			Args: []any{c[0], c[1], c[2], window, int(sampleTTL / time.Second), int(daySlot / time.Second), daySlots, int(daySampleTTL / time.Second)}}
 	}
 	cmds, err := s.scripts.RunMany(ctx, calls)
 	if err != nil {
@@ -116,54 +124,102 @@ func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
 	return nil
 }
 
-// series is a queue's throughput per minute over the window, oldest first; a minute without both
-// samples is -1 (no data).
-type series struct {
-	Published, Acked [window]int64
+// counters is a queue's cumulative published, acked and failed counts. Failed counts the
+// deliveries that ended in another try or in the dead letter (a nack or an expired lease).
+type counters [3]int64
+
+func countersOf(st queue.Stats) counters {
+	return counters{st.Published, st.Acked, st.Retried + st.DeadLettered}
 }
 
-// throughput reads the samples of the queues (one pipelined HGETALL each, of at most window+2
-// fields) and turns them into per-minute series ending at the last full minute.
-func (u *UI) throughput(ctx context.Context, ns string, queues []string) ([]series, error) {
+// span is a chart's time axis: n points of slot each, read from the samples under key.
+type span struct {
+	Name string // "hour" or "day"
+	key  func(prefix, queueTag string) string
+	slot time.Duration
+	n    int
+}
+
+var (
+	hourSpan = span{Name: "hour", key: sampleKey, slot: time.Minute, n: window}
+	daySpan  = span{Name: "day", key: daySampleKey, slot: daySlot, n: daySlots}
+)
+
+// spanOf is the span a page asks for with ?span= (the hour unless "day").
+func spanOf(r *http.Request) span {
+	if r.URL.Query().Get("span") == "day" {
+		return daySpan
+	}
+	return hourSpan
+}
+
+// series is a queue's throughput per slot over a span, oldest first, the last point being the
+// current slot so far; a slot without both samples is -1 (no data).
+type series struct {
+	Published, Acked, Failed []int64
+}
+
+// throughput reads the samples of the queues (one pipelined HGETALL each, of at most sp.n+2
+// fields) and turns them into series over sp ending with the current slot, whose end is cur.
+func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string, cur []counters) ([]series, error) {
 	pipe := u.cfg.Redis.Pipeline()
 	tm := pipe.Time(ctx)
 	cmds := make([]*redis.MapStringStringCmd, len(queues))
 	for i, q := range queues {
-		cmds[i] = pipe.HGetAll(ctx, sampleKey(u.cfg.Prefix, u.cfg.Queue.HashTag(ns, q)))
+		cmds[i] = pipe.HGetAll(ctx, sp.key(u.cfg.Prefix, u.cfg.Queue.HashTag(ns, q)))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ui: throughput: %w", err)
 	}
-	now := tm.Val().Unix() / 60
+	now := tm.Val().Unix() / int64(sp.slot/time.Second)
 	out := make([]series, len(queues))
-	for i, c := range cmds {
-		samples := map[int64][2]int64{}
-		for f, v := range c.Val() {
-			m, err1 := strconv.ParseInt(f, 10, 64)
-			p, a, ok := strings.Cut(v, ":")
-			pv, err2 := strconv.ParseInt(p, 10, 64)
-			av, err3 := strconv.ParseInt(a, 10, 64)
-			if err1 == nil && ok && err2 == nil && err3 == nil {
-				samples[m] = [2]int64{pv, av}
-			}
-		}
-		for j := range window {
-			m := now - window + int64(j) // the minute [m, m+1) ends at most at now
+	for i, end := range cur[:len(cmds)] {
+		samples := parseSamples(cmds[i].Val())
+		samples[now+1] = end // the current slot ends now
+		s := series{Published: make([]int64, sp.n), Acked: make([]int64, sp.n), Failed: make([]int64, sp.n)}
+		for j := range sp.n {
+			m := now - int64(sp.n) + 1 + int64(j) // the slot [m, m+1)
 			a, okA := samples[m]
 			b, okB := samples[m+1]
-			if !okA || !okB {
-				out[i].Published[j], out[i].Acked[j] = -1, -1
-				continue
+			for k, dst := range [][]int64{s.Published, s.Acked, s.Failed} {
+				dst[j] = -1
+				if okA && okB && a[k] >= 0 && b[k] >= 0 {
+					dst[j] = max(0, b[k]-a[k])
+				}
 			}
-			out[i].Published[j], out[i].Acked[j] = max(0, b[0]-a[0]), max(0, b[1]-a[1])
 		}
+		out[i] = s
 	}
 	return out, nil
 }
 
+// parseSamples reads a sample hash: field the slot, value "published:acked[:failed]" (a sample
+// written before failures were counted has failed -1, unknown). Malformed fields are skipped.
+func parseSamples(h map[string]string) map[int64]counters {
+	samples := make(map[int64]counters, len(h)+1)
+	for f, v := range h {
+		m, err := strconv.ParseInt(f, 10, 64)
+		parts := strings.Split(v, ":")
+		if err != nil || len(parts) < 2 || len(parts) > 3 {
+			continue
+		}
+		c := counters{0, 0, -1}
+		ok := true
+		for k, p := range parts {
+			n, err := strconv.ParseInt(p, 10, 64)
+			ok = ok && err == nil
+			c[k] = n
+		}
+		if ok {
+			samples[m] = c
+		}
+	}
+	return samples
+}
+
 // points draws a series as the points of an SVG polyline in a 60×20 box, scaled to top; minutes
 // without data sit on the baseline.
-func points(s [window]int64, top int64) string {
+func points(s []int64, top int64) string {
 	var b strings.Builder
 	top = max(top, 1)
 	for i, v := range s {
@@ -178,8 +234,8 @@ func points(s [window]int64, top int64) string {
 }
 
 // last returns the most recent minute with data (-1: none).
-func last(s [window]int64) int64 {
-	for i := window - 1; i >= 0; i-- {
+func last(s []int64) int64 {
+	for i := len(s) - 1; i >= 0; i-- {
 		if s[i] >= 0 {
 			return s[i]
 		}

@@ -88,8 +88,12 @@ func TestSampleOnce(t *testing.T) {
 				now = after // a minute passed mid-test: the samples may be of two minutes; again
 				continue
 			}
-			if len(got) != 1 || got[minute] != "3:0" {
-				t.Fatalf("samples %v, want only %s=3:0", got, minute)
+			if len(got) != 1 || got[minute] != "3:0:0" {
+				t.Fatalf("samples %v, want only %s=3:0:0", got, minute)
+			}
+			day, err := env.Client.HGetAll(ctx, env.Prefix+":ui:throughput-day:{ns:q}").Result()
+			if slot := strconv.FormatInt(now.Unix()/int64(daySlot/time.Second), 10); err != nil || len(day) != 1 || day[slot] != "3:0:0" {
+				t.Fatalf("day samples %v %v, want only %s=3:0:0", day, err, slot)
 			}
 			break
 		}
@@ -100,8 +104,10 @@ func TestSampleOnce(t *testing.T) {
 	})
 }
 
-// TestThroughputSeries: per-minute throughput is the difference of consecutive samples; minutes
-// without both samples have no data (-1), and a counter that went down counts as 0.
+// TestThroughputSeries: per-minute throughput is the difference of consecutive samples, the
+// current minute's the difference of its sample and the counters now; minutes without both
+// samples have no data (-1), as do failures sampled before they were counted, and a counter that
+// went down counts as 0.
 func TestThroughputSeries(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
@@ -115,10 +121,10 @@ func TestThroughputSeries(t *testing.T) {
 		}
 		m := now.Unix() / 60
 		f := func(d int64) string { return strconv.FormatInt(m-d, 10) }
-		if err := env.Client.HSet(ctx, key, f(3), "0:0", f(2), "10:4", f(1), "15:9", f(0), "12:20").Err(); err != nil {
+		if err := env.Client.HSet(ctx, key, f(3), "0:0", f(2), "10:4", f(1), "15:9:1", f(0), "12:20:2").Err(); err != nil {
 			t.Fatal(err)
 		}
-		s, err := u.throughput(ctx, "ns", []string{"q", "none"})
+		s, err := u.throughput(ctx, hourSpan, "ns", []string{"q", "none"}, []counters{{20, 25, 5}, {0, 0, 0}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,11 +134,11 @@ func TestThroughputSeries(t *testing.T) {
 			}
 			continue // the minute turned mid-test
 		}
-		got := fmt.Sprint(s[0].Published[window-4:], s[0].Acked[window-4:])
-		if want := "[-1 10 5 0] [-1 4 5 11]"; got != want {
+		got := fmt.Sprint(s[0].Published[window-5:], s[0].Acked[window-5:], s[0].Failed[window-5:])
+		if want := "[-1 10 5 0 8] [-1 4 5 11 5] [-1 -1 -1 1 3]"; got != want {
 			t.Fatalf("series tail %s, want %s", got, want)
 		}
-		if last(s[1].Acked) != -1 || last(s[0].Acked) != 11 {
+		if last(s[1].Acked) != -1 || last(s[0].Acked) != 5 {
 			t.Fatalf("last: %d %d", last(s[1].Acked), last(s[0].Acked))
 		}
 		break
@@ -143,7 +149,8 @@ func TestThroughputSeries(t *testing.T) {
 	}
 }
 
-func s3() (s [window]int64) {
+func s3() []int64 {
+	s := make([]int64, window)
 	s[0], s[1], s[2] = -1, 10, 5
 	return s
 }

@@ -67,6 +67,11 @@ type Config struct {
 	// show how to call it. Default nil: the hints name the host the dashboard was reached by, on
 	// the public API's default port.
 	PublicAddr func() string
+	// Version is the server's version, shown on the servers page.
+	Version string
+	// RedisMode says how the server reaches Redis ("standalone", "sentinel", "cluster"), shown
+	// on the servers page's Redis panel. Default "standalone".
+	RedisMode string
 	// Logger receives the dashboard's logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -77,6 +82,7 @@ func (c Config) withDefaults() Config {
 	c.SessionIdleTimeout = cmp.Or(c.SessionIdleTimeout, 30*time.Minute)
 	c.SampleInterval = cmp.Or(c.SampleInterval, 10*time.Second)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.RedisMode = cmp.Or(c.RedisMode, "standalone")
 	return c
 }
 
@@ -102,6 +108,7 @@ type UI struct {
 	pages    map[string]*template.Template
 	handler  http.Handler
 	sampler  *Sampler
+	presence *Presence
 }
 
 // New builds the dashboard. Mount Handler under /ui/ on the admin listener, and start the
@@ -119,6 +126,7 @@ func New(cfg Config) (*UI, error) {
 	scripts := newScripts(cfg)
 	u.sessions = newSessions(cfg, scripts)
 	u.sampler = newSampler(cfg, scripts)
+	u.presence = newPresence(cfg, scripts)
 	u.handler = u.routes()
 	return u, nil
 }
@@ -129,6 +137,10 @@ func (u *UI) Handler() http.Handler { return u.handler }
 // Sampler returns the throughput sampler: a background service the server starts and stops with
 // its others (tests drive its SampleOnce).
 func (u *UI) Sampler() *Sampler { return u.sampler }
+
+// Presence returns the server's heartbeat: a background service the server starts with its
+// others, whose Watch the consume handler calls.
+func (u *UI) Presence() *Presence { return u.presence }
 
 // handler is a page or action: it writes its answer or returns an error, rendered as an HTML page
 // (pages, actions) or in the native JSON shape (paths under /ui/api/).
@@ -160,6 +172,8 @@ func (u *UI) routes() http.Handler {
 	page("POST /ui/ns/{ns}/queues/{q}/dead/delete", u.deadDelete)
 	page("GET /ui/schedules", u.schedulesPage)
 	page("POST /ui/schedules/{ns}/{name}/{action}", u.scheduleAction)
+	page("GET /ui/servers", u.serversPage)
+	page("GET /ui/api/servers", u.serversJSON)
 	page("GET /ui/tokens", u.tokensPage)
 	page("POST /ui/tokens", u.createToken)
 	page("POST /ui/tokens/{ns}/{id}/revoke", u.revokeToken)

@@ -14,8 +14,25 @@
   var main = document.getElementById("main");
   var url = main && main.getAttribute("data-poll");
   if (!url) { return; }
-  var every = 2000, timer = null, busy = false;
+  var every = 2000, timer = null, busy = false, relisting = false;
+  // A list of queues (id="live-layout") names what it lists in data-layout; when a poll says the
+  // list changed (a queue was created or deleted), the list is read again from the page's own URL
+  // and replaced in place.
+  function relist(data) {
+    var box = document.getElementById("live-layout");
+    if (!box || relisting || data.layout === undefined || box.getAttribute("data-layout") === data.layout) { return; }
+    relisting = true;
+    fetch(location.href, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        var fresh = html && new DOMParser().parseFromString(html, "text/html").getElementById("live-layout");
+        if (fresh) { box.replaceWith(document.importNode(fresh, true)); }
+      })
+      .catch(function () { main.setAttribute("data-stale", ""); })
+      .finally(function () { relisting = false; });
+  }
   function apply(data) {
+    relist(data);
     document.querySelectorAll("[data-live]").forEach(function (el) {
       var v = data[el.getAttribute("data-live")];
       if (v !== undefined && el.textContent !== v) { el.textContent = v; }
