@@ -77,7 +77,8 @@ type Status struct {
 	Length, Active, MaxActive int
 	// ETA is the expected wait from now, from the admissions of the last minutes (see ETAKnown).
 	ETA time.Duration
-	// ETAKnown is false until the room has admitted someone recently enough to measure a rate.
+	// ETAKnown is false while there is no rate to go by: no admission from the line recently and
+	// no setting to estimate one from (see roomETA).
 	ETAKnown bool
 	// Waited is how long the visitor has been in line (until its admission, when Admitted).
 	Waited time.Duration
@@ -277,7 +278,7 @@ func (r *Room) arrive(ctx context.Context, visitor string, e entry) (Status, err
 	case 2:
 		st.State = Waiting
 		r.waiting.Add(1)
-		st.ETA, st.ETAKnown = eta(st.Position, vals[8], vals[9])
+		st.ETA, st.ETAKnown = roomETA(state.cfg, st.Position, vals[8], vals[9])
 	case 4:
 		st.State = Limited
 		st.RetryAfter = time.Duration(vals[6]) * time.Millisecond
