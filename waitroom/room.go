@@ -133,6 +133,9 @@ type Room struct {
 	state   atomic.Pointer[roomState] // nil until loaded
 	loadMu  sync.Mutex
 	touches touchCache
+	passes  *passCache
+	// passCookieName is passCookie(name), made once: the hot path reads it on every request.
+	passCookieName string
 
 	arrivals, admitted, waiting, passAccepted, passRejected, touchCount, released,
 	redisErrors, failedOpen, failedClosed, pollsLimited, arrivalsLimited, challenged atomic.Uint64
@@ -146,7 +149,8 @@ type roomState struct {
 }
 
 func newRoom(c *Client, name string) *Room {
-	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name), touches: newTouchCache()}
+	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name), touches: newTouchCache(), passes: newPassCache(),
+		passCookieName: passCookie(name)}
 }
 
 // Name returns the room's name.
@@ -336,7 +340,13 @@ func (r *Room) degraded(ctx context.Context, st Status, err error) (Status, erro
 
 // CheckPass reports whether value is a valid, unexpired pass of this room, without calling Redis.
 func (r *Room) CheckPass(value string) (Pass, bool) {
-	p, ok := r.c.signer.checkPass(r.name, value, time.Now())
+	now := time.Now()
+	p, ok := r.passes.get(value, now)
+	if !ok {
+		if p, ok = r.c.signer.checkPass(r.name, value, now); ok {
+			r.passes.put(value, p)
+		}
+	}
 	if ok {
 		r.passAccepted.Add(1)
 	} else {
