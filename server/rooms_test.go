@@ -91,6 +91,9 @@ func TestRoomsAdminAndVisitors(t *testing.T) {
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_bits": 40}, "challenge_bits"},
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_wait": 0.5}, "challenge_wait"},
 		{"/v1/rooms/shop", map[string]any{"max_active": 1, "challenge_wait": "long"}, "challenge_wait"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "logo_url": "http://cdn.example/logo.png"}, "logo_url"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "site_name": "a\u0000b"}, "site_name"},
+		{"/v1/rooms/shop", map[string]any{"max_active": 1, "language": "it"}, "language"},
 		{"/v1/rooms/bad%20name", map[string]any{"max_active": 1}, "room"},
 	} {
 		r := ts.adminDo(t, http.MethodPut, bad.path, bad.body)
@@ -203,7 +206,7 @@ func TestRoomsFromConfigFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "sluice.json")
-	conf := `{"proxy_rooms": "*=shop", "rooms": {"shop": {"max_active": 3, "queue_timeout": 30, "language": "zh"}}}`
+	conf := `{"proxy_rooms": "*=shop", "rooms": {"shop": {"max_active": 3, "queue_timeout": 30, "language": "ja", "site_name": "Shop", "logo_url": "/logo.svg"}}}`
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,8 @@ func TestRoomsFromConfigFile(t *testing.T) {
 	r := ts.adminDo(t, http.MethodGet, "/v1/rooms/shop", nil)
 	wantStatus(t, r, http.StatusOK, "")
 	var v map[string]any
-	if err := json.Unmarshal(r.Body, &v); err != nil || v["max_active"] != float64(3) || v["queue_timeout"] != float64(30) || v["language"] != "zh" {
+	if err := json.Unmarshal(r.Body, &v); err != nil || v["max_active"] != float64(3) || v["queue_timeout"] != float64(30) || v["language"] != "ja" ||
+		v["site_name"] != "Shop" || v["logo_url"] != "/logo.svg" {
 		t.Fatalf("room from the file: %s", r.Body)
 	}
 	// A bad room in the file is an error naming it.

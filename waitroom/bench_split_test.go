@@ -120,27 +120,45 @@ func nginxUpstream(b *testing.B) (string, func() time.Duration) {
 // CPU time per request of this process (the proxy), of the upstream and of the client.
 func runSplit(b *testing.B, siteURL string, cookies []string, upstreamCPU func() time.Duration) {
 	b.Helper()
-	file := filepath.Join(b.TempDir(), "cookies")
-	if err := os.WriteFile(file, []byte(strings.Join(cookies, "\n")+"\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	const conns = 64
+	file := cookieFile(b, cookies)
 	b.ResetTimer()
-	start, cpu0, up0 := time.Now(), cpustat.Self(), upstreamCPU()
-	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%s", loadClientEnv, siteURL, b.N, conns, file))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("load client: %v: %s", err, out.String())
-	}
-	elapsed, cpu, up := time.Since(start), cpustat.Self()-cpu0, upstreamCPU()-up0
+	cpu0, up0 := cpustat.Self(), upstreamCPU()
+	elapsed, client := loadRound(b, siteURL, file, b.N)
+	cpu, up := cpustat.Self()-cpu0, upstreamCPU()-up0
 	b.StopTimer()
 	perOp := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 	b.ReportMetric(perOp(cpu), "cpu-µs/op")
 	b.ReportMetric(perOp(up), "upstream-cpu-µs/op")
-	b.ReportMetric(perOp(cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()), "client-cpu-µs/op")
+	b.ReportMetric(perOp(client), "client-cpu-µs/op")
+}
+
+// cookieFile writes the load client's cookies, one visitor a line.
+func cookieFile(b *testing.B, cookies []string) string {
+	b.Helper()
+	file := filepath.Join(b.TempDir(), "cookies")
+	if err := os.WriteFile(file, []byte(strings.Join(cookies, "\n")+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return file
+}
+
+// splitConns is how many keep-alive connections the load client keeps busy.
+const splitConns = 64
+
+// loadRound sends n requests to siteURL from a load client process (with the cookie file's
+// visitors) and returns how long they took and the client's CPU time.
+func loadRound(b *testing.B, siteURL, cookieFile string, n int) (elapsed, clientCPU time.Duration) {
+	b.Helper()
+	start := time.Now()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d|%s", loadClientEnv, siteURL, n, splitConns, cookieFile))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("load client: %v: %s", err, out.String())
+	}
+	return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // BenchmarkSplitAdmittedProxy: admitted visitors' requests through the room's proxy (the lean

@@ -176,8 +176,9 @@ type RoomConfig struct {
 	// Template is the room's own waiting page, an html/template with the fields of PageData.
 	// Default: the built-in page.
 	Template string
-	// Language is the waiting page's language, "en" or "zh". Default "": chosen by the request's
-	// Accept-Language, English when nothing fits.
+	// Language is the waiting page's language, one of Languages ("en", "zh", "ja", "es", "de",
+	// "fr"). Default "": chosen by the request's Accept-Language, English when nothing fits. A
+	// visitor's own pick on the page's language switch outranks it.
 	Language string
 	// ArrivalsPerMinute overrides Config.ArrivalsPerMinute (new visitors a client address puts in
 	// line per minute) for this room. Default 0: the Client's; -1: no limit.
@@ -192,6 +193,12 @@ type RoomConfig struct {
 	// ChallengeWait is how long a browser without JavaScript waits in place of solving the
 	// challenge. Default 30s.
 	ChallengeWait time.Duration
+	// SiteName is shown at the top of the waiting page and in its title (at most 100 characters,
+	// no control characters). Default "": none.
+	SiteName string
+	// LogoURL is the waiting page's logo: an https URL or a path on the site ("/logo.svg"), at most
+	// 2048 bytes. Default "": none.
+	LogoURL string
 	// FailOpen admits visitors when Redis cannot be reached (instead of showing the waiting page).
 	// Visitors with a pass get in either way. Default false: fail closed.
 	FailOpen bool
@@ -227,12 +234,13 @@ func (c RoomConfig) validate() error {
 		return invalid("queue_timeout", "must be between 1s and 24h, got %s", c.QueueTimeout)
 	case c.PassTTL < time.Second || c.PassTTL > c.SessionTimeout:
 		return invalid("pass_ttl", "must be between 1s and session_timeout (%s), got %s", c.SessionTimeout, c.PassTTL)
-	case c.Language != "" && c.Language != "en" && c.Language != "zh":
-		return invalid("language", `must be "en", "zh" or empty (by Accept-Language), got %q`, c.Language)
 	case len(c.Template) > 256<<10:
 		return invalid("template", "must be at most 256 KiB, got %d bytes", len(c.Template))
 	}
 	if err := c.validateEntry(); err != nil {
+		return err
+	}
+	if err := c.validatePage(); err != nil {
 		return err
 	}
 	if c.Upstream != "" {
@@ -269,6 +277,8 @@ func (c RoomConfig) fields() []any {
 		"upstream", c.Upstream,
 		"template", c.Template,
 		"language", c.Language,
+		"site_name", c.SiteName,
+		"logo_url", c.LogoURL,
 		"fail_open", failOpen,
 		"arrivals_per_minute", c.ArrivalsPerMinute,
 		"challenge_above", c.ChallengeAbove,
@@ -290,6 +300,8 @@ func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
 		Upstream:          h["upstream"],
 		Template:          h["template"],
 		Language:          h["language"],
+		SiteName:          h["site_name"],
+		LogoURL:           h["logo_url"],
 		FailOpen:          h["fail_open"] == "1",
 		ArrivalsPerMinute: int(num("arrivals_per_minute")),
 		ChallengeAbove:    int(num("challenge_above")),

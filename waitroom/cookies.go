@@ -39,11 +39,11 @@ func (c *Client) knownVisitor(r *http.Request) string {
 
 // requestPass returns the request's valid pass of room.
 func (room *Room) requestPass(r *http.Request) (Pass, bool) {
-	ck, err := r.Cookie(passCookie(room.name))
-	if err != nil {
+	v, ok := cookieValue(r, room.passCookieName)
+	if !ok {
 		return Pass{}, false
 	}
-	return room.CheckPass(ck.Value)
+	return room.CheckPass(v)
 }
 
 func (c *Client) setPass(w http.ResponseWriter, r *http.Request, room, value string, expires time.Time) {

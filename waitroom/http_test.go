@@ -150,8 +150,9 @@ func TestMiddlewareAdmitsWaitsAndReleases(t *testing.T) {
 		if r.code != http.StatusServiceUnavailable || !strings.Contains(r.body, `id="position">1<`) || r.header.Get("Retry-After") == "" {
 			t.Fatalf("bob's waiting page: %d %v %q", r.code, r.header, r.body)
 		}
-		// JSON for apps, and the page's poll.
-		if s := statusOf(t, do(t, bob, "GET", site.URL+"/shop", map[string]string{"Accept": "application/json"})); s.State != "waiting" || s.Position != 1 || s.ETASeconds != nil {
+		// JSON for apps, and the page's poll. Before anyone came in from the line, the ETA goes by
+		// the settings: one place freed at least once a session_timeout (5 minutes).
+		if s := statusOf(t, do(t, bob, "GET", site.URL+"/shop", map[string]string{"Accept": "application/json"})); s.State != "waiting" || s.Position != 1 || s.ETASeconds == nil || *s.ETASeconds != 300 {
 			t.Fatalf("bob's JSON status: %+v", s)
 		}
 		// Alice's requests pass on her pass alone; her last one tells the room she is done.
@@ -459,7 +460,7 @@ func TestRoomTemplate(t *testing.T) {
 	site := httptest.NewServer(waitroom.Middleware(room, http.NotFoundHandler()))
 	t.Cleanup(site.Close)
 	do(t, browser(t), "GET", site.URL, nil)
-	if r := do(t, browser(t), "GET", site.URL, map[string]string{"Accept-Language": "en"}); r.body != "<p>r zh #1 of 1, 未知</p>" {
+	if r := do(t, browser(t), "GET", site.URL, map[string]string{"Accept-Language": "en"}); r.body != "<p>r zh #1 of 1, 约 5 分钟</p>" {
 		t.Fatalf("room template: %q", r.body)
 	}
 }

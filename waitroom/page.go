@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -23,9 +20,13 @@ func builtinPage() *template.Template { return template.Must(template.New("page"
 // RoomConfig.Template alike).
 type PageData struct {
 	Room string
-	// Lang is "en" or "zh"; Text holds the page's words in it.
+	// SiteName and LogoURL are the room's site_name and logo_url settings ("" when unset).
+	SiteName, LogoURL string
+	// Lang is one of Languages; Text holds the page's words in it.
 	Lang string
 	Text Text
+	// Switch lists every built-in language for the page's language switch.
+	Switch []LanguageChoice
 	// State is "waiting", "not_open", "unavailable", "limited" (too many refreshes, or too many
 	// new visitors from one address), "left" (released a moment ago), "entering" (the browser's
 	// first request: its next one joins the line) or "challenge" (a proof of work to solve first).
@@ -36,6 +37,8 @@ type PageData struct {
 	Position, Length int
 	ETA              string
 	Progress         int
+	// Place says the position and length in words (the progress bar's aria-valuetext).
+	Place string
 	// OpensIn is the countdown to the opening ("1:02:03"), when State is "not_open".
 	OpensIn string
 	// RefreshSeconds is the meta refresh for browsers without JavaScript.
@@ -57,80 +60,19 @@ type PageScript struct {
 	Challenge *ChallengeJSON `json:"challenge,omitempty"`
 }
 
-// Text is the waiting page's words in one language.
-type Text struct {
-	Title, Heading, Position, Length, ETA, OpensIn, Note                        string
-	Waiting, NotOpen, Unavailable, Limited, Left, Unknown, UnderMinute, Minutes string
+// LanguageChoice is one entry of the page's language switch.
+type LanguageChoice struct {
+	// Lang is the language's code, Name its own name; Current marks the page's language.
+	Lang, Name string
+	Current    bool
 }
 
-var texts = map[string]Text{
-	"en": {
-		Title: "You are in line", Heading: "You are in line",
-		Position: "your place", Length: "in line", ETA: "estimated wait", OpensIn: "Opens in",
-		Note:        "Keep this page open: it refreshes by itself and takes you in when it is your turn. Refreshing keeps your place.",
-		Waiting:     "The site is busy. You will be let in as soon as a place is free.",
-		NotOpen:     "The site has not opened yet. Everyone who arrives before the start is put in a random order when it opens.",
-		Unavailable: "The waiting room cannot be reached right now. This page will try again shortly.",
-		Limited:     "Too many refreshes. This page will try again shortly.",
-		Left:        "You have left the line. Reload this page in a moment to join it again.",
-		Unknown:     "unknown", UnderMinute: "under a minute", Minutes: "about %d min",
-	},
-	"zh": {
-		Title: "正在排队", Heading: "您正在排队",
-		Position: "您的位置", Length: "排队人数", ETA: "预计等待", OpensIn: "距离开放还有",
-		Note:        "请保持本页面打开：页面会自动刷新，轮到您时会自动进入。刷新页面不会丢失您的位置。",
-		Waiting:     "当前访问人数较多，一有空位就会让您进入。",
-		NotOpen:     "尚未开放。开放前到达的访客将在开放时随机排序。",
-		Unavailable: "排队服务暂时无法连接，本页面稍后会自动重试。",
-		Limited:     "刷新过于频繁，本页面稍后会自动重试。",
-		Left:        "您已离开队列。稍后刷新本页面即可重新排队。",
-		Unknown:     "未知", UnderMinute: "不到 1 分钟", Minutes: "约 %d 分钟",
-	},
-}
-
-// language picks the page's language: the room's setting, else the first of the request's
-// Accept-Language (by q) that is English or Chinese, else English.
-func language(room string, r *http.Request) string {
-	if room != "" {
-		return room
+func languageChoices(current string) []LanguageChoice {
+	out := make([]LanguageChoice, len(languages))
+	for i, l := range languages {
+		out[i] = LanguageChoice{Lang: l, Name: texts[l].Name, Current: l == current}
 	}
-	type tag struct {
-		lang string
-		q    float64
-		i    int
-	}
-	var tags []tag
-	for i, part := range strings.Split(r.Header.Get("Accept-Language"), ",") {
-		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				q = f
-			}
-		}
-		name = strings.ToLower(name)
-		switch {
-		case name == "zh" || strings.HasPrefix(name, "zh-"):
-			tags = append(tags, tag{"zh", q, i})
-		case name == "en" || strings.HasPrefix(name, "en-"):
-			tags = append(tags, tag{"en", q, i})
-		}
-	}
-	slices.SortStableFunc(tags, func(a, b tag) int {
-		switch {
-		case a.q > b.q:
-			return -1
-		case a.q < b.q:
-			return 1
-		}
-		return a.i - b.i
-	})
-	for _, t := range tags {
-		if t.q > 0 {
-			return t.lang
-		}
-	}
-	return "en"
+	return out
 }
 
 // etaText says an ETA in words.
@@ -167,11 +109,12 @@ func clock(d time.Duration) string {
 }
 
 // pageData builds the page's data for a status.
-func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageData {
+func (c *Client) pageData(cfg RoomConfig, st Status, state, lang, statusURL, next string) PageData {
 	t := texts[lang]
 	d := PageData{
-		Room: st.Room, Lang: lang, Text: t, State: state,
-		Position: st.Position, Length: st.Length,
+		Room: st.Room, SiteName: cfg.SiteName, LogoURL: cfg.LogoURL,
+		Lang: lang, Text: t, Switch: languageChoices(lang), State: state,
+		Position: st.Position, Length: st.Length, Place: fmt.Sprintf(t.Place, st.Position, st.Length),
 		ETA:            etaText(t, st.ETA, st.ETAKnown),
 		Progress:       int(st.Progress() * 100),
 		OpensIn:        clock(st.OpensIn),
@@ -195,6 +138,7 @@ func (c *Client) pageData(st Status, state, lang, statusURL, next string) PageDa
 		Text: map[string]string{
 			"unknown": t.Unknown, "under_minute": t.UnderMinute, "minutes": t.Minutes,
 			"waiting": t.Waiting, "not_open": t.NotOpen, "unavailable": t.Unavailable, "left": t.Left,
+			"place": t.Place,
 		},
 	}
 	return d
@@ -208,7 +152,7 @@ func (c *Client) renderPage(w http.ResponseWriter, r *http.Request, room *Room, 
 	if cur := room.state.Load(); cur != nil {
 		cfg, own = cur.cfg, cur.page
 	}
-	d := c.pageData(st, state, language(cfg.Language, r), statusURL, next)
+	d := c.pageData(cfg, st, state, language(cfg.Language, r), statusURL, next)
 	tmpl := c.page
 	if own != nil {
 		tmpl = own

@@ -77,7 +77,8 @@ type Status struct {
 	Length, Active, MaxActive int
 	// ETA is the expected wait from now, from the admissions of the last minutes (see ETAKnown).
 	ETA time.Duration
-	// ETAKnown is false until the room has admitted someone recently enough to measure a rate.
+	// ETAKnown is false while there is no rate to go by: no admission from the line recently and
+	// no setting to estimate one from (see roomETA).
 	ETAKnown bool
 	// Waited is how long the visitor has been in line (until its admission, when Admitted).
 	Waited time.Duration
@@ -132,6 +133,9 @@ type Room struct {
 	state   atomic.Pointer[roomState] // nil until loaded
 	loadMu  sync.Mutex
 	touches touchCache
+	passes  *passCache
+	// passCookieName is passCookie(name), made once: the hot path reads it on every request.
+	passCookieName string
 
 	arrivals, admitted, waiting, passAccepted, passRejected, touchCount, released,
 	redisErrors, failedOpen, failedClosed, pollsLimited, arrivalsLimited, challenged atomic.Uint64
@@ -145,7 +149,8 @@ type roomState struct {
 }
 
 func newRoom(c *Client, name string) *Room {
-	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name), touches: newTouchCache()}
+	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name), touches: newTouchCache(), passes: newPassCache(),
+		passCookieName: passCookie(name)}
 }
 
 // Name returns the room's name.
@@ -277,7 +282,7 @@ func (r *Room) arrive(ctx context.Context, visitor string, e entry) (Status, err
 	case 2:
 		st.State = Waiting
 		r.waiting.Add(1)
-		st.ETA, st.ETAKnown = eta(st.Position, vals[8], vals[9])
+		st.ETA, st.ETAKnown = roomETA(state.cfg, st.Position, vals[8], vals[9])
 	case 4:
 		st.State = Limited
 		st.RetryAfter = time.Duration(vals[6]) * time.Millisecond
@@ -335,7 +340,13 @@ func (r *Room) degraded(ctx context.Context, st Status, err error) (Status, erro
 
 // CheckPass reports whether value is a valid, unexpired pass of this room, without calling Redis.
 func (r *Room) CheckPass(value string) (Pass, bool) {
-	p, ok := r.c.signer.checkPass(r.name, value, time.Now())
+	now := time.Now()
+	p, ok := r.passes.get(value, now)
+	if !ok {
+		if p, ok = r.c.signer.checkPass(r.name, value, now); ok {
+			r.passes.put(value, p)
+		}
+	}
 	if ok {
 		r.passAccepted.Add(1)
 	} else {

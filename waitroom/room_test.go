@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,8 +31,9 @@ func TestAdmissionAndFIFO(t *testing.T) {
 			if st.State != waitroom.Waiting || st.Position != i-1 || st.Length != i-1 {
 				t.Fatalf("visitor %d: %+v, want waiting at %d of %d", i, st, i-1, i-1)
 			}
-			if st.ETAKnown {
-				t.Fatalf("visitor %d: ETA known before any rate was measured: %+v", i, st)
+			// No rate measured yet: the ETA goes by 2 places freed once a session_timeout (5m).
+			if want := time.Duration(i-1) * 150 * time.Second; !st.ETAKnown || st.ETA != want {
+				t.Fatalf("visitor %d: ETA %s (known %v) before any rate was measured, want %s from the settings", i, st.ETA, st.ETAKnown, want)
 			}
 		}
 		// A refresh (the same visitor polling again) keeps the place; an admitted visitor polling
@@ -303,7 +305,18 @@ func TestRoomConfigValidation(t *testing.T) {
 		{waitroom.RoomConfig{MaxActive: 1, QueueTimeout: 48 * time.Hour}, "queue_timeout"},
 		{waitroom.RoomConfig{MaxActive: 1, PassTTL: time.Hour}, "pass_ttl"},
 		{waitroom.RoomConfig{MaxActive: 1, Upstream: "ftp://x"}, "upstream"},
-		{waitroom.RoomConfig{MaxActive: 1, Language: "fr"}, "language"},
+		{waitroom.RoomConfig{MaxActive: 1, Language: "it"}, "language"},
+		{waitroom.RoomConfig{MaxActive: 1, SiteName: strings.Repeat("é", 101)}, "site_name"},
+		{waitroom.RoomConfig{MaxActive: 1, SiteName: "Shop\nNews"}, "site_name"},
+		{waitroom.RoomConfig{MaxActive: 1, SiteName: "\xff"}, "site_name"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "http://cdn.example/logo.png"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "javascript:alert(1)"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "data:image/png;base64,AAAA"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "//evil.example/logo.png"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "logo.png"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "/a b.png"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "https://user@cdn.example/logo.png"}, "logo_url"},
+		{waitroom.RoomConfig{MaxActive: 1, LogoURL: "/" + strings.Repeat("a", 2048)}, "logo_url"},
 		{waitroom.RoomConfig{MaxActive: 1, Template: "{{.Position"}, "template"},
 	} {
 		_, err := c.SetRoom(context.Background(), "r", tc.cfg)
@@ -341,9 +354,10 @@ func TestInflowLimitAndETA(t *testing.T) {
 		if admitted != 5 {
 			t.Fatalf("%d of 10 admitted at once with a burst of 5", admitted)
 		}
-		// Now the line moves about one a second, head first. The ETA is unknown until visitors
-		// have come in from the line (filling the free slots at once says nothing of its pace).
-		if st := arrive(t, r, visitorName(9)); st.State != waitroom.Waiting || st.ETAKnown {
+		// Now the line moves about one a second, head first. Until visitors have come in from the
+		// line (filling the free slots at once says nothing of its pace) the ETA goes by the
+		// inflow limit: place 5 at 60 a minute is 5 seconds away.
+		if st := arrive(t, r, visitorName(9)); st.State != waitroom.Waiting || !st.ETAKnown || st.ETA != 5*time.Second {
 			t.Fatalf("visitor 9 before the line moved: %+v", st)
 		}
 		for _, head := range []int{5, 6} {

@@ -118,6 +118,8 @@ type RoomJSON struct {
 	OpenAt            *string  `json:"open_at,omitempty"`
 	Template          *string  `json:"template,omitempty"`
 	Language          *string  `json:"language,omitempty"`
+	SiteName          *string  `json:"site_name,omitempty"`
+	LogoURL           *string  `json:"logo_url,omitempty"`
 	FailOpen          *bool    `json:"fail_open,omitempty"`
 	ArrivalsPerMinute *int     `json:"arrivals_per_minute,omitempty"`
 	ChallengeAbove    *int     `json:"challenge_above,omitempty"`
@@ -159,6 +161,8 @@ func (j RoomJSON) Config() (waitroom.RoomConfig, error) {
 	c.Upstream = deref(j.Upstream)
 	c.Template = deref(j.Template)
 	c.Language = deref(j.Language)
+	c.SiteName = deref(j.SiteName)
+	c.LogoURL = deref(j.LogoURL)
 	c.FailOpen = j.FailOpen != nil && *j.FailOpen
 	return c, nil
 }
@@ -183,6 +187,8 @@ type RoomView struct {
 	OpenAt            *time.Time `json:"open_at"`
 	Template          string     `json:"template"`
 	Language          string     `json:"language"`
+	SiteName          string     `json:"site_name"`
+	LogoURL           string     `json:"logo_url"`
 	FailOpen          bool       `json:"fail_open"`
 	ArrivalsPerMinute int        `json:"arrivals_per_minute"`
 	ChallengeAbove    int        `json:"challenge_above"`
@@ -211,6 +217,7 @@ func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
 		Upstream: c.Upstream, Template: c.Template, Language: c.Language, FailOpen: c.FailOpen,
 		ArrivalsPerMinute: c.ArrivalsPerMinute, ChallengeAbove: c.ChallengeAbove, ChallengeBits: c.ChallengeBits,
 		ChallengeWait: c.ChallengeWait.Seconds(),
+		SiteName:      c.SiteName, LogoURL: c.LogoURL,
 	}
 	if !c.OpenAt.IsZero() {
 		t := c.OpenAt.UTC()

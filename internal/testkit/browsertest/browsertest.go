@@ -6,8 +6,11 @@ package browsertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
@@ -47,8 +51,63 @@ type Browser struct {
 	t   testing.TB
 }
 
+// Option changes how New starts the browser.
+type Option func(t testing.TB, opts []chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption
+
+// OnlyFonts starts the browser with the fonts of the given Debian font packages only (fontconfig
+// sees no other font file on the machine; the system's font rules still apply), so a page can be
+// checked as a visitor with just those fonts sees it. A package that is not installed fails the test with its install command.
+func OnlyFonts(packages ...string) Option {
+	return func(t testing.TB, opts []chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
+		t.Helper()
+		dir := t.TempDir()
+		conf := `<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "fonts.dtd"><fontconfig>`
+		var dirs []string
+		for _, pkg := range packages {
+			files, err := fontFiles(pkg)
+			if err != nil {
+				t.Fatalf("browsertest: %v (install it: apt-get install -y %s)", err, pkg)
+			}
+			for _, f := range files {
+				dirs = append(dirs, filepath.Dir(f))
+			}
+		}
+		slices.Sort(dirs)
+		for _, d := range slices.Compact(dirs) {
+			conf += "<dir>" + d + "</dir>"
+		}
+		// The system's rules (which family "sans-serif" and system-ui mean, hinting) still apply.
+		conf += `<include ignore_missing="yes">/etc/fonts/conf.d</include>`
+		conf += "<cachedir>" + filepath.Join(dir, "cache") + "</cachedir></fontconfig>"
+		path := filepath.Join(dir, "fonts.conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return append(opts, chromedp.Env("FONTCONFIG_FILE="+path))
+	}
+}
+
+// fontFiles lists the font files a Debian package installed.
+func fontFiles(pkg string) ([]string, error) {
+	out, err := exec.CommandContext(context.Background(), "dpkg", "-L", pkg).Output() //nolint:gosec // G204: the package names are the test's own constants
+	if err != nil {
+		return nil, fmt.Errorf("font package %s is not installed", pkg)
+	}
+	var files []string
+	for _, line := range strings.Split(string(out), "\n") {
+		switch filepath.Ext(line) {
+		case ".ttf", ".otf", ".ttc":
+			files = append(files, line)
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("font package %s holds no font file", pkg)
+	}
+	return files, nil
+}
+
 // New starts a fresh browser (its own profile directory) for the test.
-func New(t testing.TB) *Browser {
+func New(t testing.TB, options ...Option) *Browser {
 	t.Helper()
 	path, err := binary()
 	if err != nil {
@@ -67,6 +126,9 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
+	}
+	for _, o := range options {
+		opts = o(t, opts)
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
@@ -123,6 +185,30 @@ func (b *Browser) SetCookie(url string, c *network.Cookie) {
 		}}})
 		return err
 	}))
+}
+
+// Viewport makes the tab a phone-sized screen of width × height CSS pixels (touch, mobile
+// layout, device scale 1).
+func (b *Browser) Viewport(width, height int64) {
+	b.t.Helper()
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: width, Height: height, DeviceScaleFactor: 1, Mobile: true,
+		})
+		return err
+	}))
+}
+
+// Screenshot returns a PNG of the tab's viewport.
+func (b *Browser) Screenshot() []byte {
+	b.t.Helper()
+	var png []byte
+	b.Run(chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		res, err := cdp.Call(ctx, t, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+		png = res.Data
+		return err
+	}))
+	return png
 }
 
 // Navigate opens url in the tab and waits for its load event.
