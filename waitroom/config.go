@@ -193,6 +193,8 @@ type RoomConfig struct {
 	// ChallengeWait is how long a browser without JavaScript waits in place of solving the
 	// challenge. Default 30s.
 	ChallengeWait time.Duration
+	// Bypass lets requests past the room by path, user agent or a staff secret. Default none.
+	Bypass BypassRules
 	// FailOpen admits visitors when Redis cannot be reached (instead of showing the waiting page).
 	// Visitors with a pass get in either way. Default false: fail closed.
 	FailOpen bool
@@ -236,6 +238,9 @@ func (c RoomConfig) validate() error {
 	if err := c.validateEntry(); err != nil {
 		return err
 	}
+	if err := c.Bypass.validate(); err != nil {
+		return err
+	}
 	if c.Upstream != "" {
 		u, err := url.Parse(c.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -275,6 +280,7 @@ func (c RoomConfig) fields() []any {
 		"challenge_above", c.ChallengeAbove,
 		"challenge_bits", c.ChallengeBits,
 		"challenge_wait", c.ChallengeWait.Milliseconds(),
+		"bypass", c.Bypass.encode(),
 	}
 }
 
@@ -296,6 +302,7 @@ func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
 		ChallengeAbove:    int(num("challenge_above")),
 		ChallengeBits:     int(num("challenge_bits")),
 		ChallengeWait:     ms("challenge_wait"),
+		Bypass:            decodeBypass(h["bypass"]),
 	}
 	if at := num("open_at"); at > 0 {
 		cfg.OpenAt = time.UnixMilli(at).UTC()
