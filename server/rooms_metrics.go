@@ -23,9 +23,13 @@ var (
 		"Admissions per minute over the last minutes: the rate the ETA is computed from.", []string{"room"}, nil)
 	descRoomMedianWait = prometheus.NewDesc("sluice_room_median_wait_seconds",
 		"Median wait in line of the latest (up to 101) admissions.", []string{"room"}, nil)
+
+	descRoomBypassed = prometheus.NewDesc("sluice_room_bypassed_total",
+		"Requests this instance let past a waiting room by its bypass rules (paths, user agents, staff secret).",
+		[]string{"room"}, nil)
 )
 
-var roomDescs = []*prometheus.Desc{descRoomVisitors, descRoomMaxActive, descRoomEvents, descRoomAdmitRate, descRoomMedianWait}
+var roomDescs = []*prometheus.Desc{descRoomVisitors, descRoomMaxActive, descRoomEvents, descRoomAdmitRate, descRoomMedianWait, descRoomBypassed}
 
 // collectRooms reads every room's live figures on scrape: one read-only script call per room,
 // O(1) inside Redis, at most maxMetricRooms rooms.
@@ -56,6 +60,7 @@ func (s *Server) collectRooms(ctx context.Context, ch chan<- prometheus.Metric) 
 		gauge(descRoomMaxActive, float64(st.MaxActive), name)
 		gauge(descRoomAdmitRate, st.AdmittedPerMinute, name)
 		gauge(descRoomMedianWait, st.MedianWait.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(descRoomBypassed, prometheus.CounterValue, float64(room.Counters().Bypassed), name)
 		for event, n := range map[string]int64{"admitted": st.Admitted, "abandoned": st.Abandoned, "released": st.Released, "expired": st.Expired} {
 			ch <- prometheus.MustNewConstMetric(descRoomEvents, prometheus.CounterValue, float64(n), name, event)
 		}

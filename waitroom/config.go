@@ -199,6 +199,8 @@ type RoomConfig struct {
 	// LogoURL is the waiting page's logo: an https URL or a path on the site ("/logo.svg"), at most
 	// 2048 bytes. Default "": none.
 	LogoURL string
+	// Bypass lets requests past the room by path, user agent or a staff secret. Default none.
+	Bypass BypassRules
 	// FailOpen admits visitors when Redis cannot be reached (instead of showing the waiting page).
 	// Visitors with a pass get in either way. Default false: fail closed.
 	FailOpen bool
@@ -243,6 +245,9 @@ func (c RoomConfig) validate() error {
 	if err := c.validatePage(); err != nil {
 		return err
 	}
+	if err := c.Bypass.validate(); err != nil {
+		return err
+	}
 	if c.Upstream != "" {
 		u, err := url.Parse(c.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -284,6 +289,7 @@ func (c RoomConfig) fields() []any {
 		"challenge_above", c.ChallengeAbove,
 		"challenge_bits", c.ChallengeBits,
 		"challenge_wait", c.ChallengeWait.Milliseconds(),
+		"bypass", c.Bypass.encode(),
 	}
 }
 
@@ -307,6 +313,7 @@ func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
 		ChallengeAbove:    int(num("challenge_above")),
 		ChallengeBits:     int(num("challenge_bits")),
 		ChallengeWait:     ms("challenge_wait"),
+		Bypass:            decodeBypass(h["bypass"]),
 	}
 	if at := num("open_at"); at > 0 {
 		cfg.OpenAt = time.UnixMilli(at).UTC()

@@ -152,6 +152,10 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request, room *Room) err
 // fresh), a 401 sends the visitor to the waiting page.
 func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) error {
 	c := h.c
+	if room.bypassed(r, r.Header.Get(NextHeader)) {
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	if p, ok := room.requestPass(r); ok {
 		held, pass, exp, err := room.Touch(r.Context(), p.Visitor)
 		if err != nil {

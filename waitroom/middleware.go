@@ -24,7 +24,8 @@ const ReleaseHeader = "Sluice-Room"
 // waiting page polls the same URL with the PollHeader. A response with "Sluice-Room: release"
 // frees the visitor's slot, and the browser's requests of the next Config.LeftWindow are answered
 // as "left" instead of putting it in line again. An asset request (isAsset) without a pass gets a
-// 503 and never puts anyone in line.
+// 503 and never puts anyone in line. A request the room's BypassRules match goes through as it
+// is, without a Redis call.
 //
 // A room that does not exist (deleted) lets every request through: deleting a room turns the
 // waiting room off.
@@ -39,6 +40,10 @@ type middleware struct {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	room, c := m.room, m.room.c
+	if room.bypassed(r, r.URL.Path) {
+		m.next.ServeHTTP(w, r)
+		return
+	}
 	ctx := r.Context()
 	poll := r.Header.Get(PollHeader) != ""
 	if p, ok := room.requestPass(r); ok {

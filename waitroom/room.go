@@ -121,6 +121,7 @@ type Counters struct {
 	PollsLimited                          uint64 // status polls refused by the per-visitor limit
 	ArrivalsLimited                       uint64 // new visitors kept out by their address's limit
 	Challenged                            uint64 // new visitors asked for a proof of work
+	Bypassed                              uint64 // requests let past the room by its BypassRules
 }
 
 // Room is one waiting room as seen by this process. Get it from Client.Room; it is safe for
@@ -138,7 +139,7 @@ type Room struct {
 	passCookieName string
 
 	arrivals, admitted, waiting, passAccepted, passRejected, touchCount, released,
-	redisErrors, failedOpen, failedClosed, pollsLimited, arrivalsLimited, challenged atomic.Uint64
+	redisErrors, failedOpen, failedClosed, pollsLimited, arrivalsLimited, challenged, bypassedCount atomic.Uint64
 }
 
 // roomState is the cached copy of a room's settings.
@@ -163,7 +164,7 @@ func (r *Room) Counters() Counters {
 		PassAccepted: r.passAccepted.Load(), PassRejected: r.passRejected.Load(), Touches: r.touchCount.Load(),
 		Released: r.released.Load(), RedisErrors: r.redisErrors.Load(), FailedOpen: r.failedOpen.Load(),
 		FailedClosed: r.failedClosed.Load(), PollsLimited: r.pollsLimited.Load(),
-		ArrivalsLimited: r.arrivalsLimited.Load(), Challenged: r.challenged.Load(),
+		ArrivalsLimited: r.arrivalsLimited.Load(), Challenged: r.challenged.Load(), Bypassed: r.bypassedCount.Load(),
 	}
 }
 

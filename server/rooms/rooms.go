@@ -125,6 +125,9 @@ type RoomJSON struct {
 	ChallengeAbove    *int     `json:"challenge_above,omitempty"`
 	ChallengeBits     *int     `json:"challenge_bits,omitempty"`
 	ChallengeWait     *float64 `json:"challenge_wait,omitempty"`
+	// Bypass is the room's bypass rules; its secret is write-only (a view says only whether one
+	// is set), so a PUT that should keep it sends it again.
+	Bypass *waitroom.BypassRules `json:"bypass,omitempty"`
 }
 
 // Config turns the JSON into the room's settings; errors name the field.
@@ -158,6 +161,7 @@ func (j RoomJSON) Config() (waitroom.RoomConfig, error) {
 		return c, err
 	}
 	c.ArrivalsPerMinute, c.ChallengeAbove, c.ChallengeBits = deref(j.ArrivalsPerMinute), deref(j.ChallengeAbove), deref(j.ChallengeBits)
+	c.Bypass = deref(j.Bypass)
 	c.Upstream = deref(j.Upstream)
 	c.Template = deref(j.Template)
 	c.Language = deref(j.Language)
@@ -194,7 +198,15 @@ type RoomView struct {
 	ChallengeAbove    int        `json:"challenge_above"`
 	ChallengeBits     int        `json:"challenge_bits"`
 	ChallengeWait     float64    `json:"challenge_wait"`
+	Bypass            BypassView `json:"bypass"`
 	Stats             *StatsView `json:"stats,omitempty"`
+}
+
+// BypassView is a room's bypass rules as the API shows them: the secret never leaves.
+type BypassView struct {
+	Paths      []string `json:"paths"`
+	UserAgents []string `json:"user_agents"`
+	SecretSet  bool     `json:"secret_set"`
 }
 
 // StatsView is a room's live figures.
@@ -218,6 +230,7 @@ func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
 		ArrivalsPerMinute: c.ArrivalsPerMinute, ChallengeAbove: c.ChallengeAbove, ChallengeBits: c.ChallengeBits,
 		ChallengeWait: c.ChallengeWait.Seconds(),
 		SiteName:      c.SiteName, LogoURL: c.LogoURL,
+		Bypass: BypassView{Paths: orEmpty(c.Bypass.Paths), UserAgents: orEmpty(c.Bypass.UserAgents), SecretSet: c.Bypass.Secret != ""},
 	}
 	if !c.OpenAt.IsZero() {
 		t := c.OpenAt.UTC()
@@ -232,6 +245,14 @@ func view(name string, c waitroom.RoomConfig, st *waitroom.RoomStats) RoomView {
 		}
 	}
 	return v
+}
+
+// orEmpty is list, or an empty one for nil: a JSON [] rather than null.
+func orEmpty(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 func round2(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }

@@ -14,9 +14,23 @@ import (
 // set: the form a JSON merge patch (RFC 7396) applies to.
 type fieldMap map[string]json.RawMessage
 
-// settingsOf is cfg in the API's JSON form (RoomView without its name and figures).
+// settingsOf is cfg in the API's JSON form (RoomView without its name and figures), with the
+// bypass rules as a PUT body gives them (their secret included, which a view never shows), so
+// that a patch keeps them.
 func settingsOf(cfg waitroom.RoomConfig) (fieldMap, error) {
-	return fieldsOf(view("", cfg, nil))
+	m, err := fieldsOf(view("", cfg, nil))
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "bypass")
+	if b := cfg.Bypass; len(b.Paths)+len(b.UserAgents) > 0 || b.Secret != "" {
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		m["bypass"] = raw
+	}
+	return m, nil
 }
 
 // fieldsOf marshals v (a JSON object) into a fieldMap, leaving out the null members and the
