@@ -6,10 +6,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/jaegertest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/server/tenant"
 )
@@ -22,12 +28,116 @@ func newTraceparent() (header, traceID, spanID string) {
 	return "00-" + traceID + "-" + spanID + "-01", traceID, spanID
 }
 
-// tracedServer is a server that sends its traces to j.
+// tracedServer is a server that sends its traces to j, and makes calls to loopback addresses.
 func tracedServer(t *testing.T, j *jaegertest.Jaeger) *testServer {
 	t.Helper()
 	return newTestServer(t, func(c *Config) {
 		c.Tracing = TracingConfig{Endpoint: "http://" + j.OTLP, ServiceName: "sluice-" + t.Name()}
+		c.RelayAllowPrivate = true
 	})
+}
+
+// traceRecorder is an HTTP target that keeps the traceparent header of every request.
+type traceRecorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newTraceRecorder(t *testing.T) *traceRecorder {
+	t.Helper()
+	rec := &traceRecorder{}
+	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, r.Header.Get("traceparent"))
+		rec.mu.Unlock()
+		_, _ = io.WriteString(w, "{}")
+	}))
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+// first waits for the first request and returns its traceparent's trace and parent span ids.
+func (rec *traceRecorder) first(t *testing.T) (traceID, spanID string) {
+	t.Helper()
+	var tp string
+	testwait.Until(t, 30*time.Second, "a call at the target", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.seen) > 0 {
+			tp = rec.seen[0]
+		}
+		return len(rec.seen) > 0
+	})
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 {
+		t.Fatalf("the call's traceparent is %q", tp)
+	}
+	return parts[1], parts[2]
+}
+
+// wantOutbound waits for the trace of a request sent with the caller's span callerSpan to hold
+// the server's span, the producer span named producer (its child) and the CLIENT span named call
+// (the producer's child), whose id the target received as the traceparent's parent.
+func wantOutbound(t *testing.T, j *jaegertest.Jaeger, traceID, callerSpan, producer, call, received string) {
+	t.Helper()
+	spans := j.WaitTrace(t, traceID, "server, "+producer+" and "+call+" spans", func(s []jaegertest.Span) bool {
+		_, ok := jaegertest.Find(s, call)
+		return ok && len(s) == 3
+	})
+	server, _ := jaegertest.Find(spans, "POST")
+	prod, _ := jaegertest.Find(spans, producer)
+	client, _ := jaegertest.Find(spans, call)
+	if server.Parent() != callerSpan || prod.Parent() != server.SpanID || prod.Tag("span.kind") != "producer" {
+		t.Errorf("server span %+v and producer span %+v are not in line under the caller's %s", server, prod, callerSpan)
+	}
+	if client.Parent() != prod.SpanID || client.Tag("span.kind") != "client" || client.Tag("messaging.sluice.outcome") != "ack" ||
+		client.Tag("http.response.status_code") != "200" {
+		t.Errorf("call span %+v is not the producer's acked CLIENT child", client)
+	}
+	if received != client.SpanID {
+		t.Errorf("the target received parent span %s, want the call's span %s", received, client.SpanID)
+	}
+}
+
+// A task submitted with a traceparent is dispatched in the caller's trace, and the endpoint
+// receives the dispatch's span as its parent.
+func TestTraceTaskDispatchToTarget(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	ts := tracedServer(t, j)
+	rec := newTraceRecorder(t)
+	ts.putEndpoint(t, "gen", map[string]any{"target_url": rec.URL})
+	header, traceID, spanID := newTraceparent()
+	r := ts.sendTraced(t, http.MethodPost, "/v1/tasks", header, []byte(`{"endpoint":"gen","body":"draw"}`),
+		"Authorization", "Bearer "+ts.taskToken(t, "shop", -1), "Content-Type", "application/json")
+	wantStatus(t, r, http.StatusCreated, "")
+	gotTrace, gotParent := rec.first(t)
+	if gotTrace != traceID {
+		t.Fatalf("the target got trace %s, want the caller's %s", gotTrace, traceID)
+	}
+	wantOutbound(t, j, traceID, spanID, "submit gen", "dispatch gen", gotParent)
+}
+
+// A job's callback is delivered in the trace of the request that published it, and the receiver
+// gets the delivery's span as its parent.
+func TestTraceCallbackToReceiver(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	ts := tracedServer(t, j)
+	rec := newTraceRecorder(t)
+	tok := ts.token(t, "shop", tenant.PermPublish)
+	ts.allowCallbacks(t, rec.URL+"/hooks")
+	header, traceID, spanID := newTraceparent()
+	body := `{"payload":{"n":1},"callback":{"url":"` + rec.URL + `/hooks/done"}}`
+	r := ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/emails/jobs", header, []byte(body),
+		"Authorization", "Bearer "+tok, "Content-Type", "application/json")
+	wantStatus(t, r, http.StatusCreated, "")
+	gotTrace, gotParent := rec.first(t)
+	if gotTrace != traceID {
+		t.Fatalf("the receiver got trace %s, want the caller's %s", gotTrace, traceID)
+	}
+	wantOutbound(t, j, traceID, spanID, "publish emails", "callback emails", gotParent)
 }
 
 // sendTraced sends a request with a body and a traceparent header to the public listener.
