@@ -6,6 +6,7 @@ package jaegertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -244,7 +245,7 @@ func (j *Jaeger) Trace(tb testing.TB, id string) []Span {
 		} `json:"data"`
 	}
 	if err := get(j.Query+"/api/traces/"+id, &body); err != nil {
-		if err == errNotFound {
+		if errors.Is(err, errNotFound) {
 			return nil
 		}
 		tb.Fatal(err)
@@ -304,7 +305,7 @@ func All(spans []Span, name string) []Span {
 	return out
 }
 
-var errNotFound = fmt.Errorf("jaegertest: not found")
+var errNotFound = errors.New("jaegertest: not found")
 
 // get GETs url and decodes its JSON answer into into (nil: drops it).
 func get(url string, into any) error {
