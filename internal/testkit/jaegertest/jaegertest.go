@@ -6,7 +6,6 @@ package jaegertest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -132,7 +131,7 @@ func start() (*Jaeger, error) {
 			return cmd
 		},
 		Ready: func(addr string) error {
-			if err := get("http://"+addr+"/api/services", nil); err != nil {
+			if _, err := get("http://"+addr+"/api/services", nil); err != nil {
 				return err
 			}
 			c, err := net.DialTimeout("tcp", otlp, time.Second)
@@ -244,11 +243,12 @@ func (j *Jaeger) Trace(tb testing.TB, id string) []Span {
 			} `json:"processes"`
 		} `json:"data"`
 	}
-	if err := get(j.Query+"/api/traces/"+id, &body); err != nil {
-		if errors.Is(err, errNotFound) {
-			return nil
-		}
+	found, err := get(j.Query+"/api/traces/"+id, &body)
+	if err != nil {
 		tb.Fatal(err)
+	}
+	if !found {
+		return nil
 	}
 	var out []Span
 	for _, tr := range body.Data {
@@ -278,7 +278,7 @@ func (j *Jaeger) Services(tb testing.TB) []string {
 	var body struct {
 		Data []string `json:"data"`
 	}
-	if err := get(j.Query+"/api/services", &body); err != nil {
+	if _, err := get(j.Query+"/api/services", &body); err != nil {
 		tb.Fatal(err)
 	}
 	return body.Data
@@ -305,33 +305,29 @@ func All(spans []Span, name string) []Span {
 	return out
 }
 
-var errNotFound = errors.New("jaegertest: not found")
-
-// get GETs url and decodes its JSON answer into into (nil: drops it).
-func get(url string, into any) error {
+// get GETs url and decodes its JSON answer into into (nil: drops it); found is false on a 404.
+func get(url string, into any) (found bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		return false, err
+	case resp.StatusCode == http.StatusNotFound:
+		return false, nil
+	case resp.StatusCode != http.StatusOK:
+		return false, fmt.Errorf("jaegertest: GET %s: %s: %s", url, resp.Status, body)
+	case into == nil:
+		return true, nil
 	}
-	if resp.StatusCode == http.StatusNotFound {
-		return errNotFound
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("jaegertest: GET %s: %s: %s", url, resp.Status, body)
-	}
-	if into == nil {
-		return nil
-	}
-	return json.Unmarshal(body, into)
+	return true, json.Unmarshal(body, into)
 }
