@@ -20,6 +20,8 @@ build: ## Build the sluice binary into bin/
 
 .PHONY: test
 test: ## Run every test with the race detector against a real redis-server
+	@# Builds Jaeger (the tracing tests' backend) once per machine, into the user's cache.
+	$(GO) test -count=1 -timeout 60m -run TestJaegerRoundTrip ./internal/testkit/jaegertest/
 	$(GO) test -race -count=1 -timeout 20m ./...
 	cd bench && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
 

@@ -20,6 +20,10 @@ var libraries = []string{"queue", "queuetest", "callback", "relay", "waitroom", 
 // deploymentDeps are the module paths a library must not link.
 var deploymentDeps = []string{
 	"github.com/go-sql-driver/", "github.com/prometheus/", "github.com/chromedp/", module + "/server",
+	// Tracing: the libraries use the OpenTelemetry API alone (docs/tracing.md); the SDK, its
+	// exporters and gRPC belong to the server, the global provider to the user's choice.
+	"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/", "google.golang.org/grpc",
+	"go.opentelemetry.io/auto/", "github.com/go-logr/",
 }
 
 // goPackage is what `go list -json` says of one package.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/startstop"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/ratelimit"
 )
@@ -94,6 +95,7 @@ type Deliverer struct {
 	conc   *ratelimit.Concurrency
 
 	settings *settingsCache
+	tracer   *tracing.Tracer // the queue client's (nil: tracing off)
 
 	notes chan queue.QueueRef // queues named by notifications
 	freed chan struct{}       // a leased job finished: there may be room to lease more
@@ -140,7 +142,9 @@ func NewDeliverer(cfg DelivererConfig) (*Deliverer, error) {
 	if err != nil {
 		return nil, err
 	}
+	qc := cfg.Queue.Config()
 	d := &Deliverer{
+		tracer:   tracing.New(qc.TracerProvider, qc.TraceLinks),
 		cfg:      cfg,
 		store:    store,
 		strict:   strict,
@@ -452,7 +456,8 @@ func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbac
 	if d.cfg.AllowPrivate || set.AllowPrivate {
 		sender = d.open
 	}
-	resp, callErr := sender.Do(ctx, outbound.Request{
+	callCtx, span, header := d.startCall(ctx, &job, header)
+	resp, callErr := sender.Do(callCtx, outbound.Request{
 		Method: cb.Method, URL: cb.URL, Header: header, Body: job.Payload, Timeout: cb.Timeout,
 	})
 	if releaseSlot != nil {
@@ -464,6 +469,7 @@ func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbac
 	}
 	ev.Duration, ev.Status = resp.Duration, resp.Status
 	outcome, retryAfter := outbound.Classify(resp, callErr)
+	tracing.EndCall(span, resp.Status, callErr, tryOutcomes[outcome])
 	switch outcome {
 	case outbound.Success:
 		_, err := d.cfg.Queue.FinishCallback(report, queue.FinishCallbackParams{

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
@@ -18,6 +19,7 @@ type Client struct {
 	store  *store.Store // every read and change of Redis state (internal/store)
 	ids    idGen
 	notify *notifier
+	tracer *tracing.Tracer // nil: tracing off
 
 	// Concurrent single calls on one queue share script calls (combine.go).
 	publishComb *combiner[publishReq, store.Published]
@@ -45,6 +47,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 			MaxConsumeBytes: int64(cfg.MaxConsumeBytes), Logger: cfg.Logger,
 		}),
 		notify: newNotifier(rdb, cfg.Logger),
+		tracer: tracing.New(cfg.TracerProvider, cfg.TraceLinks),
 	}
 	c.publishComb = newCombiner(c.runPublish)
 	c.leaseComb = newCombiner(c.runLeaseBatch)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Client. The zero value is usable: every field has a default.
@@ -73,6 +75,18 @@ type Config struct {
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, traces the client's work with OpenTelemetry (docs/tracing.md): a
+	// PRODUCER span per publish whose W3C trace context is stored with the job (attributes
+	// traceparent and tracestate), and a CONSUMER span per delivery a worker runs. Pass
+	// otel.GetTracerProvider() to use the global one. Default nil: no spans, and nothing is added
+	// to a job.
+	TracerProvider trace.TracerProvider
+
+	// TraceLinks makes each delivery's span the root of a new trace that links to the producer's
+	// span, instead of its child (one trace per attempt, rather than the publish and all its
+	// attempts in one trace). Default false: child.
+	TraceLinks bool
 
 	// QueueQuota, when set, returns the most queues namespace ns may have (0: no limit): a publish
 	// or pause that would add one more queue to a namespace holding that many is refused with a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
@@ -58,7 +59,12 @@ type PublishResult struct {
 
 // Publish adds one job. It costs one round trip (plus one the first time a process publishes to a
 // queue, to register it); concurrent Publish calls to one queue share one script call.
-func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, error) {
+func (c *Client) Publish(ctx context.Context, p PublishParams) (res PublishResult, err error) {
+	ctx, span := c.startPublish(ctx, p.Namespace, p.Queue, 1)
+	if span != nil {
+		defer func() { tracing.End(span, err, tracing.MessageID.String(res.ID)) }()
+		p.Attributes = withTraceContext(ctx, span, p.Attributes)
+	}
 	job, err := c.validateJob(p)
 	if err != nil {
 		return PublishResult{}, err
@@ -66,11 +72,11 @@ func (c *Client) Publish(ctx context.Context, p PublishParams) (PublishResult, e
 	if err := c.register(ctx, p.Namespace, p.Queue, p.Callback != nil); err != nil {
 		return PublishResult{}, err
 	}
-	res, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, job: job})
+	published, err := c.publishComb.do(ctx, p.Namespace+"\x00"+p.Queue, publishReq{ns: p.Namespace, q: p.Queue, job: job})
 	if err != nil {
 		return PublishResult{}, publishError(err)
 	}
-	return PublishResult(res), nil
+	return PublishResult(published), nil
 }
 
 // publishReq is one validated job and its queue.
@@ -101,9 +107,13 @@ func publishError(err error) error {
 // PublishMany adds jobs, one script call (one round trip) per queue, pipelined. Every job is
 // validated first: one bad job publishes nothing and the error names it (jobs[3].priority).
 // Results come in the order of ps.
-func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]PublishResult, error) {
+func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) (_ []PublishResult, err error) {
 	if len(ps) == 0 {
 		return nil, nil
+	}
+	ctx, span := c.startPublish(ctx, ps[0].Namespace, ps[0].Queue, len(ps))
+	if span != nil {
+		defer func() { tracing.End(span, err) }()
 	}
 	type group struct {
 		store.QueueJobs
@@ -113,6 +123,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) ([]Publish
 	var groups []*group
 	byQueue := map[string]*group{}
 	for i, p := range ps {
+		p.Attributes = withTraceContext(ctx, span, p.Attributes)
 		job, err := c.validateJob(p)
 		if err != nil {
 			return nil, inField(fmt.Sprintf("jobs[%d]", i), err)
@@ -283,7 +294,7 @@ func encodeAttributes(a map[string]string) (string, error) {
 	if len(a) == 0 {
 		return "", nil
 	}
-	if len(a) > MaxAttributes {
+	if len(a)-traceKeys(a) > MaxAttributes {
 		return "", invalid("attributes", "%d entries is over the limit of %d", len(a), MaxAttributes)
 	}
 	for k, v := range a {

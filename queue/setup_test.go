@@ -7,11 +7,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/testkit/jaegertest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m) }
+func TestMain(m *testing.M) { redistest.Main(m, jaegertest.Stop) }
 
 // fixture is what a queue test needs: a client on its own key prefix and a namespace.
 type fixture struct {

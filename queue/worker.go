@@ -10,6 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // Consume runs handle on the queue's jobs until ctx ends, then shuts down gracefully and returns
@@ -304,6 +308,7 @@ func (w *worker) runJob(base, calm context.Context, j *heldJob) {
 		defer stop()
 	}
 	ctx = context.WithValue(ctx, deliveryKey{}, &j.d)
+	ctx, span := w.startProcess(ctx, j)
 
 	w.stats.running.Add(1)
 	start := time.Now()
@@ -312,15 +317,18 @@ func (w *worker) runJob(base, calm context.Context, j *heldJob) {
 	w.stats.running.Add(-1)
 
 	if !j.to(jobRunning, jobFinished) {
-		return // handed back after the drain timeout, or lease lost: the result is dropped
+		// handed back after the drain timeout, or lease lost: the result is dropped
+		tracing.End(span, err, tracing.Outcome.String(tracing.OutcomeLost))
+		return
 	}
 	if err == nil {
 		w.stats.succeeded.Add(1)
+		tracing.End(span, nil, tracing.Outcome.String(tracing.OutcomeAck))
 		w.acks <- j
 		return
 	}
 	w.stats.failed.Add(1)
-	w.fail(calm, j, err)
+	w.fail(calm, j, err, span)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -340,8 +348,14 @@ func (w *worker) call(ctx context.Context, d *Delivery) (err error) {
 // maxErrorText bounds the error text kept with a failed job.
 const maxErrorText = 4096
 
-func (w *worker) fail(calm context.Context, j *heldJob, err error) {
+// fail nacks a job whose handler failed with err and ends its span (nil: tracing off) with the
+// nack's outcome.
+func (w *worker) fail(calm context.Context, j *heldJob, err error, span trace.Span) {
 	defer w.untrack(j)
+	outcome := NackOutcome("")
+	defer func() {
+		tracing.End(span, err, tracing.Outcome.String(cmp.Or(nackOutcomes[outcome], tracing.OutcomeLost)))
+	}()
 	d := &j.d
 	p := NackParamsFor(d, err, w.cfg.RetryPolicy)
 	text := p.Error

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/combine"
 	"github.com/sluicehq/sluice/internal/notify"
 	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // Client is the request queue's Go API: endpoints, and tasks that call them (Submit, Get, Wait,
@@ -21,6 +22,8 @@ import (
 type Client struct {
 	rdb redis.UniversalClient
 	cfg Config
+	// tracer traces submits and calls (nil: tracing off).
+	tracer *tracing.Tracer
 
 	keys    keyCache
 	reg     registryKeys
@@ -53,6 +56,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("relay: NewClient: nil redis client")
 	}
 	c := &Client{
+		tracer:     tracing.New(cfg.TracerProvider, cfg.TraceLinks),
 		rdb:        rdb,
 		cfg:        cfg,
 		keys:       keyCache{prefix: cfg.Prefix},

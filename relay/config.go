@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Client. The zero value is usable for offline tasks; online tasks need
@@ -82,6 +84,16 @@ type Config struct {
 
 	// Logger receives the client's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, traces tasks with OpenTelemetry (docs/tracing.md): a PRODUCER span
+	// per submit, whose W3C trace context is stored as the task's traceparent header, and a CLIENT
+	// span per call a Dispatcher makes, whose trace context the endpoint receives. Default nil: no
+	// spans, and nothing is added to a task.
+	TracerProvider trace.TracerProvider
+
+	// TraceLinks makes each call's span the root of a new trace that links to the submit's span,
+	// instead of its child. Default false: child.
+	TraceLinks bool
 }
 
 func (c Config) withDefaults() Config {

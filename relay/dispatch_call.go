@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // lateCall is a rate-limited call that started later than lateAfter after its token's time.
@@ -45,9 +46,11 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 		if j.endpoint.QPS > 0 {
 			callCtx = d.watchLate(ctx, j, late)
 		}
+		callCtx, span := d.startCall(callCtx, &j)
 		resp, err := d.sender.Do(callCtx, j.req)
 		d.release()
 		if ctx.Err() != nil {
+			tracing.EndCall(span, resp.Status, err, "")
 			continue // abandoned: the lease will expire
 		}
 		outcome, retryAfter := outbound.Classify(resp, err)
@@ -75,6 +78,7 @@ func (d *Dispatcher) work(ctx context.Context, jobs <-chan dispatchJob, results 
 		} else if outcome != outbound.Success {
 			errText = fmt.Sprintf("HTTP %d", resp.Status)
 		}
+		tracing.EndCall(span, resp.Status, err, callOutcomes[code])
 		if d.cfg.OnCall != nil {
 			d.cfg.OnCall(CallEvent{Endpoint: j.endpoint.Name, TaskID: j.id, Attempt: j.attempt, Outcome: callOutcome(outcome),
 				HTTPStatus: resp.Status, Duration: resp.Duration, Err: err})

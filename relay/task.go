@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // TaskType says who calls the endpoint.
@@ -177,7 +180,11 @@ type Task struct {
 // covers TargetURL); ErrQueueFull: the endpoint's or the subject's queue is full;
 // ErrIdempotencyConflict: the IdempotencyKey was used for another request; a *sluice.FieldError
 // names a bad field.
-func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, error) {
+func (c *Client) Submit(ctx context.Context, p SubmitParams) (result SubmitResult, err error) {
+	ctx, span := c.startSubmit(ctx, cmp.Or(p.Endpoint, "target"))
+	if span != nil {
+		defer func() { tracing.End(span, err, tracing.MessageID.String(result.ID)) }()
+	}
 	e, target, err := c.resolve(ctx, p.Endpoint, p.TargetURL)
 	if err != nil {
 		return SubmitResult{}, err
@@ -196,6 +203,11 @@ func (c *Client) Submit(ctx context.Context, p SubmitParams) (SubmitResult, erro
 	if p.IdempotencyKey != "" {
 		sr.idem = c.keys.get(e.Name).idempotency(idempotencyScope(p.Namespace, p.Submitter, p.IdempotencyKey))
 		sr.hash = requestHash(e.Name, &p, req)
+	}
+	if span != nil { // after the idempotency hash: a retried submit carries another trace
+		if sr.req.header, err = tracedHeader(ctx, p.Header); err != nil {
+			return SubmitResult{}, fieldErr("headers", "cannot be encoded: %v", err)
+		}
 	}
 	res, err := c.submits.Do(ctx, e.Name, sr)
 	if err != nil {

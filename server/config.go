@@ -216,6 +216,10 @@ type Config struct {
 	// ArchiveRetention is how long archived tasks are kept (from their creation). Default 72h.
 	ArchiveRetention time.Duration
 
+	// Tracing is where OpenTelemetry traces go (docs/tracing.md). Default: the OTEL_* environment
+	// variables, else tracing off.
+	Tracing TracingConfig
+
 	// Logger receives the server's logs. Default: a text logger on stderr at level info.
 	Logger *slog.Logger
 
@@ -277,6 +281,9 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	var errs []error
+	if err := c.Tracing.validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
 	if !tenant.ValidName(c.Prefix) {
 		errs = append(errs, fmt.Errorf("config: prefix %q %s", c.Prefix, tenant.NameRule))
 	}

@@ -30,7 +30,12 @@ type lmstfyEnv struct {
 
 func newLmstfyEnv(t *testing.T) *lmstfyEnv {
 	t.Helper()
-	ts := newTestServer(t)
+	return lmstfyEnvOn(t, newTestServer(t))
+}
+
+// lmstfyEnvOn is the lmstfy environment of server ts: namespace lmns and a token of it.
+func lmstfyEnvOn(t *testing.T, ts *testServer) *lmstfyEnv {
+	t.Helper()
 	r := ts.adminDo(t, http.MethodPost, "/token/lmns?description=tests", nil)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("POST /token: %d %s", r.Status, r.Body)

@@ -194,6 +194,21 @@ func Options() []Option {
 			str(func(s *Settings) *string { return &s.ArchiveDSN })},
 		{"archive_retention", "SLUICE_ARCHIVE_RETENTION", "72h", "how long (`duration`) archived tasks are kept",
 			dur(func(s *Settings) *time.Duration { return &s.ArchiveRetention })},
+		{"tracing_endpoint", "SLUICE_TRACING_ENDPOINT", `""`, "OTLP collector (`host:port` or URL; http:// sends without TLS) the server's OpenTelemetry traces go to; empty: OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing",
+			str(func(s *Settings) *string { return &s.Tracing.Endpoint })},
+		{"tracing_protocol", "SLUICE_TRACING_PROTOCOL", `""`, "OTLP `protocol`: grpc or http/protobuf; empty: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf",
+			str(func(s *Settings) *string { return &s.Tracing.Protocol })},
+		{"tracing_sample_ratio", "SLUICE_TRACING_SAMPLE_RATIO", "0", "share (`0..1`) of new traces sampled (a request's traceparent decides for its own); 0: OTEL_TRACES_SAMPLER, else all",
+			func(s *Settings, v string) error {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return fmt.Errorf("%q is not a number", v)
+				}
+				s.Tracing.SampleRatio = f
+				return nil
+			}},
+		{"tracing_service_name", "SLUICE_TRACING_SERVICE_NAME", `""`, "service.name of the spans (`name`); empty: OTEL_SERVICE_NAME, else sluice",
+			str(func(s *Settings) *string { return &s.Tracing.ServiceName })},
 		{"log_format", "SLUICE_LOG_FORMAT", "text", "log `format`: text or json",
 			str(func(s *Settings) *string { return &s.LogFormat })},
 		{"log_level", "SLUICE_LOG_LEVEL", "info", "log `level`: debug, info, warn or error",

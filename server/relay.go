@@ -20,6 +20,7 @@ import (
 func (s *Server) startRelay(ctx context.Context) error {
 	cfg := s.cfg
 	rc := relay.Config{
+		TracerProvider:       s.tracerProvider(),
 		Prefix:               cfg.Prefix,
 		PendingRetention:     cfg.RelayPendingRetention,
 		FinishedRetention:    cfg.RelayFinishedRetention,

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice/callback"
 	"github.com/sluicehq/sluice/internal/redisx"
@@ -88,6 +89,8 @@ type Server struct {
 	// onUnavailable counts a request answered unavailable (made once: a method value allocates).
 	onUnavailable func()
 	embedded      *embeddedRedis // nil with an external Redis
+	// tracer exports the server's spans (nil: tracing off); Close flushes it.
+	tracer *sdktrace.TracerProvider
 	// services are the background loops (maintainers, deliverer, sampler, dispatcher) in the order
 	// Serve starts them; it stops them in reverse once the listeners have drained.
 	services []startstop.Service
@@ -114,6 +117,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.drainCtx, s.drain = context.WithCancel(context.WithoutCancel(ctx))
+	tp, err := newTracerProvider(ctx, cfg.Tracing)
+	if err != nil {
+		return nil, err
+	}
+	s.tracer = tp
 	if cfg.RedisURL == "" {
 		emb, err := startEmbedded(ctx, cfg)
 		if err != nil {
@@ -147,6 +155,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		ReplicaAcks:       cfg.ReplicaAcks,
 		ReplicaAckTimeout: cfg.ReplicaAckTimeout,
 		Logger:            s.log,
+		TracerProvider:    s.tracerProvider(),
 	})
 	if err != nil {
 		_ = s.closeStore()
@@ -209,7 +218,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
-	s.public = s.wrap("public", pub, false)
+	s.public = s.traced(s.wrap("public", pub, false))
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
 }
@@ -423,6 +432,11 @@ func (s *Server) Close() error {
 			_ = s.queue.Close()
 		}
 		s.closeErr = s.closeStore()
+		if s.tracer != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.tracer.Shutdown(ctx) // flushes the spans not yet sent
+		}
 	})
 	return s.closeErr
 }
