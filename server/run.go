@@ -30,7 +30,7 @@ func RunSettings(ctx context.Context, settings Settings, getenv func(string) str
 		return err
 	}
 	runErr := srv.Run(ctx)
-	if err := srv.Close(); err != nil && runErr == nil {
+	if err := srv.Close(); err != nil && runErr == nil { //nolint:contextcheck // ctx has ended; Close bounds its own span flush
 		runErr = err
 	}
 	return runErr

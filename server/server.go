@@ -91,6 +91,9 @@ type Server struct {
 	embedded      *embeddedRedis // nil with an external Redis
 	// tracer exports the server's spans (nil: tracing off); Close flushes it.
 	tracer *sdktrace.TracerProvider
+	// lifeCtx is New's context without its cancellation: the values Close's span flush runs with
+	// (Close takes no context; the flush is bounded on its own).
+	lifeCtx context.Context
 	// services are the background loops (maintainers, deliverer, sampler, dispatcher) in the order
 	// Serve starts them; it stops them in reverse once the listeners have drained.
 	services []startstop.Service
@@ -117,6 +120,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	s.drainCtx, s.drain = context.WithCancel(context.WithoutCancel(ctx))
+	s.lifeCtx = context.WithoutCancel(ctx)
 	tp, err := newTracerProvider(ctx, cfg.Tracing)
 	if err != nil {
 		return nil, err
@@ -180,18 +184,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.onUnavailable = s.metrics.redisErrors.Inc
 	if err := s.setupAuthGuard(); err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	// The request queue before the deliverer, whose callbacks under an endpoint's target URL take
 	// that endpoint's slots, and before the dashboard, which shows its endpoints through the same
 	// client.
 	if err := s.startRelay(ctx); err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	if err := s.setupCallbacks(); err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	s.limiter = &httpapi.Limiter{Store: s.limits, Log: s.log, OnDenied: func(ns string, dir tenant.LimitDir) {
@@ -205,17 +209,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
 	})
 	if err := s.setupRooms(ctx); err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	if err := s.setupUI(); err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	s.services = s.backgroundServices()
 	pub, err := s.publicMux()
 	if err != nil {
-		_ = s.Close()
+		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush
 		return nil, err
 	}
 	s.public = s.traced(s.wrap("public", pub, false))
@@ -433,7 +437,7 @@ func (s *Server) Close() error {
 		}
 		s.closeErr = s.closeStore()
 		if s.tracer != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(s.lifeCtx, 5*time.Second)
 			defer cancel()
 			_ = s.tracer.Shutdown(ctx) // flushes the spans not yet sent
 		}
