@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/redisx"
+
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 )
 
@@ -13,11 +15,11 @@ func TestKeySlot(t *testing.T) {
 	for key, want := range map[string]int{
 		"123456789":            12739,
 		"foo":                  12182,
-		"{user1000}.following": keySlot("user1000"),
-		"a{}b":                 keySlot("a{}b"),
+		"{user1000}.following": redisx.KeySlot("user1000"),
+		"a{}b":                 redisx.KeySlot("a{}b"),
 	} {
-		if got := keySlot(key); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
+		if got := redisx.KeySlot(key); got != want {
+			t.Errorf("redisx.KeySlot(%q) = %d, want %d", key, got, want)
 		}
 	}
 	env := redistest.NewCluster(t)
@@ -26,8 +28,8 @@ func TestKeySlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := keySlot(k); int64(got) != want {
-			t.Errorf("keySlot(%q) = %d, Redis says %d", k, got, want)
+		if got := redisx.KeySlot(k); int64(got) != want {
+			t.Errorf("redisx.KeySlot(%q) = %d, Redis says %d", k, got, want)
 		}
 	}
 }

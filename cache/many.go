@@ -311,7 +311,7 @@ func (s *Store[K, V]) mget(ctx context.Context, rks []string) ([]any, error) {
 	}
 	bySlot := make(map[int][]int)
 	for i, k := range rks {
-		slot := keySlot(k)
+		slot := redisx.KeySlot(k)
 		bySlot[slot] = append(bySlot[slot], i)
 	}
 	pipe := s.rdb.Pipeline()

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/redisx"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,7 +36,7 @@ func Key(base, key string, cluster bool) string {
 	if !cluster {
 		return base
 	}
-	return base + ":{" + slotTags()[keySlot(key)] + "}"
+	return base + ":{" + slotTags()[redisx.KeySlot(key)] + "}"
 }
 
 // Shards are the keys of every shard of the index base (see Key).

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/redisx"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
@@ -26,15 +28,15 @@ func TestKeyIsInTheSlotOfItsThing(t *testing.T) {
 	for i := range 50 {
 		thing := env.Prefix + ":{ns" + strconv.Itoa(i) + ":q}:jobs"
 		for _, key := range []string{thing, "plain" + strconv.Itoa(i), "{}x", "a{b"} {
-			if got := keySlot(key); int64(got) != slot(key) {
-				t.Fatalf("keySlot(%q) = %d, Redis says %d", key, got, slot(key))
+			if got := redisx.KeySlot(key); int64(got) != slot(key) {
+				t.Fatalf("redisx.KeySlot(%q) = %d, Redis says %d", key, got, slot(key))
 			}
 		}
 		if shard := Key(env.Prefix+":due", thing, true); slot(shard) != slot(thing) {
 			t.Fatalf("shard %q is not in the slot of %q", shard, thing)
 		}
 	}
-	if shards := Shards("p:due", true); len(shards) != clusterSlots {
+	if shards := Shards("p:due", true); len(shards) != redisx.ClusterSlots {
 		t.Fatalf("%d shards, want one per slot", len(shards))
 	}
 	if got := Key("p:due", "{x}", false); got != "p:due" {
