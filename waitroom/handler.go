@@ -165,7 +165,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) erro
 			if pass != "" {
 				c.setPass(w, r, room.name, pass, exp)
 			}
-			w.WriteHeader(http.StatusOK)
+			c.checkPassed(w, r, room.name, p.Visitor)
 			return nil
 		}
 		c.clearPass(w, r, room.name)
@@ -188,8 +188,15 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) erro
 	if st.Pass != "" {
 		c.setPass(w, r, room.name, st.Pass, st.PassExpires)
 	}
-	w.WriteHeader(http.StatusOK)
+	c.checkPassed(w, r, room.name, st.Visitor)
 	return nil
+}
+
+// checkPassed answers the check of a visitor let through: 200, with the left cookie nginx hands
+// to the browser if the app's answer releases the visitor (LeftHeader).
+func (c *Client) checkPassed(w http.ResponseWriter, r *http.Request, room, visitor string) {
+	w.Header().Set(LeftHeader, c.leftCookieOf(r, room, visitor).String())
+	w.WriteHeader(http.StatusOK)
 }
 
 func (h *Handler) release(w http.ResponseWriter, r *http.Request, room *Room) error {

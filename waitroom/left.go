@@ -17,13 +17,27 @@ func leftCookie(room string) string { return "sluice_left_" + room }
 
 // setLeft marks the browser as having left room.
 func (c *Client) setLeft(w http.ResponseWriter, r *http.Request, room, visitor string) {
+	http.SetCookie(w, c.leftCookieOf(r, room, visitor))
+}
+
+// leftCookieOf is the cookie that marks the browser of visitor as having left room, from now for
+// Config.LeftWindow.
+func (c *Client) leftCookieOf(r *http.Request, room, visitor string) *http.Cookie {
 	expires := time.Now().Add(c.cfg.LeftWindow)
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
+	return &http.Cookie{ //nolint:gosec // G124: Secure follows the request (TLS or Config.SecureCookies); HttpOnly and SameSite are set
 		Name: leftCookie(room), Value: c.signer.signToken(purposeLeft, room, visitor, expires), Path: "/",
 		Expires: expires, MaxAge: int(c.cfg.LeftWindow / time.Second),
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteLaxMode,
-	})
+	}
 }
+
+// LeftHeader carries, on the nginx check's 200, the Set-Cookie value of the left cookie of the
+// visitor let through. nginx cannot sign a cookie, and once the app's answer says "Sluice-Room:
+// release" it is too late to ask Sluice for one without holding up the answer; so the check
+// signs it beforehand, and nginx hands it to the browser only with an answer that releases (the
+// release itself follows the answer; deploy/nginx/waitroom.conf shows how). The cookie marks the
+// visitor's own browser as having left; it admits nobody.
+const LeftHeader = "Sluice-Room-Left"
 
 // hasLeft reports whether the request carries a valid, unexpired left cookie of room.
 func (c *Client) hasLeft(r *http.Request, room string) bool {
