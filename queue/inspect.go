@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
@@ -77,6 +78,12 @@ type Stats struct {
 	Dead    int64
 	Done    int64 // acked jobs whose results are kept
 	Paused  bool
+	// OldestReady is how long the oldest ready job has waited for a consumer: the longest wait of
+	// the jobs at the head of each priority's line and of the callback lane, counted from when
+	// the job became ready (its due time, or its publish time when later); 0 when none is ready.
+	OldestReady time.Duration
+	// ProcessingTimes is the histogram of the queue's acks by processing time (cumulative).
+	ProcessingTimes ProcessingTimes
 
 	Published    int64
 	Consumed     int64 // deliveries
@@ -92,6 +99,18 @@ type Stats struct {
 	Purged       int64
 }
 
+// statsOf is the store's reading as Stats.
+func statsOf(st store.Stats) Stats {
+	return Stats{
+		Ready: st.Ready, Delayed: st.Delayed, Leased: st.Leased, Dead: st.Dead, Done: st.Done, Paused: st.Paused,
+		OldestReady:     time.Duration(st.OldestReadyMs) * time.Millisecond,
+		ProcessingTimes: ProcessingTimes(st.ProcessingTimes),
+		Published:       st.Published, Consumed: st.Consumed, Acked: st.Acked, Nacked: st.Nacked,
+		Retried: st.Retried, DeadLettered: st.DeadLettered, Expired: st.Expired, Deleted: st.Deleted,
+		Released: st.Released, Respawned: st.Respawned, DeadDropped: st.DeadDropped, Purged: st.Purged,
+	}
+}
+
 // Stats returns the queue's depths and counters. It costs O(priorities in use), never O(jobs).
 func (c *Client) Stats(ctx context.Context, ns, q string) (Stats, error) {
 	if err := validateQueue(ns, q); err != nil {
@@ -101,7 +120,7 @@ func (c *Client) Stats(ctx context.Context, ns, q string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
-	return Stats(st), nil
+	return statsOf(st), nil
 }
 
 // StatsMany returns the stats of many queues of a namespace in one pipelined round trip.
@@ -120,7 +139,7 @@ func (c *Client) StatsMany(ctx context.Context, ns string, queues []string) ([]S
 	}
 	out := make([]Stats, len(sts))
 	for i, st := range sts {
-		out[i] = Stats(st)
+		out[i] = statsOf(st)
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,6 +49,10 @@ func (s *Store) Delete(ctx context.Context, ns, q string, ids []string) (int, er
 type Stats struct {
 	Ready, Delayed, Leased, Dead, Done int64
 	Paused                             bool
+	OldestReadyMs                      int64
+	// ProcessingTimes is the histogram of acked deliveries by processing time: bucket -> count
+	// (lib.lua, ack_times).
+	ProcessingTimes map[int]int64
 
 	Published, Consumed, Acked, Nacked, Retried, DeadLettered, Expired, Deleted, Released int64
 	Respawned, DeadDropped, Purged                                                        int64
@@ -66,19 +72,20 @@ func (s *Store) StatsMany(ctx context.Context, ns string, queues []string) ([]St
 	return readEach(ctx, s, calls, func(i int) (string, string) { return ns, queues[i] }, readStats)
 }
 
-// readStats reads stats.lua's answer: the depths and the paused flag, then the counters' hash as
+// readStats reads stats.lua's answer: the depths, the paused flag and the oldest ready job's age,
+// then the counters' hash (with the processing-time histogram's fields) as
 // field, value pairs.
 func readStats(_ int, cmd *redis.Cmd) (Stats, error) {
 	f, err := cmd.Slice()
 	if err != nil {
 		return Stats{}, err
 	}
-	if len(f) < 6 {
+	if len(f) < 7 {
 		return Stats{}, fmt.Errorf("unexpected stats reply of %d fields", len(f))
 	}
 	s := Stats{
 		Ready: num(f[0]), Delayed: num(f[1]), Leased: num(f[2]), Dead: num(f[3]), Done: num(f[4]),
-		Paused: num(f[5]) == 1,
+		Paused: num(f[5]) == 1, OldestReadyMs: num(f[6]),
 	}
 	counters := map[string]*int64{
 		"published": &s.Published, "consumed": &s.Consumed, "acked": &s.Acked, "nacked": &s.Nacked,
@@ -86,11 +93,19 @@ func readStats(_ int, cmd *redis.Cmd) (Stats, error) {
 		"deleted": &s.Deleted, "released": &s.Released, "respawned": &s.Respawned,
 		"dead_dropped": &s.DeadDropped, "purged": &s.Purged,
 	}
-	for i := 6; i+1 < len(f); i += 2 {
-		if p, ok := counters[str(f[i])]; ok {
-			var n int64
-			_, _ = fmt.Sscan(str(f[i+1]), &n)
+	for i := 7; i+1 < len(f); i += 2 {
+		name := str(f[i])
+		var n int64
+		_, _ = fmt.Sscan(str(f[i+1]), &n)
+		if p, ok := counters[name]; ok {
 			*p = n
+		} else if b, ok := strings.CutPrefix(name, "pt:"); ok {
+			if bucket, err := strconv.Atoi(b); err == nil && n > 0 {
+				if s.ProcessingTimes == nil {
+					s.ProcessingTimes = map[int]int64{}
+				}
+				s.ProcessingTimes[bucket] = n
+			}
 		}
 	}
 	return s, nil

@@ -15,12 +15,16 @@ local ids = {}
 for i = 0, n - 1 do ids[i + 1] = ARGV[8 + i * 4] end
 local held, ends = leases_of(ids)
 local out = {}
-local acked, removed, kept = {}, {}, {}
+local acked, starts, removed, kept = {}, {}, {}, {}
 local seen = {}
 for i = 1, n do
   local a = 8 + (i - 1) * 4
   local id = ids[i]
-  local d = held[i] and tonumber(held[i])
+  local d, start
+  if held[i] then
+    d, start = lease_split(held[i])
+    d = tonumber(d)
+  end
   local unique = d and d < 0
   if unique then d = -d end
   local want = tonumber(ARGV[a + 1])
@@ -29,6 +33,7 @@ for i = 1, n do
   if d and not seen[id] and d == want and live then
     seen[id] = true
     acked[#acked + 1] = id
+    starts[#acked] = start
     out[i] = 1
     if ARGV[a + 2] == '1' then
       local rec = load(id)
@@ -69,7 +74,7 @@ for i = 1, n do
     out[i] = not_acked(id)
   end
 end
-end_acked_leases(acked)
+end_acked_leases(acked, starts, now)
 if #removed > 0 then call_batched('HDEL', K_JOBS, removed, 1) end
 if #kept > 0 then
   call_batched('HSET', K_JOBS, kept, 2)
