@@ -98,7 +98,10 @@ func TestDashboardInChromium(t *testing.T) {
 	var fields []any
 	var pub, acked int64
 	for i := range int64(61) {
-		fields = append(fields, now.Unix()/60-60+i, fmt.Sprintf("%d:%d", pub, acked))
+		// Each sample also holds the oldest ready job's age (ms) and the processing times of
+		// the acks since the one before: most near 10 ms (bucket 13), some near 40 (21), a few
+		// near 300 (32).
+		fields = append(fields, now.Unix()/60-60+i, fmt.Sprintf("%d:%d:0:%d:13.%d,21.%d,32.%d", pub, acked, 400+(i*i*37)%2600, 20+i%7, 4+(i*i)%9, i%3))
 		pub += 30 + (i*i)%23 + i/2
 		acked += 28 + (i*i)%19 + i/2
 	}

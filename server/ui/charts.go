@@ -34,39 +34,55 @@ func (sp span) Ticks() [3]string {
 // failed), the y axis's top (a round number of jobs per slot), and each line's total and peak for
 // the legend, so the numbers beside the chart are those it draws.
 func chartLive(l live, key string, s series, sp span) {
-	lines := []struct {
-		name string
-		v    []int64
-	}{{"pub", s.Published}, {"ack", s.Acked}, {"fail", s.Failed}}
+	lines := []chartLine{{"pub", s.Published}, {"ack", s.Acked}, {"fail", s.Failed}}
+	top := niceMax(highest(lines))
+	l[key+":chart:max"] = strconv.FormatInt(top, 10)
+	l[key+":chart:mid"] = strconv.FormatFloat(float64(top)/2, 'f', -1, 64)
+	for _, ln := range lines {
+		var sum, peak int64
+		for _, v := range ln.v {
+			sum += max(v, 0)
+			peak = max(peak, v)
+		}
+		l[key+":chart:"+ln.name] = polyline(ln.v, top)
+		l[key+":sum:"+ln.name] = strconv.FormatInt(sum, 10)
+		l[key+":peak:"+ln.name] = strconv.FormatInt(peak, 10)
+	}
+}
+
+// chartLine is one line of a chart: its name in the live keys and its points (< 0: no data).
+type chartLine struct {
+	name string
+	v    []int64
+}
+
+// highest is the highest point of the lines.
+func highest(lines []chartLine) int64 {
 	top := int64(0)
 	for _, ln := range lines {
 		for _, v := range ln.v {
 			top = max(top, v)
 		}
 	}
-	top = niceMax(top)
-	l[key+":chart:max"] = strconv.FormatInt(top, 10)
-	l[key+":chart:mid"] = strconv.FormatFloat(float64(top)/2, 'f', -1, 64)
-	for _, ln := range lines {
-		var b strings.Builder
-		var sum, peak int64
-		for i, v := range ln.v {
-			if v < 0 {
-				continue // no data: the line joins its neighbours
-			}
-			sum += v
-			peak = max(peak, v)
-			x := chartX0 + (chartX1-chartX0)*float64(i)/float64(max(len(ln.v)-1, 1))
-			y := chartY0 - (chartY0-chartY1)*float64(v)/float64(top)
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+	return top
+}
+
+// polyline is the points of an SVG polyline drawing v in the chart's plot area with top at its
+// upper edge; a point without data is left out, so the line joins its neighbours.
+func polyline(v []int64, top int64) string {
+	var b strings.Builder
+	for i, y := range v {
+		if y < 0 {
+			continue
 		}
-		l[key+":chart:"+ln.name] = b.String()
-		l[key+":sum:"+ln.name] = strconv.FormatInt(sum, 10)
-		l[key+":peak:"+ln.name] = strconv.FormatInt(peak, 10)
+		x := chartX0 + (chartX1-chartX0)*float64(i)/float64(max(len(v)-1, 1))
+		py := chartY0 - (chartY0-chartY1)*float64(y)/float64(max(top, 1))
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f", x, py)
 	}
+	return b.String()
 }
 
 // niceMax rounds v up to 1, 2 or 5 times a power of ten (at least 1), a y axis's top.

@@ -86,11 +86,7 @@ func (u *UI) queueBlock(ctx context.Context, l live, ns, after string, limit int
 	if err != nil {
 		return b, "", err
 	}
-	cur := make([]counters, len(stats))
-	for i, st := range stats {
-		cur[i] = countersOf(st)
-	}
-	tp, err := u.throughput(ctx, hourSpan, ns, names, cur)
+	tp, err := u.throughput(ctx, hourSpan, ns, names, stats)
 	if err != nil {
 		return b, "", err
 	}

@@ -49,6 +49,7 @@ func statsLive(l live, key string, st queue.Stats) {
 	l[key+":published"] = strconv.FormatInt(st.Published, 10)
 	l[key+":acked"] = strconv.FormatInt(st.Acked, 10)
 	l[key+":paused"] = "running"
+	l[key+":oldest"] = formatAge(st.OldestReady)
 	if st.Paused {
 		l[key+":paused"] = "paused"
 	}
@@ -70,6 +71,7 @@ func seriesLive(l live, key string, s series) {
 	l[key+":rate"] = rate(last(s.Acked))
 	l[key+":pubrate"] = rate(last(s.Published))
 	l[key+":failrate"] = failureRate(s)
+	quantilesLive(l, key+":hour", s.Acks)
 }
 
 // overviewData collects a page of namespaces (?cursor=) with the first queues of each and their
@@ -164,7 +166,7 @@ func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
 	if err != nil {
 		return "", "", nil, err
 	}
-	cur := []counters{countersOf(st)}
+	cur := []queue.Stats{st}
 	tp, err := u.throughput(r.Context(), hourSpan, ns, []string{q}, cur)
 	if err != nil {
 		return "", "", nil, err
@@ -179,6 +181,7 @@ func (u *UI) queueLive(r *http.Request) (ns, q string, l live, err error) {
 		}
 	}
 	chartLive(l, key, tp[0], spanOf(r))
+	timesLive(l, key, tp[0])
 	return ns, q, l, nil
 }
 

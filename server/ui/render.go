@@ -55,6 +55,7 @@ var funcs = template.FuncMap{
 	"spanchart": func(l live, key string, sp span, path string) map[string]any {
 		return map[string]any{"l": l, "k": key, "sp": sp, "path": path}
 	},
+	"timechart": timeChart,
 }
 
 func roundDur(d time.Duration) string {

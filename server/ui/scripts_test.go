@@ -24,8 +24,8 @@ func sampleTwoQueues(t *testing.T, env *redistest.Env, u *UI, q *queue.Client) {
 		t.Fatalf("SampleOnce: %v", err)
 	}
 	for _, name := range []string{"a", "b"} {
-		if n, err := env.Client.HLen(ctx, env.Prefix+":ui:throughput:{ns:"+name+"}").Result(); err != nil || n != 1 {
-			t.Fatalf("queue %s: %d samples, %v", name, n, err)
+		if n, err := env.Client.HLen(ctx, env.Prefix+":ui:throughput:{ns:"+name+"}").Result(); err != nil || n != 2 {
+			t.Fatalf("queue %s: %d fields, %v; want a sample and the histogram it kept", name, n, err)
 		}
 	}
 }

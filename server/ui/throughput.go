@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -110,7 +109,8 @@ func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
 	for i, name := range names {
 		tag, c := q.HashTag(ns, name), countersOf(stats[i])
 		calls[i] = redisx.ScriptCall{Name: "sample", Keys: []string{sampleKey(s.cfg.Prefix, tag), daySampleKey(s.cfg.Prefix, tag)},
-			Args: []any{c[0], c[1], c[2], window, int(sampleTTL / time.Second), int(daySlot / time.Second), daySlots, int(daySampleTTL / time.Second)}}
+			Args: []any{c[0], c[1], c[2], window, int(sampleTTL / time.Second), int(daySlot / time.Second), daySlots, int(daySampleTTL / time.Second),
+				stats[i].OldestReady.Milliseconds(), formatHistogram(stats[i].ProcessingTimes)}}
 	}
 	cmds, err := s.scripts.RunMany(ctx, calls)
 	if err != nil {
@@ -154,14 +154,19 @@ func spanOf(r *http.Request) span {
 }
 
 // series is a queue's throughput per slot over a span, oldest first, the last point being the
-// current slot so far; a slot without both samples is -1 (no data).
+// current slot so far; a slot without both samples is -1 (no data). P50 and P99 are the
+// processing times of the slot's acks (-1: none, or unknown), Oldest the oldest ready job's age
+// at the slot's end (-1: unknown).
 type series struct {
 	Published, Acked, Failed []int64
+	P50, P99, Oldest         []time.Duration
+	// Acks is the processing times of all the acks of the span's slots that have them.
+	Acks queue.ProcessingTimes
 }
 
-// throughput reads the samples of the queues (one pipelined HGETALL each, of at most sp.n+2
+// throughput reads the samples of the queues (one pipelined HGETALL each, of at most sp.n+3
 // fields) and turns them into series over sp ending with the current slot, whose end is cur.
-func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string, cur []counters) ([]series, error) {
+func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string, cur []queue.Stats) ([]series, error) {
 	pipe := u.cfg.Redis.Pipeline()
 	tm := pipe.Time(ctx)
 	cmds := make([]*redis.MapStringStringCmd, len(queues))
@@ -173,48 +178,40 @@ func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string
 	}
 	now := tm.Val().Unix() / int64(sp.slot/time.Second)
 	out := make([]series, len(queues))
-	for i, end := range cur[:len(cmds)] {
-		samples := parseSamples(cmds[i].Val())
+	for i, st := range cur[:len(cmds)] {
+		samples, kept := parseSamples(cmds[i].Val())
+		end := sample{c: countersOf(st), oldest: st.OldestReady}
+		if kept.slot == now {
+			end.acks = st.ProcessingTimes.Sub(kept.hist) // the current slot so far
+		}
 		samples[now+1] = end // the current slot ends now
-		s := series{Published: make([]int64, sp.n), Acked: make([]int64, sp.n), Failed: make([]int64, sp.n)}
+		s := series{Published: make([]int64, sp.n), Acked: make([]int64, sp.n), Failed: make([]int64, sp.n),
+			P50: make([]time.Duration, sp.n), P99: make([]time.Duration, sp.n), Oldest: make([]time.Duration, sp.n)}
 		for j := range sp.n {
 			m := now - int64(sp.n) + 1 + int64(j) // the slot [m, m+1)
 			a, okA := samples[m]
 			b, okB := samples[m+1]
 			for k, dst := range [][]int64{s.Published, s.Acked, s.Failed} {
 				dst[j] = -1
-				if okA && okB && a[k] >= 0 && b[k] >= 0 {
-					dst[j] = max(0, b[k]-a[k])
+				if okA && okB && a.c[k] >= 0 && b.c[k] >= 0 {
+					dst[j] = max(0, b.c[k]-a.c[k])
+				}
+			}
+			s.P50[j], s.P99[j], s.Oldest[j] = -1, -1, -1
+			if okB {
+				s.Oldest[j] = b.oldest
+			}
+			if okA && okB {
+				if p, ok := b.acks.Quantile(0.5); ok {
+					s.P50[j] = p
+					s.P99[j], _ = b.acks.Quantile(0.99)
+					s.Acks = s.Acks.Add(b.acks)
 				}
 			}
 		}
 		out[i] = s
 	}
 	return out, nil
-}
-
-// parseSamples reads a sample hash: field the slot, value "published:acked[:failed]" (a sample
-// written before failures were counted has failed -1, unknown). Malformed fields are skipped.
-func parseSamples(h map[string]string) map[int64]counters {
-	samples := make(map[int64]counters, len(h)+1)
-	for f, v := range h {
-		m, err := strconv.ParseInt(f, 10, 64)
-		parts := strings.Split(v, ":")
-		if err != nil || len(parts) < 2 || len(parts) > 3 {
-			continue
-		}
-		c := counters{0, 0, -1}
-		ok := true
-		for k, p := range parts {
-			n, err := strconv.ParseInt(p, 10, 64)
-			ok = ok && err == nil
-			c[k] = n
-		}
-		if ok {
-			samples[m] = c
-		}
-	}
-	return samples
 }
 
 // points draws a series as the points of an SVG polyline in a 60×20 box, scaled to top; minutes

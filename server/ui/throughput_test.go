@@ -88,12 +88,18 @@ func TestSampleOnce(t *testing.T) {
 				now = after // a minute passed mid-test: the samples may be of two minutes; again
 				continue
 			}
-			if len(got) != 1 || got[minute] != "3:0:0" {
-				t.Fatalf("samples %v, want only %s=3:0:0", got, minute)
+			// The first sample: 3 published, none acked or failed, the oldest ready job's age,
+			// and no processing times (no earlier histogram to count from), which 'h' now keeps.
+			first := func(h map[string]string, slot string) bool {
+				v := h[slot]
+				return len(h) == 2 && strings.HasPrefix(v, "3:0:0:") && strings.HasSuffix(v, ":?") && h["h"] == slot+"|"
+			}
+			if !first(got, minute) {
+				t.Fatalf("samples %v, want only %s=3:0:0:<age>:? and h", got, minute)
 			}
 			day, err := env.Client.HGetAll(ctx, env.Prefix+":ui:throughput-day:{ns:q}").Result()
-			if slot := strconv.FormatInt(now.Unix()/int64(daySlot/time.Second), 10); err != nil || len(day) != 1 || day[slot] != "3:0:0" {
-				t.Fatalf("day samples %v %v, want only %s=3:0:0", day, err, slot)
+			if slot := strconv.FormatInt(now.Unix()/int64(daySlot/time.Second), 10); err != nil || !first(day, slot) {
+				t.Fatalf("day samples %v %v, want only %s=3:0:0:<age>:? and h", day, err, slot)
 			}
 			break
 		}
@@ -124,7 +130,7 @@ func TestThroughputSeries(t *testing.T) {
 		if err := env.Client.HSet(ctx, key, f(3), "0:0", f(2), "10:4", f(1), "15:9:1", f(0), "12:20:2").Err(); err != nil {
 			t.Fatal(err)
 		}
-		s, err := u.throughput(ctx, hourSpan, "ns", []string{"q", "none"}, []counters{{20, 25, 5}, {0, 0, 0}})
+		s, err := u.throughput(ctx, hourSpan, "ns", []string{"q", "none"}, []queue.Stats{{Published: 20, Acked: 25, Retried: 2, DeadLettered: 3}, {}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,4 +159,78 @@ func s3() []int64 {
 	s := make([]int64, window)
 	s[0], s[1], s[2] = -1, 10, 5
 	return s
+}
+
+// TestSampleKeepsProcessingTimesSinceTheSampleBefore runs sample.lua over a hash whose 'h' kept
+// the cumulative histogram of the minute before: the new sample holds only the acks since then,
+// and 'h' moves on. Then the series: each minute's p50 and p99 come from its sample's acks, the
+// current minute's from the live histogram less 'h', and the oldest age from the sample at each
+// minute's end (the live one for the current minute).
+func TestSampleKeepsProcessingTimesSinceTheSampleBefore(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	u, _ := setup(t, env)
+	ctx := ctxT(t)
+	key, day := env.Prefix+":ui:throughput:{ns:q}", env.Prefix+":ui:throughput-day:{ns:q}"
+	for {
+		now, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := now.Unix() / 60
+		f := func(d int64) string { return strconv.FormatInt(m-d, 10) }
+		// Two minutes ago: 50 acks of about 10 ms (bucket 13); a minute ago the histogram had
+		// grown by 2 acks of about 1 s (bucket 39) and 98 of 10 ms.
+		if err := env.Client.HSet(ctx, key, f(2), "0:50:0:0:?", f(1), "0:150:0:2000:13.98,39.2", "h", f(1)+"|13.148,39.2").Err(); err != nil {
+			t.Fatal(err)
+		}
+		args := []any{0, 160, 0, window, 7200, int(daySlot / time.Second), daySlots, 93600, 4000, "13.154,39.2,63.4"}
+		if err := u.sampler.scripts.Run(ctx, "sample", []string{key, day}, args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := env.Client.HMGet(ctx, key, f(0), "h").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := queue.Stats{Acked: 170, OldestReady: 5 * time.Second, ProcessingTimes: queue.ProcessingTimes{13: 156, 39: 2, 63: 4}}
+		s, err := u.throughput(ctx, hourSpan, "ns", []string{"q"}, []queue.Stats{st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := env.Client.Time(ctx).Result(); after.Unix()/60 != m {
+			if err := env.Client.Del(ctx, key, day).Err(); err != nil {
+				t.Fatal(err)
+			}
+			continue // the minute turned mid-test
+		}
+		// The minute's sample: 6 acks of 10 ms and 4 of a minute since 'h'.
+		if v, _ := got[0].(string); !strings.HasPrefix(v, "0:160:0:4000:") || fmt.Sprint(parseHistogram(strings.SplitN(v, ":", 5)[4])) != "map[13:6 63:4]" {
+			t.Errorf("sample %q, want 0:160:0:4000: and the acks since h (13.6 and 63.4)", got[0])
+		}
+		if got[1] != f(0)+"|13.154,39.2,63.4" {
+			t.Errorf("h %q, want this minute's histogram", got[1])
+		}
+		tail := func(v []time.Duration) string {
+			out := make([]string, 0, 3)
+			for _, d := range v[window-3:] {
+				out = append(out, formatDuration(d))
+			}
+			return strings.Join(out, " ")
+		}
+		// p50/p99 per minute: [m-2, m-1): 98 of 10 ms and 2 of 1 s; [m-1, m): 6 of 10 ms and 4 of
+		// a minute; the current minute: 2 more of 10 ms. Oldest: at each minute's end.
+		if g, want := tail(s[0].P50), "10 ms 10 ms 10 ms"; g != want {
+			t.Errorf("p50 %s, want %s", g, want)
+		}
+		if g, want := tail(s[0].P99), "939 ms 1.0 min 10 ms"; g != want {
+			t.Errorf("p99 %s, want %s", g, want)
+		}
+		if g, want := tail(s[0].Oldest), "2.0 s 4.0 s 5.0 s"; g != want {
+			t.Errorf("oldest %s, want %s", g, want)
+		}
+		if n := s[0].Acks.Count(); n != 112 {
+			t.Errorf("the hour's acks: %d, want 112", n)
+		}
+		break
+	}
 }
