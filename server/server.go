@@ -206,7 +206,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CallbackDestinations: s.callbackDestinations, WatchConsumer: s.watchConsumer})
 	s.lmstfy = lmstfy.New(lmstfy.Config{
 		Queue: q, Tokens: s.tokens, Limits: s.limits, Limiter: s.limiter,
-		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx,
+		MaxConsumeTimeout: cfg.MaxConsumeTimeout, Drain: s.drainCtx, WatchConsumer: s.watchLmstfyConsumer,
 	})
 	if err := s.setupRooms(ctx); err != nil {
 		_ = s.Close() //nolint:contextcheck // cleanup of a failed start; Close bounds its own span flush

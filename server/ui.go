@@ -28,10 +28,15 @@ func (s *Server) setupUI() error {
 	return nil
 }
 
-// watchConsumer lists a consume on the dashboard's servers page while it is served (the
-// dashboard is made after the job routes, and before any request).
+// watchConsumer lists a consume of the native API on the dashboard's servers page while it is
+// served (the dashboard is made after the job routes, and before any request); watchLmstfyConsumer
+// one of the lmstfy-compatible API.
 func (s *Server) watchConsumer(ctx context.Context, ns string, queues []string) func() {
-	return s.ui.Presence().Watch(ctx, ns, queues)
+	return s.ui.Presence().Watch(ctx, ui.APINative, ns, queues)
+}
+
+func (s *Server) watchLmstfyConsumer(ctx context.Context, ns string, queues []string) func() {
+	return s.ui.Presence().Watch(ctx, ui.APILmstfy, ns, queues)
 }
 
 // endDashboardSessions is DELETE /v1/dashboard/sessions: every dashboard session ends, on every

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -67,4 +69,42 @@ func TestDashboardInChromiumRequestQueue(t *testing.T) {
 	if b.Text("#cancel-task") != "" {
 		t.Fatal("an ended task still offers to cancel")
 	}
+}
+
+// TestEndpointTasksLiveInChromium: an endpoint's task list follows its tasks without a reload: a
+// task submitted after the page opened appears in its place, one cancelled through the API goes;
+// while a box is ticked the list stays as it is (the counts still move), and it catches up once
+// the box is unticked.
+func TestEndpointTasksLiveInChromium(t *testing.T) {
+	t.Parallel()
+	ts, _ := relayDashboard(t)
+	alice := submitTask(t, ts, "slow", "alice", 0)
+	b, _ := openDashboard(t, ts)
+	b.Navigate(ts.AdminURL + "/ui/endpoints/slow")
+	waitText(t, b, `tr[data-task="`+alice+`"]`, "alice")
+
+	bob := submitTask(t, ts, "slow", "bob", 9)
+	waitText(t, b, "tbody tr:first-child", bob)
+	waitText(t, b, `tr[data-task="`+alice+`"] td.n`, "1")
+	if _, err := ts.srv.relay.CancelTasks(ctxT(t), "slow", []string{alice}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() float64 {
+		return browsertest.Eval[float64](b, `document.querySelectorAll("tr[data-task]").length`)
+	}
+	b.WaitUntil(30*time.Second, func() error {
+		if n := rows(); n != 1 {
+			return fmt.Errorf("%v rows, want bob's alone", n)
+		}
+		return nil
+	})
+
+	b.Run(chromedp.Click(`input[name="id"][value="` + bob + `"]`))
+	carol := submitTask(t, ts, "slow", "carol", 0)
+	waitText(t, b, "#tab-pending .count", "2")
+	if n := rows(); n != 1 || !browsertest.Eval[bool](b, `document.querySelector('input[value="`+bob+`"]').checked`) {
+		t.Fatalf("the list changed under a ticked box: %v rows", n)
+	}
+	b.Run(chromedp.Click(`input[name="id"][value="` + bob + `"]`))
+	waitText(t, b, `tr[data-task="`+carol+`"]`, "carol")
 }

@@ -298,6 +298,9 @@ func (a *API) consume(w http.ResponseWriter, r *http.Request, c call) error {
 		ctx, cancel = httpapi.WithDrain(ctx, a.cfg.Drain)
 		defer cancel()
 	}
+	if a.cfg.WatchConsumer != nil {
+		defer a.cfg.WatchConsumer(ctx, c.ns, queues)()
+	}
 	ds, err := a.queue.Consume(ctx, queue.ConsumeParams{
 		Namespace: c.ns,
 		Queues:    queues,

@@ -51,6 +51,9 @@ type Config struct {
 	MaxConsumeTimeout time.Duration
 	// Drain ends when a graceful shutdown starts: blocked consumes return at once. Required.
 	Drain context.Context
+	// WatchConsumer, when set, is told of each consume of namespace ns's queues as it starts,
+	// and the function it returns when it answered (the dashboard's list of consumers).
+	WatchConsumer func(ctx context.Context, ns string, queues []string) (done func())
 }
 
 // API is the lmstfy-compatible API. Its handlers return errors (Error for the caller's

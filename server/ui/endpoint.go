@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice/relay"
 	"github.com/sluicehq/sluice/server/internal/httpapi"
@@ -40,38 +41,76 @@ func (u *UI) endpointPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return relayErr(err)
 	}
-	list := relay.TaskList(r.URL.Query().Get("list"))
-	if list == "" {
-		list = relay.ListPending
-	}
-	if _, ok := taskTabLabels[list]; !ok {
-		return httpapi.InvalidArg("list", "%q is not one of pending, retrying, running", list)
-	}
-	offset := 0
-	if v := r.URL.Query().Get("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return httpapi.InvalidArg("offset", "a whole number of tasks to skip, 0 or more")
-		}
-	}
-	l := live{}
-	if err := u.endpointLive(r.Context(), l, name); err != nil {
-		return err
-	}
-	page, err := u.cfg.Relay.ListTasks(r.Context(), relay.ListTasksParams{Endpoint: name, List: list, Offset: offset, Limit: taskPageSize})
+	view, err := u.endpointTasks(r)
 	if err != nil {
-		return relayErr(err)
+		return err
 	}
 	path := endpointPath(name)
 	tabs := make([]taskTab, 0, len(relay.TaskLists))
 	for _, tl := range relay.TaskLists {
 		k := "ep/" + name + ":" + taskTabLive[tl]
-		tabs = append(tabs, taskTab{List: tl, Label: taskTabLabels[tl], Live: k, Count: l[k], Href: path + "?list=" + string(tl), Current: tl == list})
+		tabs = append(tabs, taskTab{List: tl, Label: taskTabLabels[tl], Live: k, Count: view.live[k], Href: path + "?list=" + string(tl), Current: tl == view.list})
 	}
+	poll := "/ui/api/endpoints/" + url.PathEscape(name) + "?" + url.Values{"list": {string(view.list)}, "offset": {strconv.Itoa(view.offset)}}.Encode()
 	u.render(w, r, http.StatusOK, "endpoint", "Endpoint "+name, map[string]any{
-		"Endpoint": ep, "Key": "ep/" + name, "Live": l, "Path": path, "Poll": "/ui/api/endpoints/" + url.PathEscape(name),
-		"Tabs": tabs, "List": string(list), "Tasks": page.Tasks, "Total": page.Total, "Offset": offset, "Next": page.Next,
+		"Endpoint": ep, "Key": "ep/" + name, "Live": view.live, "Path": path, "Poll": poll,
+		"Tabs": tabs, "List": string(view.list), "Tasks": view.page.Tasks, "Total": view.page.Total, "Offset": view.offset, "Next": view.page.Next,
 	})
 	return nil
+}
+
+// endpointView is what an endpoint page shows of its tasks: the endpoint's live numbers, the
+// list and offset the address asks for, and that page of tasks.
+type endpointView struct {
+	live   live
+	list   relay.TaskList
+	offset int
+	page   relay.TaskPage
+}
+
+// endpointTasks reads the live numbers of the endpoint named by {name} and the page of its tasks
+// that ?list= and ?offset= ask for. The live numbers' layout names the tasks the page lists, in
+// order, with their place and status: when a poll's layout differs (a task started, ended, came
+// or moved), the page's script reads the list again and replaces it in place.
+func (u *UI) endpointTasks(r *http.Request) (endpointView, error) {
+	name := r.PathValue("name")
+	v := endpointView{live: live{}, list: relay.TaskList(r.URL.Query().Get("list"))}
+	if v.list == "" {
+		v.list = relay.ListPending
+	}
+	if _, ok := taskTabLabels[v.list]; !ok {
+		return v, httpapi.InvalidArg("list", "%q is not one of pending, retrying, running", v.list)
+	}
+	if o := r.URL.Query().Get("offset"); o != "" {
+		var err error
+		if v.offset, err = strconv.Atoi(o); err != nil || v.offset < 0 {
+			return v, httpapi.InvalidArg("offset", "a whole number of tasks to skip, 0 or more")
+		}
+	}
+	if err := u.endpointLive(r.Context(), v.live, name); err != nil {
+		return v, err
+	}
+	page, err := u.cfg.Relay.ListTasks(r.Context(), relay.ListTasksParams{Endpoint: name, List: v.list, Offset: v.offset, Limit: taskPageSize})
+	if err != nil {
+		return v, relayErr(err)
+	}
+	v.page = page
+	var b strings.Builder
+	for _, t := range page.Tasks {
+		fmt.Fprintf(&b, "%s%s %d %s\n", t.ID, t.Slot, t.Position, t.Status)
+	}
+	fmt.Fprintf(&b, "next %d", page.Next)
+	v.live[layoutKey] = b.String()
+	return v, nil
+}
+
+// endpointJSON is the endpoint page's JSON twin: its live numbers and the layout of its list.
+func (u *UI) endpointJSON(w http.ResponseWriter, r *http.Request) error {
+	v, err := u.endpointTasks(r)
+	if err != nil {
+		return err
+	}
+	return writeLive(w, v.live)
 }
 
 // cancelTasks cancels the tasks a form selects ("id" fields) on the endpoint the path names,

@@ -34,8 +34,14 @@ const (
 )
 
 // consumerKey is a consumer as the page names it: a token (or none) from an address, on a
-// namespace's queues.
-type consumerKey struct{ ns, queues, who string }
+// namespace's queues, through an API (APINative or APILmstfy).
+type consumerKey struct{ ns, queues, who, api string }
+
+// The APIs a consumer consumes through, as ConsumerInfo.API names them.
+const (
+	APINative = "native" // POST /v1/ns/{ns}/consume
+	APILmstfy = "lmstfy" // the lmstfy-compatible GET /api/{ns}/{q}
+)
 
 type consumerState struct {
 	since, last time.Time
@@ -62,6 +68,9 @@ type ConsumerInfo struct {
 	Who       string    `json:"who"`
 	Since     time.Time `json:"since"`
 	Waiting   bool      `json:"waiting"` // blocked in a consume now
+	// API is the routes it consumes through: APINative, or APILmstfy ("" in a heartbeat from a
+	// server that did not say: native).
+	API string `json:"api,omitempty"`
 }
 
 // Presence is the server's heartbeat and its consumers: a background service the server starts
@@ -89,9 +98,9 @@ func newPresence(cfg Config, scripts *redisx.ScriptRunner) *Presence {
 	}}
 }
 
-// Watch records a consume of namespace ns's queues by the request's token from its client
-// address until done is called (the consume answered).
-func (p *Presence) Watch(ctx context.Context, ns string, queues []string) (done func()) {
+// Watch records a consume of namespace ns's queues through api (APINative, APILmstfy) by the
+// request's token from its client address until done is called (the consume answered).
+func (p *Presence) Watch(ctx context.Context, api, ns string, queues []string) (done func()) {
 	who := "no token"
 	if tok, ok := tenant.FromContext(ctx); ok {
 		who = "token " + tok.ID
@@ -99,7 +108,7 @@ func (p *Presence) Watch(ctx context.Context, ns string, queues []string) (done 
 	if st := httpapi.StateOf(ctx); st != nil && st.Client.IsValid() {
 		who += " from " + st.Client.String()
 	}
-	k := consumerKey{ns: ns, queues: strings.Join(queues, ", "), who: who}
+	k := consumerKey{ns: ns, queues: strings.Join(queues, ", "), who: who, api: api}
 	now := time.Now().UTC()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -133,11 +142,11 @@ func (p *Presence) snapshot(now time.Time) ServerInfo {
 			delete(p.consumers, k)
 			continue
 		}
-		info.Consumers = append(info.Consumers, ConsumerInfo{Namespace: k.ns, Queues: k.queues, Who: k.who, Since: st.since, Waiting: st.waiting > 0})
+		info.Consumers = append(info.Consumers, ConsumerInfo{Namespace: k.ns, Queues: k.queues, Who: k.who, Since: st.since, Waiting: st.waiting > 0, API: k.api})
 	}
 	info.ConsumerCount = len(info.Consumers) + p.untracked
 	slices.SortFunc(info.Consumers, func(a, b ConsumerInfo) int {
-		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.Namespace+a.Queues+a.Who, b.Namespace+b.Queues+b.Who))
+		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.Namespace+a.Queues+a.Who+a.API, b.Namespace+b.Queues+b.Who+b.API))
 	})
 	if len(info.Consumers) > maxListedConsumers {
 		info.Consumers = info.Consumers[:maxListedConsumers]

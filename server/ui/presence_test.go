@@ -21,7 +21,7 @@ func TestPresenceBounded(t *testing.T) {
 	ctx := ctxT(t)
 	var dones []func()
 	for i := range maxTrackedConsumers + 50 {
-		dones = append(dones, p.Watch(ctx, "ns", []string{fmt.Sprintf("q%d", i)}))
+		dones = append(dones, p.Watch(ctx, APINative, "ns", []string{fmt.Sprintf("q%d", i)}))
 	}
 	info := p.snapshot(time.Now())
 	if info.ConsumerCount != maxTrackedConsumers+50 || len(info.Consumers) != maxListedConsumers || len(p.consumers) != maxTrackedConsumers {

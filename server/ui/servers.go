@@ -13,6 +13,8 @@ import (
 // says of the Redis the server uses.
 type redisHealth struct {
 	Version, Mode, Role, MaxPolicy, Persistence string
+	// Nodes are a Cluster's nodes, each with its figures (none for another deployment).
+	Nodes []redisNode
 }
 
 // serversData reads the servers running now and Redis's health; the live numbers are Redis's
@@ -41,11 +43,17 @@ func (u *UI) serversData(ctx context.Context) ([]ServerInfo, redisHealth, live, 
 	if m, _ := strconv.ParseInt(f["maxmemory"], 10, 64); m > 0 {
 		l["redis:max"] = byteSize(f["maxmemory"])
 	}
+	if h.Nodes, err = u.clusterNodes(ctx, l); err != nil {
+		return nil, redisHealth{}, nil, err
+	}
 	var layout strings.Builder
+	for _, n := range h.Nodes {
+		fmt.Fprintf(&layout, "node %s %s\n", n.Addr, n.Role)
+	}
 	for _, s := range servers {
 		fmt.Fprintf(&layout, "%s %d\n", s.ID, s.ConsumerCount)
 		for _, c := range s.Consumers {
-			fmt.Fprintf(&layout, " %s|%s|%s|%v\n", c.Namespace, c.Queues, c.Who, c.Waiting)
+			fmt.Fprintf(&layout, " %s|%s|%s|%s|%v\n", c.Namespace, c.Queues, c.Who, c.API, c.Waiting)
 		}
 	}
 	l[layoutKey] = layout.String()

@@ -14,7 +14,7 @@ func (u *UI) systemRoutes() map[string]handler {
 	return map[string]handler{
 		"POST /ui/endpoints/{name}":              relay(u.setEndpoint),
 		"GET /ui/endpoints/{name}":               relay(u.endpointPage),
-		"GET /ui/api/endpoints/{name}":           relay(itemJSON(u.endpointLive)),
+		"GET /ui/api/endpoints/{name}":           relay(u.endpointJSON),
 		"POST /ui/endpoints/{name}/tasks/cancel": relay(u.cancelTasks),
 		"GET /ui/tasks":                          u.taskPage, // it says itself when there is no request queue
 

@@ -109,6 +109,7 @@ type UI struct {
 	handler  http.Handler
 	sampler  *Sampler
 	presence *Presence
+	nodeCPU  nodeCPU // the Redis Cluster nodes' last CPU readings (redisnodes.go)
 }
 
 // New builds the dashboard. Mount Handler under /ui/ on the admin listener, and start the
@@ -122,7 +123,7 @@ func New(cfg Config) (*UI, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &UI{cfg: cfg, log: cfg.Logger, pages: pages}
+	u := &UI{cfg: cfg, log: cfg.Logger, pages: pages, nodeCPU: nodeCPU{last: map[string]cpuReading{}}}
 	scripts := newScripts(cfg)
 	u.sessions = newSessions(cfg, scripts)
 	u.sampler = newSampler(cfg, scripts)

@@ -2,25 +2,27 @@
 // (confirmations are pages of the server, not browser dialogs).
 "use strict";
 (function () {
-  // A job or task list's "select all" box: it ticks every box of its form.
-  var all = document.getElementById("select-all");
-  if (all && all.form) {
-    all.addEventListener("change", function () {
-      all.form.querySelectorAll('input[name="id"], input[name="lease"]').forEach(function (b) { b.checked = all.checked; });
-    });
-  }
+  // A job or task list's "select all" box: it ticks every box of its form (listened for on the
+  // document, so a list replaced in place keeps it).
+  document.addEventListener("change", function (e) {
+    var all = e.target;
+    if (all.id !== "select-all" || !all.form) { return; }
+    all.form.querySelectorAll('input[name="id"], input[name="lease"]').forEach(function (b) { b.checked = all.checked; });
+  });
   // Live numbers: the page names its JSON twin in data-poll; each element with data-live (text)
   // or data-points (a chart line) is updated in place. A page in the background stops polling.
   var main = document.getElementById("main");
   var url = main && main.getAttribute("data-poll");
   if (!url) { return; }
   var every = 2000, timer = null, busy = false, relisting = false;
-  // A list of queues (id="live-layout") names what it lists in data-layout; when a poll says the
-  // list changed (a queue was created or deleted), the list is read again from the page's own URL
-  // and replaced in place.
+  // A live list (id="live-layout": queues, servers, an endpoint's tasks) names what it lists in
+  // data-layout; when a poll says the list changed (a queue was created or deleted, a task
+  // started or ended), the list is read again from the page's own URL and replaced in place,
+  // unless boxes of it are ticked (a selection is not taken away under the pointer).
   function relist(data) {
     var box = document.getElementById("live-layout");
     if (!box || relisting || data.layout === undefined || box.getAttribute("data-layout") === data.layout) { return; }
+    if (box.querySelector("input[type=checkbox]:checked")) { return; }
     relisting = true;
     fetch(location.href, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
