@@ -127,6 +127,21 @@ type Config struct {
 	// the Redis make once and keep there (<prefix>:waitroom:pass_key).
 	RoomPassKeys string
 
+	// RoomPassTokens issues the waiting rooms' passes as Ed25519-signed JWTs that the protected
+	// site can verify with the public keys served at /v1/rooms/jwks.json (docs/waitroom.md, "Token
+	// passes"). Default false: HMAC passes, checked by Sluice only.
+	RoomPassTokens bool
+
+	// RoomPassTokenKeys are the Ed25519 keys of token passes: comma-separated 32-byte seeds in
+	// unpadded base64url (`sluice token gen`), the first signing, at most three (rotation).
+	// Default "": one key the servers sharing the Redis make once and keep there
+	// (<prefix>:waitroom:pass_token_key).
+	RoomPassTokenKeys string
+
+	// RoomPassBind binds each token pass to its browser's visitor cookie, so a copied pass alone
+	// admits nobody. Needs RoomPassTokens. Default false.
+	RoomPassBind bool
+
 	// ProxyRooms names the hosts the public listener serves through a waiting room as a reverse
 	// proxy to the room's upstream: "host=room,host=room", "*=room" for every request no other
 	// route takes. Default "": none.
@@ -322,6 +337,9 @@ func (c Config) validate() error {
 	}
 	if c.RoomArrivalsPerMinute < -1 || c.RoomArrivalsPerMinute > 10_000 {
 		errs = append(errs, fmt.Errorf("config: room_arrivals_per_minute must be -1 (no limit) or between 1 and 10000, got %d", c.RoomArrivalsPerMinute))
+	}
+	if !c.RoomPassTokens && (c.RoomPassTokenKeys != "" || c.RoomPassBind) {
+		errs = append(errs, errors.New("config: room_pass_token_keys and room_pass_bind need room_pass_tokens=true"))
 	}
 	if c.RoomUpstreamDialTimeout < 0 || c.RoomUpstreamHeaderTimeout < 0 {
 		errs = append(errs, errors.New("config: room_upstream_dial_timeout and room_upstream_header_timeout must not be negative"))

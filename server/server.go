@@ -21,6 +21,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -234,8 +235,14 @@ func (s *Server) setupRooms(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
+	var tokenKeys []ed25519.PrivateKey
+	if s.cfg.RoomPassTokens {
+		if tokenKeys, err = rooms.PassTokenKeys(ctx, s.rdb, s.cfg.Prefix, s.cfg.RoomPassTokenKeys); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
 	s.waitroom, err = waitroom.NewClient(s.rdb, waitroom.Config{
-		Prefix: s.cfg.Prefix, PassKeys: keys, Logger: s.log,
+		Prefix: s.cfg.Prefix, PassKeys: keys, PassTokenKeys: tokenKeys, BindPasses: s.cfg.RoomPassBind, Logger: s.log,
 		UpstreamDialTimeout: s.cfg.RoomUpstreamDialTimeout, UpstreamHeaderTimeout: s.cfg.RoomUpstreamHeaderTimeout,
 		ArrivalsPerMinute: s.cfg.RoomArrivalsPerMinute, ClientAddr: s.clientAddr,
 	})

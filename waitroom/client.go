@@ -27,6 +27,7 @@ type Client struct {
 	cfg     Config
 	scripts *redisx.ScriptRunner
 	signer  signer
+	tokens  *tokenSigner // nil: passes are HMAC passes
 	polls   *ratelimit.Limiter
 	page    *template.Template // the built-in waiting page
 
@@ -59,6 +60,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		cfg:     cfg,
 		scripts: redisx.NewScriptRunner(library, rdb, cfg.Logger, "waitroom"),
 		signer:  signer{keys: slices.Clone(cfg.PassKeys)},
+		tokens:  newTokenSigner(cfg.PassTokenKeys),
 		polls:   polls,
 		page:    builtinPage(),
 		rooms:   make(map[string]*Room),

@@ -2,6 +2,7 @@ package waitroom
 
 import (
 	"cmp"
+	"crypto/ed25519"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,21 @@ type Config struct {
 	// once the longest pass signed with it has expired. Required: one or two keys of at least 32
 	// bytes, the same on every instance that serves a room.
 	PassKeys [][]byte
+
+	// PassTokenKeys, when set, make passes JWTs signed with Ed25519 (alg EdDSA) that the protected
+	// site can verify itself with the public keys (Client.JWKS, served at JWKSPath). The first key
+	// signs; every key verifies and is published, so a key is rotated as PassKeys are (publish the
+	// new one second, then put it first, then drop the old one once its passes have expired). HMAC
+	// passes issued before stay good until they expire. PassKeys still sign the visitor cookie.
+	// Default none: HMAC passes (checked by Sluice only). At most three keys, the same on every
+	// instance (SharedPassTokenKey makes one kept in Redis).
+	PassTokenKeys []ed25519.PrivateKey
+
+	// BindPasses binds each token pass issued over HTTP to the visitor cookie of its browser (the
+	// SHA-256 of the cookie in the pass's cnf claim): Sluice refuses a bound pass that comes
+	// without that cookie, and the protected site can check the same, so a copied pass cookie
+	// admits nobody. Needs PassTokenKeys. Default false.
+	BindPasses bool
 
 	// Batch is the most idle slots or silent visitors one script call removes, which bounds how
 	// long a call can block Redis. Default 100.
@@ -132,6 +148,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("waitroom: Config.UpstreamDialTimeout must not be negative, got %s", c.UpstreamDialTimeout)
 	case c.UpstreamHeaderTimeout < 0:
 		return fmt.Errorf("waitroom: Config.UpstreamHeaderTimeout must not be negative, got %s", c.UpstreamHeaderTimeout)
+	}
+	if err := validateTokenKeys(c.PassTokenKeys, c.BindPasses); err != nil {
+		return err
 	}
 	for i, k := range c.PassKeys {
 		if len(k) < 32 {

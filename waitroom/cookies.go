@@ -37,13 +37,14 @@ func (c *Client) knownVisitor(r *http.Request) string {
 	return c.signer.checkVisitor(ck.Value)
 }
 
-// requestPass returns the request's valid pass of room.
+// requestPass returns the request's valid pass of room (a bound one only beside its visitor
+// cookie).
 func (room *Room) requestPass(r *http.Request) (Pass, bool) {
 	v, ok := cookieValue(r, room.passCookieName)
 	if !ok {
 		return Pass{}, false
 	}
-	return room.CheckPass(v)
+	return room.checkPass(v, r)
 }
 
 func (c *Client) setPass(w http.ResponseWriter, r *http.Request, room, value string, expires time.Time) {

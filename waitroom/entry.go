@@ -42,6 +42,7 @@ type entry struct {
 	addr         string    // limitAddr of the client; "" for none (no per-address limit)
 	proofID      string    // the id of a valid proof of work the request carries; "" for none
 	proofExpires time.Time // when that proof's challenge expires
+	binding      string    // the binding of the pass an admission issues (Client.passBinding)
 }
 
 func (c RoomConfig) validateEntry() error {
@@ -77,6 +78,7 @@ func (c *Client) admission(w http.ResponseWriter, r *http.Request, room *Room) (
 	proof, pending := c.requestProof(r, room.name, visitor, now)
 	st, err = room.arrive(r.Context(), visitor, entry{
 		addr: limitAddr(c.cfg.ClientAddr(r)), proofID: proof.id, proofExpires: proof.expires,
+		binding: c.passBinding(r),
 	})
 	if err == nil && st.State == Challenged {
 		c.challenge(w, r, room, &st, pending, now)

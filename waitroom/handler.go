@@ -23,6 +23,7 @@ type HandlerConfig struct {
 //	POST /v1/rooms/{room}/release   the visitor leaves: its slot is freed at once
 //	GET  /v1/rooms/{room}/wait      the waiting page; ?next=/path (or the Sluice-Room-Next
 //	                                header) is where it leads once admitted
+//	GET  /v1/rooms/jwks.json        the public keys of token passes (Config.PassTokenKeys)
 type Handler struct {
 	c          *Client
 	writeError func(http.ResponseWriter, *http.Request, error)
@@ -42,6 +43,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	mux.Handle("GET /v1/rooms/{room}/check", h.adapt(h.Check))
 	mux.Handle("POST /v1/rooms/{room}/release", h.adapt(h.Release))
 	mux.Handle("GET /v1/rooms/{room}/wait", h.adapt(h.Wait))
+	mux.Handle("GET "+JWKSPath, h.adapt(h.JWKS))
 }
 
 func (h *Handler) adapt(fn func(http.ResponseWriter, *http.Request) error) http.Handler {
@@ -111,7 +113,7 @@ func tooManyPolls(w http.ResponseWriter, retry time.Duration) error {
 func (h *Handler) status(w http.ResponseWriter, r *http.Request, room *Room) error {
 	c := h.c
 	if p, ok := room.requestPass(r); ok {
-		if held, pass, exp, err := room.Touch(r.Context(), p.Visitor); err != nil {
+		if held, pass, exp, err := room.touch(r.Context(), p.Visitor, p.Binding); err != nil {
 			return err
 		} else if held {
 			if pass != "" {
@@ -157,7 +159,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request, room *Room) erro
 		return nil
 	}
 	if p, ok := room.requestPass(r); ok {
-		held, pass, exp, err := room.Touch(r.Context(), p.Visitor)
+		held, pass, exp, err := room.touch(r.Context(), p.Visitor, p.Binding)
 		if err != nil {
 			return err
 		}

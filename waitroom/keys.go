@@ -12,6 +12,7 @@ import (
 //
 //	<prefix>:waitroom:rooms                 set of room names (for listing and maintenance)
 //	<prefix>:waitroom:pass_key              string: the pass key of SharedPassKey
+//	<prefix>:waitroom:pass_token_key        string: the Ed25519 seed of SharedPassTokenKey
 //	<prefix>:waitroom:{<room>}:config       hash: the room's settings and their version
 //	<prefix>:waitroom:{<room>}:active       zset: admitted visitor -> last touch (ms)
 //	<prefix>:waitroom:{<room>}:line         zset: waiting visitor -> ticket
@@ -27,9 +28,9 @@ import (
 // The poll limiter's keys (<prefix>:ratelimit:waitroom_polls:{<room>:<visitor>}) are the ratelimit
 // package's, made from pollLimitKey.
 //
-// The rooms set and the pass key are the keys outside a room's slot. The rooms set is written
+// The rooms set and the pass keys are the keys outside a room's slot. The rooms set is written
 // beside the room's script (before and after it on create, before it on delete), and a name
-// listed without settings is skipped; the pass key is written once (SET NX) and only read after.
+// listed without settings is skipped; each pass key is written once (SET NX) and only read after.
 
 // roomKeys are a room's keys in the order every script receives them (lua/lib.lua).
 type roomKeys []string
@@ -62,6 +63,10 @@ func roomsKey(prefix string) string { return prefix + ":waitroom:rooms" }
 // passKeyKey holds the pass key the instances sharing a Redis made for themselves
 // (SharedPassKey).
 func passKeyKey(prefix string) string { return prefix + ":waitroom:pass_key" }
+
+// passTokenKeyKey holds the seed of the token pass key the instances sharing a Redis made for
+// themselves (SharedPassTokenKey).
+func passTokenKeyKey(prefix string) string { return prefix + ":waitroom:pass_token_key" }
 
 // pollLimitKey is a visitor's key in the status-poll limiter (a ratelimit key: the limiter puts it
 // in its own key's hash tag). The room is in it: a visitor polls each room on its own budget.

@@ -47,7 +47,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	poll := r.Header.Get(PollHeader) != ""
 	if p, ok := room.requestPass(r); ok {
-		held, pass, exp, err := room.Touch(ctx, p.Visitor)
+		held, pass, exp, err := room.touch(ctx, p.Visitor, p.Binding)
 		if m.handleError(w, r, err) {
 			return
 		}
@@ -85,6 +85,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st.State == Admitted {
 			if st.Pass != "" {
 				c.setPass(w, r, room.name, st.Pass, st.PassExpires)
+				// The admitting request carries its new pass on, so that a site checking passes
+				// itself (token passes) admits it as it will the browser's next ones.
+				forwardPass(r, room.passCookieName, st.Pass)
 			}
 			m.admit(w, r, poll, st)
 			return

@@ -91,6 +91,10 @@ type Pass struct {
 	Room    string
 	Visitor string
 	Expires time.Time
+	// Binding is, for a token pass bound to its visitor cookie (Config.BindPasses), the base64url
+	// SHA-256 of that cookie's value; "" for an unbound pass. The HTTP handlers refuse a bound pass
+	// that arrives without its cookie; CheckPass, given the pass alone, cannot.
+	Binding string
 }
 
 // The purposes of the tokens of the pass's form.

@@ -27,6 +27,9 @@ type passCache struct {
 type cachedPass struct {
 	value string
 	pass  Pass
+	// cookie is, for a bound pass, the visitor cookie it was last found beside (so the next
+	// request that carries the same one is not hashed again); "" until then.
+	cookie string
 }
 
 func newPassCache() *passCache { return &passCache{seed: maphash.MakeSeed()} }
@@ -48,6 +51,17 @@ func (c *passCache) get(value string, now time.Time) (Pass, bool) {
 // put remembers a pass that was just verified.
 func (c *passCache) put(value string, p Pass) {
 	c.slot(value).Store(&cachedPass{value: value, pass: p})
+}
+
+// foundBeside reports whether the bound pass value was found beside cookie last time.
+func (c *passCache) foundBeside(value, cookie string) bool {
+	e := c.slot(value).Load()
+	return e != nil && e.value == value && e.cookie == cookie
+}
+
+// putBeside remembers a verified bound pass and the visitor cookie it was just found beside.
+func (c *passCache) putBeside(value string, p Pass, cookie string) {
+	c.slot(value).Store(&cachedPass{value: value, pass: p, cookie: cookie})
 }
 
 // cookieValue returns the value of the request's cookie name without parsing every cookie the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,7 +276,7 @@ func (r *Room) arrive(ctx context.Context, visitor string, e entry) (Status, err
 		st.State = Admitted
 		r.admitted.Add(1)
 		st.PassExpires = time.Now().Add(state.cfg.PassTTL)
-		st.Pass = r.c.signer.signPass(r.name, visitor, st.PassExpires)
+		st.Pass = r.c.issuePass(r.name, visitor, e.binding, st.PassExpires)
 		r.touches.mark(visitor, time.Now())
 		if h := r.c.cfg.Hooks.Admitted; h != nil && st.Waited > 0 {
 			h(r.name, st.Waited)
@@ -340,13 +341,22 @@ func (r *Room) degraded(ctx context.Context, st Status, err error) (Status, erro
 }
 
 // CheckPass reports whether value is a valid, unexpired pass of this room, without calling Redis.
-func (r *Room) CheckPass(value string) (Pass, bool) {
+// A bound pass (Pass.Binding) is good only beside its visitor cookie, which the HTTP handlers
+// check and CheckPass, given the pass alone, cannot.
+func (r *Room) CheckPass(value string) (Pass, bool) { return r.checkPass(value, nil) }
+
+// checkPass is CheckPass; with a request, a bound pass is refused unless the request carries the
+// visitor cookie it is bound to.
+func (r *Room) checkPass(value string, req *http.Request) (Pass, bool) {
 	now := time.Now()
 	p, ok := r.passes.get(value, now)
 	if !ok {
-		if p, ok = r.c.signer.checkPass(r.name, value, now); ok {
+		if p, ok = r.c.checkPassValue(r.name, value, now); ok {
 			r.passes.put(value, p)
 		}
+	}
+	if ok && req != nil && p.Binding != "" && !r.boundTo(value, p, req) {
+		p, ok = Pass{}, false
 	}
 	if ok {
 		r.passAccepted.Add(1)
@@ -362,6 +372,11 @@ func (r *Room) CheckPass(value string) (Pass, bool) {
 // visitor whose slot was freed gets one back only when one is free and nobody waits; otherwise it
 // must queue again. While Redis cannot be reached the pass alone decides.
 func (r *Room) Touch(ctx context.Context, visitor string) (held bool, pass string, expires time.Time, err error) {
+	return r.touch(ctx, visitor, "")
+}
+
+// touch is Touch; a refreshed pass is bound as binding says (a bound pass's refresh stays bound).
+func (r *Room) touch(ctx context.Context, visitor, binding string) (held bool, pass string, expires time.Time, err error) {
 	now := time.Now()
 	if !r.touches.due(visitor, now, r.c.cfg.TouchInterval) || r.c.redisDown() {
 		return true, "", time.Time{}, nil
@@ -391,7 +406,7 @@ func (r *Room) Touch(ctx context.Context, visitor string) (held bool, pass strin
 	}
 	r.touches.mark(visitor, now)
 	expires = now.Add(st.cfg.PassTTL)
-	return true, r.c.signer.signPass(r.name, visitor, expires), expires, nil
+	return true, r.c.issuePass(r.name, visitor, binding, expires), expires, nil
 }
 
 // Release frees the visitor's slot at once (or takes it out of the line), so the next visitor can

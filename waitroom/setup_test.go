@@ -31,7 +31,7 @@ func testKey() []byte {
 
 // newClient returns a waitroom client on env with the test's prefix and the given keys (one fresh
 // key when none).
-func newClient(t *testing.T, env *redistest.Env, cfg waitroom.Config) *waitroom.Client {
+func newClient(t testing.TB, env *redistest.Env, cfg waitroom.Config) *waitroom.Client {
 	t.Helper()
 	cfg.Prefix = env.Prefix
 	if len(cfg.PassKeys) == 0 {

@@ -61,6 +61,7 @@ func (a *API) PublicRoutes() []httpapi.Route {
 		{Pattern: "GET /v1/rooms/{room}/check", Handler: a.check},
 		{Pattern: "POST /v1/rooms/{room}/release", Handler: a.release},
 		{Pattern: "GET /v1/rooms/{room}/wait", Handler: a.wait},
+		{Pattern: "GET " + waitroom.JWKSPath, Handler: a.jwks},
 	}
 }
 
@@ -68,6 +69,7 @@ func (a *API) status(w http.ResponseWriter, r *http.Request) error  { return a.p
 func (a *API) check(w http.ResponseWriter, r *http.Request) error   { return a.public.Check(w, r) }
 func (a *API) release(w http.ResponseWriter, r *http.Request) error { return a.public.Release(w, r) }
 func (a *API) wait(w http.ResponseWriter, r *http.Request) error    { return a.public.Wait(w, r) }
+func (a *API) jwks(w http.ResponseWriter, r *http.Request) error    { return a.public.JWKS(w, r) }
 
 // MountProxies mounts the reverse proxy of each room in ProxyHosts on mux, for its host (or, for
 // "*", for every request no other pattern takes).
