@@ -175,12 +175,13 @@ func appendBinding(dst []byte, cookie string) []byte {
 
 // boundTo reports whether req carries the visitor cookie the bound pass p (value) names. It runs
 // on every request of a bound pass: the cookie it was found beside last time (the pass cache
-// keeps it) is compared, not hashed again, and nothing is allocated. The binding is no secret (the pass shows
-// it to whoever holds the pass); the cookie it hashes is.
+// keeps it) is compared, not hashed again, and nothing is allocated. The binding is no secret
+// (the pass shows it to whoever holds the pass); the cookie it hashes is. An empty cookie is
+// none (the cache holds "" for a pass not yet found beside any).
 func (r *Room) boundTo(value string, p Pass, req *http.Request) bool {
 	v, ok := cookieValue(req, visitorCookie)
 	switch {
-	case !ok:
+	case !ok || v == "":
 		return false
 	case r.passes.foundBeside(value, v):
 		return true

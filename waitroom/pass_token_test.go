@@ -177,6 +177,14 @@ func TestTokenPassRefusals(t *testing.T) {
 	if _, ok := room.CheckPass(pass.Value); !ok {
 		t.Error("CheckPass, given the pass alone, refused a valid bound pass")
 	}
+	// A pass this process verified but never found beside a cookie, sent beside an empty one.
+	other, _ := s.client.Room("other")
+	if _, ok := other.CheckPass(otherPass.Value); !ok {
+		t.Error("CheckPass refused a valid bound pass of room other")
+	}
+	if code := s.check(t, "other", &http.Cookie{Name: "sluice_visitor", Value: ""}, otherPass); code != http.StatusUnauthorized {
+		t.Errorf("a bound pass beside an empty visitor cookie: %d", code)
+	}
 
 	// Forgeries. The visitor leaves and the other visitor (in line since its refused request above)
 	// takes the slot, so that a refused pass is a 401 (its bearer joins the line) rather than a
