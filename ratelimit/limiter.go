@@ -28,6 +28,14 @@ type Result struct {
 	ResetAfter time.Duration
 }
 
+// ErrOutcomeUnknown is wrapped by Refund's error when its call may have reached Redis but the
+// reply was lost (a read timeout, a broken connection): the events were given back once or not at
+// all. The limiter sends a call to Redis once, never again after a lost reply, so nothing counts
+// twice. AllowN never returns it: its failure policy decides such a call, and the events it may
+// have counted in Redis free up as any counted event does, as the bucket drains or the window
+// moves on.
+var ErrOutcomeUnknown = redisx.ErrOutcomeUnknown
+
 // Stats are a Limiter's counters since it was made.
 type Stats struct {
 	// Allowed and Denied count decisions (of every kind: Redis, fallback, Wait's retries).
@@ -102,7 +110,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // back, use Refund.
 //
 // A Redis failure is not returned: the failure policy decides instead (and Stats counts it).
-// The error is non-nil only for an invalid cost or when ctx ends.
+// That includes a reply lost after the call reached Redis: the call is not sent again, so its
+// events were counted once or not at all, never twice (ErrOutcomeUnknown). The error is non-nil
+// only for an invalid cost or when ctx ends.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int) (Result, error) {
 	if err := l.checkCost(n); err != nil {
 		return Result{Limit: l.cfg.Limit.Burst}, err
@@ -159,7 +169,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) (Result, error) 
 // What is given back depends on the algorithm: GCRA moves the bucket's clock back by n events;
 // FixedWindow and SlidingWindow take n off the current window's count (SlidingWindow then off the
 // previous one); SlidingLog drops the n newest entries. Errors from Redis are returned: a refund
-// is not decided by the failure policy (while Redis is down, the local fallback gets it).
+// is not decided by the failure policy (while Redis is down, the local fallback gets it). A refund
+// whose reply was lost is not sent again: its error wraps ErrOutcomeUnknown (given back once or
+// not at all).
 func (l *Limiter) Refund(ctx context.Context, key string, n int) error {
 	if n < 1 {
 		return fmt.Errorf("%w: refund of %d (must be at least 1)", ErrInvalidCost, n)
@@ -224,15 +236,27 @@ func (l *Limiter) scriptArgs() []any {
 	}
 }
 
-// run calls the algorithm's script once; a negative n is a refund.
+// run calls the algorithm's script once; a negative n is a refund. The call is sent to Redis
+// once (RunNoRetry): a decision that arrived twice would count its events twice, and keeping a
+// call key per decision to answer a repeat would cost Redis a write per decision
+// (docs/benchmarks.md). A reply lost after the call reached Redis is an error wrapping
+// redisx.ErrOutcomeUnknown: the events were counted once or not at all.
 func (l *Limiter) run(ctx context.Context, key string, n int) (Result, error) {
+	return l.runWith(ctx, l.scripts.RunNoRetry, key, n)
+}
+
+// runner is how a call of a script reaches Redis (ScriptRunner.RunNoRetry; the benchmarks pass
+// others to measure the ways a resend could be made safe).
+type runner func(ctx context.Context, name string, keys []string, argv ...any) *redis.Cmd
+
+func (l *Limiter) runWith(ctx context.Context, send runner, key string, n int) (Result, error) {
 	args := make([]any, 0, len(l.args)+2)
 	args = append(append(args, l.args...), n)
 	if l.now != nil {
 		args = append(args, l.now())
 	}
 	keys := []string{limiterKey(l.cfg.Prefix, l.cfg.Name, key)}
-	v, err := l.scripts.Run(ctx, l.script, keys, args...).Int64Slice()
+	v, err := send(ctx, l.script, keys, args...).Int64Slice()
 	if err != nil {
 		return Result{}, err
 	}

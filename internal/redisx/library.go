@@ -142,19 +142,26 @@ func (r *ScriptRunner) Run(ctx context.Context, name string, keys []string, argv
 	if !r.UsesFunctions(ctx) {
 		return r.lib.evals[name].Run(ctx, r.rdb, keys, argv...)
 	}
-	fn := r.lib.functions[name]
-	return r.Process(ctx, func() *redis.Cmd {
-		args := make([]any, 0, 3+len(keys)+len(argv))
-		args = append(args, "fcall", fn, len(keys))
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		cmd := redis.NewCmd(ctx, append(args, argv...)...)
-		if len(keys) > 0 {
-			cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
-		}
-		return cmd
-	})
+	return r.Process(ctx, func() *redis.Cmd { return r.command(ctx, name, true, keys, argv) })
+}
+
+// command is a call of script name as one command: FCALL of its library function, or EVALSHA of
+// its script (which must be loaded).
+func (r *ScriptRunner) command(ctx context.Context, name string, function bool, keys []string, argv []any) *redis.Cmd {
+	args := make([]any, 0, 3+len(keys)+len(argv))
+	if function {
+		args = append(args, "fcall", r.lib.functions[name], len(keys))
+	} else {
+		args = append(args, "evalsha", r.lib.evals[name].Hash(), len(keys))
+	}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	cmd := redis.NewCmd(ctx, append(args, argv...)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // the first key routes the call on a cluster
+	}
+	return cmd
 }
 
 // Process sends the call of a library function that build makes (an FCALL command, from
