@@ -577,12 +577,13 @@ func TestTakesOverTheLockOfADeadLoader(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		ctx := context.Background()
 		s := newStore[string](t, env, Config{})
-		// A process took the lock and died: its lock runs out 150ms from now (by Redis time).
+		// A process took the lock and died: its lock runs out a second from now (by Redis time),
+		// long enough that even a slow machine's Get finds it held and waits.
 		now, err := env.Client.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		dead := record{state: stateEmpty, lockUntil: now.UnixMilli() + 150, owner: "dead"}
+		dead := record{state: stateEmpty, lockUntil: now.UnixMilli() + 1000, owner: "dead"}
 		if err := env.Client.Set(ctx, s.keys.record("k"), dead.encode(), time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}

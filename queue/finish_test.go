@@ -21,7 +21,7 @@ func TestFinishOfExpiredWaitingJob(t *testing.T) {
 		{Queue: "ready", TTL: 50 * time.Millisecond},
 	} {
 		id := f.publish(t, p)
-		testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
+		testwait.Until(t, 30*time.Second, "the ttl to pass", func() bool {
 			_, err := f.client.Get(ctx, f.ns, p.Queue, id)
 			return errors.Is(err, queue.ErrNotFound)
 		})

@@ -62,7 +62,7 @@ func TestMaintainOnceCountsWork(t *testing.T) {
 		f := setup(t, env, queue.Config{})
 		f.publish(t, queue.PublishParams{Queue: "q", Delay: 20 * time.Millisecond})
 		var res queue.MaintainResult
-		testwait.Until(t, 5*time.Second, "a pass to promote the job", func() bool {
+		testwait.Until(t, 30*time.Second, "a pass to promote the job", func() bool {
 			var err error
 			if res, err = f.client.MaintainOnce(ctxT(t)); err != nil {
 				t.Fatal(err)

@@ -69,7 +69,7 @@ func TestConsumeUnsubscribesChannelsNobodyWaitsOn(t *testing.T) {
 			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q0"}, Timeout: 30 * time.Second})
 			got <- ds
 		}()
-		testwait.Until(t, 5*time.Second, "the consumer to subscribe again", func() bool {
+		testwait.Until(t, 30*time.Second, "the consumer to subscribe again", func() bool {
 			return numSub(t, env, channels[0]) == 1
 		})
 		id := f.publish(t, queue.PublishParams{Queue: "q0"})

@@ -32,9 +32,12 @@ func setup(t *testing.T, env *redistest.Env, cfg queue.Config) *fixture {
 	return &fixture{env: env, client: c, ns: "ns"}
 }
 
+// ctxT is a context for a test's calls that ends with the test. Its bound only stops a call that
+// hangs: it covers the whole test, whose waits and browser steps add up on a loaded machine, so
+// it is far longer than any of them.
 func ctxT(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

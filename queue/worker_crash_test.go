@@ -124,10 +124,13 @@ func TestWorkerCrashRedelivery(t *testing.T) {
 	}
 	took := r.at.Sub(killed)
 	t.Logf("job of the killed consumer ran again %s after SIGKILL (lease %s)", took.Round(time.Millisecond), crashLease)
-	// The correctness bound: the lease the child held (extended after a third of it) ends at most
-	// one lease after the kill; the waiting consumer is woken by the lease end.
-	if took > 2*crashLease {
-		t.Fatalf("redelivered %s after the kill, want under 2 × lease = %s", took, 2*crashLease)
+	// The lease the child held (extended after a third of it) ends at most one lease after the
+	// kill, and the lease end wakes the waiting consumer: on a quiet machine about 2 × lease after
+	// the kill (the figure logged above). Without that wake-up it would sleep until its safety
+	// re-check, 30 s at the earliest (three quarters of the default WakeupInterval); the bound sits
+	// far below that and far above what a loaded machine adds to the lease.
+	if bound := crashLease + 10*time.Second; took > bound {
+		t.Fatalf("redelivered %s after the kill, want under %s (the lease end must wake the consumer)", took, bound)
 	}
 	if r.delivery != 2 {
 		t.Fatalf("redelivered as delivery %d, want 2", r.delivery)

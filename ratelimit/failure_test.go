@@ -120,7 +120,7 @@ func TestFailureRecovers(t *testing.T) {
 		t.Fatalf("fail-closed allowed while down: %+v", res)
 	}
 	down.Store(false)
-	testwait.Until(t, 5*time.Second, "the limiter to use Redis again", func() bool {
+	testwait.Until(t, 30*time.Second, "the limiter to use Redis again", func() bool {
 		return decide(t, l, "k", 1).Allowed
 	})
 	// Only Redis can allow under FailClosed: the key is there, with the event counted.

@@ -215,6 +215,14 @@ func sendWith(t *testing.T, c *http.Client, method, target string, header map[st
 	return exchange(t, c, req)
 }
 
+// waitOutTokenCache waits until every token lookup (and token limit) ts has cached so far has
+// run out: a lookup is kept TokenCacheTTL from its start, so after this ts's next request sees a
+// change made before the call. Waiting on the clock rather than polling with a deadline keeps
+// "within TokenCacheTTL" exact on a loaded machine.
+func (ts *testServer) waitOutTokenCache() {
+	time.Sleep(ts.srv.cfg.TokenCacheTTL + 10*time.Millisecond)
+}
+
 // public sends a request to the public listener.
 func (ts *testServer) public(t *testing.T, method, path, token string, body any) response {
 	t.Helper()
@@ -227,9 +235,12 @@ func (ts *testServer) adminDo(t *testing.T, method, path string, body any) respo
 	return do(t, method, ts.AdminURL+path, ts.AdminToken, body)
 }
 
+// ctxT is a context for a test's calls that ends with the test. Its bound only stops a call that
+// hangs: it covers the whole test, whose waits and browser steps add up on a loaded machine, so
+// it is far longer than any of them.
 func ctxT(t *testing.T) context.Context {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -19,7 +19,7 @@ func TestAdminAuthRequired(t *testing.T) {
 	wantStatus(t, r, http.StatusNotFound, "not_found")
 	r = ts.public(t, http.MethodGet, "/nope", "", nil)
 	wantStatus(t, r, http.StatusNotFound, "not_found")
-	testwait.Until(t, 5*time.Second, "metrics", func() bool {
+	testwait.Until(t, 30*time.Second, "metrics", func() bool {
 		return do(t, http.MethodGet, ts.AdminURL+"/metrics", "", nil).Status == http.StatusOK
 	})
 }

@@ -22,7 +22,7 @@ import (
 // stayed blocked in its write for as long as the client kept the connection open.
 func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, func(c *Config) { c.WriteTimeout, c.MaxBodyBytes = 300*time.Millisecond, 8<<20 })
+	ts := newTestServer(t, func(c *Config) { c.WriteTimeout, c.MaxBodyBytes = 3*time.Second, 8<<20 })
 	ctx := ctxT(t)
 	payload := bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 7<<20/3) // about 7 MiB, sent as base64
 	res, err := ts.Queue.Publish(ctx, queue.PublishParams{Namespace: "slow", Queue: "big", Payload: payload})
