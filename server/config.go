@@ -106,8 +106,8 @@ type Config struct {
 	TokenCacheTTL time.Duration
 
 	// NamespaceQuotas are the quotas of a namespace that set none of its own on the admin API
-	// (PUT /v1/namespaces/{ns}/quotas): the most queues and tokens it may hold. Default 0: no
-	// quota.
+	// (PUT /v1/namespaces/{ns}/quotas): the most queues, tokens, stored jobs and stored bytes it
+	// may hold. Default 0: no quota.
 	NamespaceQuotas tenant.Quotas
 
 	// MetricsMaxQueues bounds the queues whose depths and counters a /metrics scrape reports (the
@@ -305,8 +305,8 @@ func (c Config) validate() error {
 	if c.ShutdownTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: shutdown_timeout must be at least 1ms"))
 	}
-	if c.NamespaceQuotas.MaxQueues < 0 || c.NamespaceQuotas.MaxTokens < 0 {
-		errs = append(errs, errors.New("config: namespace_max_queues and namespace_max_tokens must be 0 (no quota) or more"))
+	if name := c.NamespaceQuotas.Negative(); name != "" {
+		errs = append(errs, fmt.Errorf("config: namespace_%s must be 0 (no quota) or more", name))
 	}
 	if c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Second {
 		errs = append(errs, errors.New("config: token_cache_ttl must be between 0 and 1s (it bounds how long a revoked token works)"))

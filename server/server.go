@@ -153,6 +153,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			q, err := s.quotas.Of(ctx, ns)
 			return q.MaxQueues, err
 		},
+		StorageQuota: func(ctx context.Context, ns string) (queue.StorageQuota, error) {
+			q, err := s.quotas.Of(ctx, ns)
+			return queue.StorageQuota{Jobs: q.MaxStoredJobs, Bytes: q.MaxStoredBytes}, err
+		},
 		Prefix:            cfg.Prefix,
 		MaxPayloadBytes:   int(cfg.MaxBodyBytes),
 		MaxConsumeBytes:   int(cfg.MaxConsumeBytes),
