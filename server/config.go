@@ -83,6 +83,14 @@ type Config struct {
 	// (a long poll) is not bounded by it. Default 30s.
 	WriteTimeout time.Duration
 
+	// LargeResponseBytes is the size from which an answer counts as large: each client address
+	// receives at most MaxLargeResponsesPerClient of them at once from one server instance, and
+	// gets 429 too_many_large_responses (Retry-After: 1) past that. Default 256 KiB.
+	LargeResponseBytes int64
+	// MaxLargeResponsesPerClient is the most large answers one client address receives at once.
+	// Default 8.
+	MaxLargeResponsesPerClient int
+
 	// ReadHeaderTimeout bounds how long a request's headers may take to arrive. Default 10s.
 	ReadHeaderTimeout time.Duration
 
@@ -242,6 +250,8 @@ func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, 30*time.Second)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 30*time.Second)
+	c.LargeResponseBytes = cmp.Or(c.LargeResponseBytes, 256<<10)
+	c.MaxLargeResponsesPerClient = cmp.Or(c.MaxLargeResponsesPerClient, 8)
 	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 10*time.Second)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
 	c.MaxConsumeTimeout = cmp.Or(c.MaxConsumeTimeout, 60*time.Second)
@@ -292,6 +302,9 @@ func (c Config) validate() error {
 	}
 	if c.BodyReadTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: body_read_timeout must be at least 1ms"))
+	}
+	if c.LargeResponseBytes < 1024 || c.MaxLargeResponsesPerClient < 1 {
+		errs = append(errs, errors.New("config: large_response_bytes must be at least 1024 and max_large_responses_per_client at least 1"))
 	}
 	if c.WriteTimeout < time.Millisecond || c.ReadHeaderTimeout < time.Millisecond || c.IdleTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: write_timeout, read_header_timeout and idle_timeout must each be at least 1ms"))

@@ -61,6 +61,7 @@ type Server struct {
 	tokens    *tenant.TokenStore
 	limits    *tenant.LimitStore
 	quotas    *tenant.QuotaStore
+	large     *largeResponses // concurrent large answers per client address
 	deletions *tenant.DeletionStore
 	// deleteInline is how long a DELETE of a namespace works on it before it answers 202 and
 	// leaves the rest to the deleter (nsdelete.go). 1s; tests shorten it.
@@ -147,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.large = newLargeResponses(cfg.LargeResponseBytes, cfg.MaxLargeResponsesPerClient)
 	s.quotas = tenant.NewQuotaStore(s.rdb, cfg.Prefix, cfg.NamespaceQuotas, cfg.TokenCacheTTL)
 	q, err := queue.NewClient(s.rdb, queue.Config{
 		QueueQuota: func(ctx context.Context, ns string) (int64, error) {
