@@ -38,7 +38,7 @@ func TestConcurrentLargeResponsesPerClientAddress(t *testing.T) {
 	path := "/v1/ns/big/queues/q/jobs/" + res.ID
 	local := netip.MustParseAddr("127.0.0.1")
 	conns := []net.Conn{askAndDoNotRead(t, ts, path, token), askAndDoNotRead(t, ts, path, token)}
-	testwait.Until(t, 30*time.Second, "both unread answers to hold a slot", func() bool { return ts.srv.large.largeInFlight(local) == 2 })
+	testwait.Until(t, 2*time.Minute, "both unread answers to hold a slot", func() bool { return ts.srv.large.largeInFlight(local) == 2 })
 
 	r := do(t, http.MethodGet, ts.PublicURL+path, token, nil)
 	wantStatus(t, r, http.StatusTooManyRequests, "too_many_large_responses")
@@ -73,7 +73,7 @@ func TestConcurrentLargeResponsesPerClientAddress(t *testing.T) {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	testwait.Until(t, 30*time.Second, "the closed connections' slots to come back", func() bool { return ts.srv.large.largeInFlight(local) == 0 })
+	testwait.Until(t, 2*time.Minute, "the closed connections' slots to come back", func() bool { return ts.srv.large.largeInFlight(local) == 0 })
 	r = do(t, http.MethodGet, ts.PublicURL+path, token, nil)
 	wantStatus(t, r, http.StatusOK, "")
 	if len(r.Body) < len(payload) {
