@@ -26,6 +26,7 @@ type Client struct {
 	leaseComb   *combiner[leaseReq, leaseRes] // acks and consumes (lease_batch.go)
 
 	maint maintenance // what maintenance passes carry from one to the next (maintain_pass.go)
+	usage *usageMeter // namespaces' measured storage, for StorageQuota (usage.go)
 }
 
 // NewClient returns a Client on rdb (standalone, Sentinel or Cluster).
@@ -49,6 +50,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		notify: newNotifier(rdb, cfg.Logger),
 		tracer: tracing.New(cfg.TracerProvider, cfg.TraceLinks),
 	}
+	c.usage = newUsageMeter(cfg.UsageRefresh, c.store.Usage)
 	c.publishComb = newCombiner(c.runPublish)
 	c.leaseComb = newCombiner(c.runLeaseBatch)
 	return c, nil

@@ -94,6 +94,20 @@ type Config struct {
 	// registration are one script. Default nil: no limit. The server sets it from its namespaces'
 	// quotas.
 	QueueQuota QuotaFunc
+
+	// StorageQuota, when set, returns the most jobs and bytes namespace ns may store (0: no
+	// limit): a publish that would take the namespace past either is refused with a
+	// *sluice.QuotaError (max_stored_jobs or max_stored_bytes), and nothing is written. The check
+	// reads the namespace's usage as measured at most UsageRefresh ago (Client.Usage) plus what
+	// this client published since, not a counter kept by the write: a namespace may pass its
+	// quota by what other clients publish to it within one UsageRefresh. Default nil: no limit.
+	// The server sets it from its namespaces' quotas.
+	StorageQuota StorageQuotaFunc
+
+	// UsageRefresh is how often a namespace's storage usage is measured again while it publishes
+	// under a storage quota (a measure costs two O(1) commands per queue of the namespace, and
+	// the next one waits at least ten times as long as the last one took). Default 1s.
+	UsageRefresh time.Duration
 }
 
 // withDefaults returns a copy of c with every zero field set to its default.
@@ -108,6 +122,7 @@ func (c Config) withDefaults() Config {
 	c.MaxResults = cmp.Or(c.MaxResults, 100_000)
 	c.DeadRetention = cmp.Or(c.DeadRetention, 7*24*time.Hour)
 	c.MaxDead = cmp.Or(c.MaxDead, 100_000)
+	c.UsageRefresh = cmp.Or(c.UsageRefresh, time.Second)
 	c.Batch = cmp.Or(c.Batch, 1000)
 	c.WakeupInterval = cmp.Or(c.WakeupInterval, 40*time.Second)
 	c.ReplicaAckTimeout = cmp.Or(c.ReplicaAckTimeout, time.Second)

@@ -69,6 +69,9 @@ func (c *Client) Publish(ctx context.Context, p PublishParams) (res PublishResul
 	if err != nil {
 		return PublishResult{}, err
 	}
+	if err := c.checkStorage(ctx, p.Namespace, 1, storedBytes(p.Payload)); err != nil {
+		return PublishResult{}, err
+	}
 	if err := c.register(ctx, p.Namespace, p.Queue, p.Callback != nil); err != nil {
 		return PublishResult{}, err
 	}
@@ -76,6 +79,7 @@ func (c *Client) Publish(ctx context.Context, p PublishParams) (res PublishResul
 	if err != nil {
 		return PublishResult{}, publishError(err)
 	}
+	c.usage.add(p.Namespace, 1, storedBytes(p.Payload))
 	return PublishResult(published), nil
 }
 
@@ -119,6 +123,7 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) (_ []Publi
 		store.QueueJobs
 		idx       []int
 		callbacks bool
+		bytes     int64 // the jobs' storedBytes
 	}
 	var groups []*group
 	byQueue := map[string]*group{}
@@ -138,7 +143,20 @@ func (c *Client) PublishMany(ctx context.Context, ps []PublishParams) (_ []Publi
 		g.idx = append(g.idx, i)
 		g.Jobs = append(g.Jobs, &job)
 		g.callbacks = g.callbacks || p.Callback != nil
+		g.bytes += storedBytes(p.Payload)
 	}
+	for _, g := range groups {
+		if err := c.checkStorage(ctx, g.Namespace, int64(len(g.Jobs)), g.bytes); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err == nil {
+			for _, g := range groups {
+				c.usage.add(g.Namespace, int64(len(g.Jobs)), g.bytes)
+			}
+		}
+	}()
 	for _, g := range groups {
 		if err := c.register(ctx, g.Namespace, g.Queue, g.callbacks); err != nil {
 			return nil, err

@@ -83,6 +83,14 @@ type Config struct {
 	// (a long poll) is not bounded by it. Default 30s.
 	WriteTimeout time.Duration
 
+	// LargeResponseBytes is the size from which an answer counts as large: each client address
+	// receives at most MaxLargeResponsesPerClient of them at once from one server instance, and
+	// gets 429 too_many_large_responses (Retry-After: 1) past that. Default 256 KiB.
+	LargeResponseBytes int64
+	// MaxLargeResponsesPerClient is the most large answers one client address receives at once.
+	// Default 8.
+	MaxLargeResponsesPerClient int
+
 	// ReadHeaderTimeout bounds how long a request's headers may take to arrive. Default 10s.
 	ReadHeaderTimeout time.Duration
 
@@ -106,8 +114,8 @@ type Config struct {
 	TokenCacheTTL time.Duration
 
 	// NamespaceQuotas are the quotas of a namespace that set none of its own on the admin API
-	// (PUT /v1/namespaces/{ns}/quotas): the most queues and tokens it may hold. Default 0: no
-	// quota.
+	// (PUT /v1/namespaces/{ns}/quotas): the most queues, tokens, stored jobs and stored bytes it
+	// may hold. Default 0: no quota.
 	NamespaceQuotas tenant.Quotas
 
 	// MetricsMaxQueues bounds the queues whose depths and counters a /metrics scrape reports (the
@@ -257,6 +265,8 @@ func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 1<<20)
 	c.BodyReadTimeout = cmp.Or(c.BodyReadTimeout, 30*time.Second)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 30*time.Second)
+	c.LargeResponseBytes = cmp.Or(c.LargeResponseBytes, 256<<10)
+	c.MaxLargeResponsesPerClient = cmp.Or(c.MaxLargeResponsesPerClient, 8)
 	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, 10*time.Second)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, 2*time.Minute)
 	c.MaxConsumeTimeout = cmp.Or(c.MaxConsumeTimeout, 60*time.Second)
@@ -308,6 +318,9 @@ func (c Config) validate() error {
 	if c.BodyReadTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: body_read_timeout must be at least 1ms"))
 	}
+	if c.LargeResponseBytes < 1024 || c.MaxLargeResponsesPerClient < 1 {
+		errs = append(errs, errors.New("config: large_response_bytes must be at least 1024 and max_large_responses_per_client at least 1"))
+	}
 	if c.WriteTimeout < time.Millisecond || c.ReadHeaderTimeout < time.Millisecond || c.IdleTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: write_timeout, read_header_timeout and idle_timeout must each be at least 1ms"))
 	}
@@ -320,8 +333,8 @@ func (c Config) validate() error {
 	if c.ShutdownTimeout < time.Millisecond {
 		errs = append(errs, errors.New("config: shutdown_timeout must be at least 1ms"))
 	}
-	if c.NamespaceQuotas.MaxQueues < 0 || c.NamespaceQuotas.MaxTokens < 0 {
-		errs = append(errs, errors.New("config: namespace_max_queues and namespace_max_tokens must be 0 (no quota) or more"))
+	if name := c.NamespaceQuotas.Negative(); name != "" {
+		errs = append(errs, fmt.Errorf("config: namespace_%s must be 0 (no quota) or more", name))
 	}
 	if c.TokenCacheTTL < 0 || c.TokenCacheTTL > time.Second {
 		errs = append(errs, errors.New("config: token_cache_ttl must be between 0 and 1s (it bounds how long a revoked token works)"))

@@ -26,6 +26,13 @@ func TestErrorBodiesEchoLittleOfHugeInputs(t *testing.T) {
 		}},
 		{"room status", func() response { return ts.public(t, http.MethodGet, "/v1/rooms/"+roomName+"/status", "", nil) }},
 		{"admin room", func() response { return ts.adminDo(t, http.MethodPut, "/v1/rooms/"+roomName, `{"max_active":1}`) }},
+		{"quotas of a namespace", func() response { return ts.adminDo(t, http.MethodGet, "/v1/namespaces/"+queueName+"/quotas", nil) }},
+		{"set quotas of a namespace", func() response {
+			return ts.adminDo(t, http.MethodPut, "/v1/namespaces/"+queueName+"/quotas", map[string]any{"max_queues": 1})
+		}},
+		{"endpoint", func() response {
+			return ts.adminDo(t, http.MethodPut, "/v1/endpoints/"+queueName, map[string]any{"target_url": "http://example.com/"})
+		}},
 		{"namespace", func() response {
 			return ts.adminDo(t, http.MethodPost, "/v1/namespaces", map[string]string{"namespace": queueName})
 		}},

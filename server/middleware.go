@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -70,6 +71,13 @@ type statusWriter struct {
 	// there is no bound.
 	rc           *http.ResponseController
 	writeTimeout time.Duration
+	// large bounds the client's concurrent large answers (largeresponses.go; nil: no bound);
+	// largeHeld is the bound whose slot this answer holds, and dropBody drops what the handler
+	// writes after its answer was replaced by a refusal.
+	large     *largeResponses
+	largeHeld *largeResponses
+	client    netip.Addr
+	dropBody  bool
 }
 
 // extendWriteDeadline gives the write about to start WriteTimeout to reach the client. The
@@ -116,6 +124,12 @@ func (w *statusWriter) WriteHeader(code int) {
 	if w.holding() {
 		return
 	}
+	if w.dropBody {
+		return
+	}
+	if w.status == 0 && w.large != nil && !w.large.admit(w, code) {
+		return
+	}
 	if w.status == 0 {
 		w.status = code
 	}
@@ -124,7 +138,7 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.holding() {
+	if w.holding() || w.dropBody {
 		return len(b), nil
 	}
 	if w.status == 0 {
@@ -193,7 +207,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		st.Client, st.HTTPS = s.proxies.client(r)
 		r = r.WithContext(httpapi.WithState(r.Context(), st))
 		rc := http.NewResponseController(w)
-		sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout}
+		sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout, large: s.large, client: st.Client}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
 		}
@@ -242,6 +256,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 // then records the request's metrics and access log.
 func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, start time.Time) {
 	sw.req = nil
+	defer sw.releaseLarge()
 	sw.extendWriteDeadline() // for what net/http writes after the handler: the last buffered bytes
 	if v := recover(); v != nil {
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -16,10 +17,14 @@ type quotaAnswer struct {
 	Usage     usage                `json:"usage"`
 }
 
-// usage is what a namespace holds, each read with one O(1) command.
+// usage is what a namespace holds: its queues and tokens, each read with one O(1) command, and
+// what its queues store, as last measured (queue.Client.Usage; measured_at says when).
 type usage struct {
-	Queues int64 `json:"queues"`
-	Tokens int64 `json:"tokens"`
+	Queues      int64     `json:"queues"`
+	Tokens      int64     `json:"tokens"`
+	StoredJobs  int64     `json:"stored_jobs"`
+	StoredBytes int64     `json:"stored_bytes"`
+	MeasuredAt  time.Time `json:"measured_at"`
 }
 
 // quotaAdminRoutes read and set a namespace's quotas on the admin listener.
@@ -54,7 +59,11 @@ func (s *Server) quotasOf(r *http.Request, ns string) (quotaAnswer, error) {
 	if a.Usage.Queues, err = s.queue.QueueCount(ctx, ns); err != nil {
 		return a, err
 	}
-	a.Usage.Tokens, err = s.tokens.Count(ctx, ns)
+	if a.Usage.Tokens, err = s.tokens.Count(ctx, ns); err != nil {
+		return a, err
+	}
+	stored, err := s.queue.Usage(ctx, ns)
+	a.Usage.StoredJobs, a.Usage.StoredBytes, a.Usage.MeasuredAt = stored.Jobs, stored.Bytes, stored.MeasuredAt.UTC()
 	return a, err
 }
 

@@ -176,5 +176,83 @@ func TestDashboardShowsUsageAndQuotas(t *testing.T) {
 	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/shop/queues/mail/jobs", tok, `{"payload":1}`), http.StatusCreated, "")
 	d := newDashboard(t, ts)
 	d.login(t)
-	wantPage(t, d.get(t, "/ui/ns/shop"), http.StatusOK, `data-usage="queues">1</td><td class="n">40</td>`, `data-usage="tokens">1</td><td class="n">none</td>`)
+	wantPage(t, d.get(t, "/ui/ns/shop"), http.StatusOK, `data-usage="queues">1</td><td class="n">40</td>`, `data-usage="tokens">1</td><td class="n">none</td>`,
+		`data-usage="stored_jobs">1</td><td class="n">none</td>`)
+}
+
+// A namespace at its quota of stored jobs (the server's default here) gets 429 quota_exceeded
+// naming max_stored_jobs on every publish, while another
+// namespace with a quota of its own keeps publishing; the usage says what each stores.
+func TestStoredJobsQuotaOverHTTP(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.NamespaceQuotas.MaxStoredJobs = 3 })
+	shop, other := ts.token(t, "shop"), ts.token(t, "other")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/other/quotas", map[string]any{"max_stored_jobs": 100}), http.StatusOK, "")
+	for i := range 3 {
+		wantStatus(t, ts.public(t, http.MethodPost, fmt.Sprintf("/v1/ns/shop/queues/q%d/jobs", i), shop, `{"payload":1}`), http.StatusCreated, "")
+	}
+	r := ts.public(t, http.MethodPost, "/v1/ns/shop/queues/q0/jobs", shop, `{"payload":1}`)
+	wantStatus(t, r, http.StatusTooManyRequests, "quota_exceeded")
+	if r.ErrorField() != "max_stored_jobs" {
+		t.Fatalf("quota_exceeded names %q: %s", r.ErrorField(), r.Body)
+	}
+	for i := range 10 {
+		wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/other/queues/q/jobs", other, fmt.Sprintf(`{"payload":%d}`, i)), http.StatusCreated, "")
+	}
+	if a := ts.quotaOf(t, "shop"); a.Quotas.MaxStoredJobs != 3 || a.Usage.StoredJobs != 3 || a.Usage.StoredBytes <= 0 || a.Usage.MeasuredAt.IsZero() {
+		t.Fatalf("shop's quotas and usage: %+v", a)
+	}
+	if a := ts.quotaOf(t, "other"); a.Quotas.MaxStoredJobs != 100 || a.Usage.StoredJobs != 10 {
+		t.Fatalf("other's quotas and usage: %+v", a)
+	}
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/shop/quotas", map[string]any{"max_stored_bytes": -1}), http.StatusBadRequest, "invalid_argument")
+}
+
+// With Redis near maxmemory, a noisy namespace filling one queue with large jobs meets its quota
+// of stored bytes before Redis is full: it gets its own 429s and the canary namespace keeps
+// publishing. Once Redis itself refuses writes (out of memory), /readyz says not ready.
+func TestNoisyNamespaceMeetsItsStoredBytesQuotaBeforeRedisIsFull(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartServer(t, "appendonly no")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ts := startTestServer(t, Config{
+		RedisURL: rs.URL(), Prefix: "noisy", AdminToken: testAdminToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
+	}, nil)
+	noisy, canary := ts.token(t, "noisy"), ts.token(t, "canary")
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/noisy/quotas", map[string]any{"max_stored_bytes": 2 << 20}), http.StatusOK, "")
+	// 8 MB of headroom: the quota's 2 MB fit, the 16 MB the noisy namespace tries do not.
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", strconv.FormatInt(usedMemory(t, rdb)+8<<20, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"payload":"` + strings.Repeat("x", 16<<10) + `"}`
+	refused := 0
+	for i := range 1000 {
+		r := ts.public(t, http.MethodPost, "/v1/ns/noisy/queues/bulk/jobs", noisy, payload)
+		switch {
+		case r.Status == http.StatusTooManyRequests && r.ErrorCode() == "quota_exceeded" && r.ErrorField() == "max_stored_bytes":
+			refused++
+		case r.Status != http.StatusCreated:
+			t.Fatalf("noisy publish %d: %d %s (Redis filled before the quota held)", i, r.Status, r.Body)
+		}
+		if i%50 == 0 {
+			wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusCreated, "")
+		}
+	}
+	a := ts.quotaOf(t, "noisy")
+	if refused < 800 || a.Usage.StoredBytes > 3<<20 {
+		t.Fatalf("noisy namespace refused %d of 1000 and stores %d bytes; want most refused and about 2 MiB", refused, a.Usage.StoredBytes)
+	}
+	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")
+
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusServiceUnavailable, "unavailable")
+	wantNotReady(t, ts, "out of memory")
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")
 }

@@ -62,6 +62,7 @@ type Server struct {
 	tokens    *tenant.TokenStore
 	limits    *tenant.LimitStore
 	quotas    *tenant.QuotaStore
+	large     *largeResponses // concurrent large answers per client address
 	deletions *tenant.DeletionStore
 	// deleteInline is how long a DELETE of a namespace works on it before it answers 202 and
 	// leaves the rest to the deleter (nsdelete.go). 1s; tests shorten it.
@@ -148,11 +149,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.large = newLargeResponses(cfg.LargeResponseBytes, cfg.MaxLargeResponsesPerClient)
 	s.quotas = tenant.NewQuotaStore(s.rdb, cfg.Prefix, cfg.NamespaceQuotas, cfg.TokenCacheTTL)
 	q, err := queue.NewClient(s.rdb, queue.Config{
 		QueueQuota: func(ctx context.Context, ns string) (int64, error) {
 			q, err := s.quotas.Of(ctx, ns)
 			return q.MaxQueues, err
+		},
+		StorageQuota: func(ctx context.Context, ns string) (queue.StorageQuota, error) {
+			q, err := s.quotas.Of(ctx, ns)
+			return queue.StorageQuota{Jobs: q.MaxStoredJobs, Bytes: q.MaxStoredBytes}, err
 		},
 		Prefix:            cfg.Prefix,
 		MaxPayloadBytes:   int(cfg.MaxBodyBytes),

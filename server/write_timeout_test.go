@@ -31,22 +31,7 @@ func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
 	}
 	token := ts.token(t, "slow")
 
-	// A small receive buffer, set before connecting, so the kernel cannot take the answer in.
-	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	conn, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(ts.PublicURL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /v1/ns/slow/queues/big/jobs/%s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", res.ID, token)
+	conn := askAndDoNotRead(t, ts, "/v1/ns/slow/queues/big/jobs/"+res.ID, token)
 	inflight := func() float64 {
 		var m dto.Metric
 		if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&m); err != nil {
@@ -65,4 +50,27 @@ func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("another client after the cut: %d", r.Status)
 	}
+}
+
+// askAndDoNotRead sends a GET of path on a connection whose small receive buffer (set before
+// connecting) cannot take a large answer in, and then reads nothing: the server's write of the
+// answer blocks until the write timeout or the close.
+func askAndDoNotRead(t *testing.T, ts *testServer, path, token string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.DialContext(ctxT(t), "tcp", strings.TrimPrefix(ts.PublicURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
+	return conn
 }

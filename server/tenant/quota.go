@@ -18,38 +18,74 @@ type Quotas struct {
 	MaxQueues int64 `json:"max_queues"`
 	// MaxTokens is the most tokens the namespace may hold.
 	MaxTokens int64 `json:"max_tokens"`
+	// MaxStoredJobs is the most jobs the namespace's queues may hold (waiting, leased, dead or
+	// kept with a result). A publish that would pass it is refused. The check reads the
+	// namespace's measured usage (queue.Config.StorageQuota says how fresh), not a counter kept in
+	// the write, so the namespace may pass it by what it publishes between two measures.
+	MaxStoredJobs int64 `json:"max_stored_jobs"`
+	// MaxStoredBytes is the most bytes of Redis memory the namespace's jobs may take, as Redis
+	// estimates it (MEMORY USAGE of each queue's records), checked as MaxStoredJobs is.
+	MaxStoredBytes int64 `json:"max_stored_bytes"`
 }
 
 // QuotaSettings are a namespace's own quotas as set on the admin API: each one set overrides
 // the server's default, each one left nil takes it.
 type QuotaSettings struct {
-	MaxQueues *int64 `json:"max_queues,omitempty"`
-	MaxTokens *int64 `json:"max_tokens,omitempty"`
+	MaxQueues      *int64 `json:"max_queues,omitempty"`
+	MaxTokens      *int64 `json:"max_tokens,omitempty"`
+	MaxStoredJobs  *int64 `json:"max_stored_jobs,omitempty"`
+	MaxStoredBytes *int64 `json:"max_stored_bytes,omitempty"`
+}
+
+// quotaField is one quota: its name on the admin API, its setting and where it goes in Quotas.
+type quotaField struct {
+	name string
+	set  *int64
+	dst  *int64
+}
+
+// fields pairs each of q's settings with its quota in dst (which may be nil when only the
+// settings are read), so apply and check walk one list.
+func (q QuotaSettings) fields(dst *Quotas) []quotaField {
+	if dst == nil {
+		dst = &Quotas{}
+	}
+	return []quotaField{
+		{"max_queues", q.MaxQueues, &dst.MaxQueues},
+		{"max_tokens", q.MaxTokens, &dst.MaxTokens},
+		{"max_stored_jobs", q.MaxStoredJobs, &dst.MaxStoredJobs},
+		{"max_stored_bytes", q.MaxStoredBytes, &dst.MaxStoredBytes},
+	}
 }
 
 // apply returns defaults with the quotas set in q.
 func (q QuotaSettings) apply(defaults Quotas) Quotas {
-	if q.MaxQueues != nil {
-		defaults.MaxQueues = *q.MaxQueues
-	}
-	if q.MaxTokens != nil {
-		defaults.MaxTokens = *q.MaxTokens
+	for _, f := range q.fields(&defaults) {
+		if f.set != nil {
+			*f.dst = *f.set
+		}
 	}
 	return defaults
 }
 
 // check returns an error naming the first quota that is negative.
 func (q QuotaSettings) check() error {
-	fields := []struct {
-		name string
-		v    *int64
-	}{{"max_queues", q.MaxQueues}, {"max_tokens", q.MaxTokens}}
-	for _, f := range fields {
-		if f.v != nil && *f.v < 0 {
+	for _, f := range q.fields(nil) {
+		if f.set != nil && *f.set < 0 {
 			return invalidArg(f.name, "must be 0 (no quota) or more")
 		}
 	}
 	return nil
+}
+
+// Negative names the first of q's quotas below 0 ("" when none is), for a config check.
+func (q Quotas) Negative() string {
+	for _, f := range (QuotaSettings{&q.MaxQueues, &q.MaxTokens, &q.MaxStoredJobs, &q.MaxStoredBytes}).fields(nil) {
+		if *f.set < 0 {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // QuotaStore keeps each namespace's quota settings in one Redis hash and answers a namespace's

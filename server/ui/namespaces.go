@@ -150,6 +150,10 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 		}
 		quotas = &q
 	}
+	stored, err := u.cfg.Queue.Usage(r.Context(), b.Name)
+	if err != nil {
+		return err
+	}
 	var deleting *tenant.Deletion
 	if u.cfg.Deletions != nil {
 		d, found, err := u.cfg.Deletions.Get(r.Context(), b.Name)
@@ -161,7 +165,7 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u.render(w, r, http.StatusOK, "namespace", "Namespace "+b.Name, map[string]any{
-		"NS": b, "Live": l, "Poll": pollURL(r, "/ui/api/ns/"+b.Name), "Next": next, "Tokens": tokens, "Quotas": quotas, "Deleting": deleting,
+		"NS": b, "Live": l, "Poll": pollURL(r, "/ui/api/ns/"+b.Name), "Next": next, "Tokens": tokens, "Quotas": quotas, "Stored": stored, "Deleting": deleting,
 	})
 	return nil
 }

@@ -208,3 +208,7 @@ func (k queueKeys) withTries(id string) queueKeys {
 	out.head = append(out.head, out.channel)
 	return out
 }
+
+// jobsKey is the job hash of queue q of namespace ns (queueKeys.jobs), for reading a namespace's
+// usage without filling the key cache with every one of its queues.
+func jobsKey(prefix, ns, q string) string { return prefix + ":" + HashTag(ns, q) + ":jobs" }

@@ -57,6 +57,9 @@ const (
 	// CodeQuotaExceeded: the namespace holds all that one of its quotas allows; Field names the
 	// quota (max_queues, max_stored_jobs, ...).
 	CodeQuotaExceeded Code = "quota_exceeded"
+	// CodeTooManyLargeResponses: the client's address is receiving as many large answers at once
+	// as the server allows one address; retry after Retry-After.
+	CodeTooManyLargeResponses Code = "too_many_large_responses"
 )
 
 // statusOf maps each code to its HTTP status.
@@ -85,6 +88,7 @@ var statusOf = map[Code]int{
 	CodeNotPermitted:            http.StatusConflict,
 	CodeAuthBackoff:             http.StatusTooManyRequests,
 	CodeQuotaExceeded:           http.StatusTooManyRequests,
+	CodeTooManyLargeResponses:   http.StatusTooManyRequests,
 }
 
 // Sentinel errors, matched with errors.Is.
