@@ -112,6 +112,16 @@ func End(span trace.Span, err error, attrs ...attribute.KeyValue) {
 	span.End()
 }
 
+// EndOutcome ends the span of a delivery or a call with the outcome of the work (an Outcome*
+// constant). A nil span (tracing off) returns before any attribute is built, so the off path
+// allocates nothing: a variadic End call would build its slice on the heap every time.
+func EndOutcome(span trace.Span, err error, outcome string) {
+	if span == nil {
+		return
+	}
+	End(span, err, Outcome.String(outcome))
+}
+
 // Carrier is a string map that holds a trace context: a job's attributes, a task's headers.
 type Carrier = propagation.MapCarrier
 
@@ -157,7 +167,11 @@ func (t *Tracer) StartCall(ctx context.Context, carrier Carrier, name string, he
 }
 
 // EndCall ends the CLIENT span of a call (nil: nothing) with the answer's status and the outcome.
+// Tracing off allocates nothing (see EndOutcome).
 func EndCall(span trace.Span, status int, err error, outcome string) {
+	if span == nil {
+		return
+	}
 	End(span, err, attribute.Int("http.response.status_code", status), Outcome.String(outcome))
 }
 
