@@ -122,6 +122,16 @@ func EndOutcome(span trace.Span, err error, outcome string) {
 	End(span, err, Outcome.String(outcome))
 }
 
+// Recording is ctx's span when it records (a sampled span of the caller's, such as an HTTP
+// server's), else nil: a library adds events to it only then, so that nobody builds an event's
+// attributes that no one will see.
+func Recording(ctx context.Context) trace.Span {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return span
+	}
+	return nil
+}
+
 // Carrier is a string map that holds a trace context: a job's attributes, a task's headers.
 type Carrier = propagation.MapCarrier
 
