@@ -52,6 +52,9 @@ func (c *Client) Consume(ctx context.Context, p ConsumeParams) ([]Delivery, erro
 		channels[i] = c.store.Channel(p.Namespace, q)
 	}
 	var out []Delivery
+	if c.tracer != nil {
+		defer c.traceReceived(ctx, time.Now(), &out)
+	}
 	err := c.waitFor(ctx, channels, p.Timeout, func() (bool, time.Duration, error) {
 		var wake time.Duration
 		var err error

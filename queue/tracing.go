@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"maps"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -70,6 +71,20 @@ func (w *worker) startProcess(ctx context.Context, j *heldJob) (context.Context,
 		tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),
 		tracing.BodySize.Int(len(d.Payload)), tracing.WaitMs.Int64(d.Elapsed.Milliseconds()),
 		tracing.LeaseMs.Int64(j.lease.Milliseconds()))
+}
+
+// traceReceived records a CONSUMER span per job of *ds that a Consume call started at start leased
+// (tracing.Tracer.Received); the call's own span, if ctx has one, is the HTTP consume's.
+func (c *Client) traceReceived(ctx context.Context, start time.Time, ds *[]Delivery) {
+	for i := range *ds {
+		d := &(*ds)[i]
+		c.tracer.Received(ctx, tracing.Carrier(d.Attributes), "receive "+d.Queue,
+			start, tracing.SystemName, tracing.Destination.String(d.Queue), tracing.Namespace.String(d.Namespace),
+			tracing.OperationType.String("receive"), tracing.OperationName.String("receive"),
+			tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),
+			tracing.BodySize.Int(len(d.Payload)), tracing.WaitMs.Int64(d.Elapsed.Milliseconds()),
+			tracing.LeaseMs.Int64(time.Until(d.LeaseUntil).Milliseconds()))
+	}
 }
 
 // nackOutcomes names each NackOutcome as a span's outcome.

@@ -318,12 +318,12 @@ func (w *worker) runJob(base, calm context.Context, j *heldJob) {
 
 	if !j.to(jobRunning, jobFinished) {
 		// handed back after the drain timeout, or lease lost: the result is dropped
-		tracing.End(span, err, tracing.Outcome.String(tracing.OutcomeLost))
+		tracing.EndOutcome(span, err, tracing.OutcomeLost)
 		return
 	}
 	if err == nil {
 		w.stats.succeeded.Add(1)
-		tracing.End(span, nil, tracing.Outcome.String(tracing.OutcomeAck))
+		tracing.EndOutcome(span, nil, tracing.OutcomeAck)
 		w.acks <- j
 		return
 	}
@@ -354,7 +354,7 @@ func (w *worker) fail(calm context.Context, j *heldJob, err error, span trace.Sp
 	defer w.untrack(j)
 	outcome := NackOutcome("")
 	defer func() {
-		tracing.End(span, err, tracing.Outcome.String(cmp.Or(nackOutcomes[outcome], tracing.OutcomeLost)))
+		tracing.EndOutcome(span, err, cmp.Or(nackOutcomes[outcome], tracing.OutcomeLost))
 	}()
 	d := &j.d
 	p := NackParamsFor(d, err, w.cfg.RetryPolicy)

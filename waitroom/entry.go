@@ -69,10 +69,14 @@ func (c *Client) admission(w http.ResponseWriter, r *http.Request, room *Room) (
 	visitor := c.knownVisitor(r)
 	if visitor == "" {
 		c.newVisitor(w, r)
-		return Status{Room: room.name, State: Entering}, false, nil
+		st = Status{Room: room.name, State: Entering}
+		admissionEvent(r.Context(), st)
+		return st, false, nil
 	}
 	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
-		return Status{Room: room.name, Visitor: visitor, State: Limited, RetryAfter: retry}, true, nil
+		st = Status{Room: room.name, Visitor: visitor, State: Limited, RetryAfter: retry}
+		admissionEvent(r.Context(), st)
+		return st, true, nil
 	}
 	now := time.Now()
 	proof, pending := c.requestProof(r, room.name, visitor, now)

@@ -237,7 +237,7 @@ func (r *Room) Arrive(ctx context.Context, visitor string) (Status, error) {
 	return r.arrive(ctx, visitor, entry{})
 }
 
-func (r *Room) arrive(ctx context.Context, visitor string, e entry) (Status, error) {
+func (r *Room) decideArrival(ctx context.Context, visitor string, e entry) (Status, error) {
 	if !validVisitor(visitor) {
 		return Status{}, errors.New("waitroom: visitor id must be 1 to 128 bytes")
 	}

@@ -8,6 +8,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -87,16 +88,44 @@ func (t *Tracer) StartFrom(ctx context.Context, carrier Carrier, name string, ki
 	if t == nil {
 		return ctx, nil
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-	producer := trace.SpanContextFromContext(propagator.Extract(context.Background(), carrier))
-	if producer.IsValid() {
-		if t.link {
-			opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: producer}))
-		} else {
-			ctx = trace.ContextWithRemoteSpanContext(ctx, producer)
-		}
-	}
+	ctx, opts := t.fromProducer(ctx, carrier, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return t.t.Start(ctx, name, opts...)
+}
+
+// fromProducer places a span of work whose producer stored carrier: ctx made the producer's
+// child, or opts given a new root and a link to it (Tracer.link). Without a stored context, ctx
+// and opts as they were.
+func (t *Tracer) fromProducer(ctx context.Context, carrier Carrier, opts ...trace.SpanStartOption) (context.Context, []trace.SpanStartOption) {
+	producer := trace.SpanContextFromContext(propagator.Extract(context.Background(), carrier))
+	switch {
+	case !producer.IsValid():
+	case t.link:
+		opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: producer}))
+	default:
+		ctx = trace.ContextWithRemoteSpanContext(ctx, producer)
+	}
+	return ctx, opts
+}
+
+// Received records the CONSUMER span of one piece of work a pull consume handed out (a job that
+// Client.Consume, and so the HTTP consume routes, leased), from start to now. It goes in the
+// producer's trace as StartFrom places it, linked to the span of the consume call in ctx, so
+// that both traces lead to each other; work that carries no trace context is the call's child.
+func (t *Tracer) Received(ctx context.Context, carrier Carrier, name string, start time.Time, attrs ...attribute.KeyValue) {
+	if t == nil {
+		return
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(start)}
+	parent := ctx
+	if _, stored := carrier[TraceParent]; stored {
+		if call := trace.SpanContextFromContext(ctx); call.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: call}))
+		}
+		parent = context.Background()
+	}
+	parent, opts = t.fromProducer(parent, carrier, opts...)
+	_, span := t.t.Start(parent, name, opts...)
+	span.End()
 }
 
 // End ends span (nil: nothing), marking it failed with err when err is not nil.
@@ -110,6 +139,26 @@ func End(span trace.Span, err error, attrs ...attribute.KeyValue) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
+}
+
+// EndOutcome ends the span of a delivery or a call with the outcome of the work (an Outcome*
+// constant). A nil span (tracing off) returns before any attribute is built, so the off path
+// allocates nothing: a variadic End call would build its slice on the heap every time.
+func EndOutcome(span trace.Span, err error, outcome string) {
+	if span == nil {
+		return
+	}
+	End(span, err, Outcome.String(outcome))
+}
+
+// Recording is ctx's span when it records (a sampled span of the caller's, such as an HTTP
+// server's), else nil: a library adds events to it only then, so that nobody builds an event's
+// attributes that no one will see.
+func Recording(ctx context.Context) trace.Span {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		return span
+	}
+	return nil
 }
 
 // Carrier is a string map that holds a trace context: a job's attributes, a task's headers.
@@ -157,7 +206,11 @@ func (t *Tracer) StartCall(ctx context.Context, carrier Carrier, name string, he
 }
 
 // EndCall ends the CLIENT span of a call (nil: nothing) with the answer's status and the outcome.
+// Tracing off allocates nothing (see EndOutcome).
 func EndCall(span trace.Span, status int, err error, outcome string) {
+	if span == nil {
+		return
+	}
 	End(span, err, attribute.Int("http.response.status_code", status), Outcome.String(outcome))
 }
 

@@ -232,6 +232,20 @@ func (s Span) Events() []string {
 	return out
 }
 
+// Event returns the fields of the span's first event named name, as text, and whether it has one.
+func (s Span) Event(name string) (map[string]string, bool) {
+	for _, l := range s.Logs {
+		fields := make(map[string]string, len(l.Fields))
+		for _, f := range l.Fields {
+			fields[f.Key] = fmt.Sprint(f.Value)
+		}
+		if fields["event"] == name {
+			return fields, true
+		}
+	}
+	return nil, false
+}
+
 // Trace returns the spans of trace id (hex), or none when Jaeger does not have it.
 func (j *Jaeger) Trace(tb testing.TB, id string) []Span {
 	tb.Helper()
