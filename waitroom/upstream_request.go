@@ -72,7 +72,8 @@ const maxSortedHeaderKeys = 32
 
 var errBadRequestTarget = errors.New("net/http: can't write control character in Request.URL")
 
-// write writes in's request line and header as sent upstream, then its body.
+// write writes in's request line and header as sent upstream, then its body. A failed write
+// stays in bw (bufio keeps its first error): the caller's Flush reports it.
 func (u upstreamRequest) write(bw *bufio.Writer, in *http.Request) error {
 	path, query, hasQuery := u.requestTarget(in)
 	if strings.IndexFunc(path, isCTL) >= 0 || strings.IndexFunc(query, isCTL) >= 0 {
@@ -81,23 +82,23 @@ func (u upstreamRequest) write(bw *bufio.Writer, in *http.Request) error {
 	if in.Method == "" || strings.IndexFunc(in.Method, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0 {
 		return fmt.Errorf("net/http: invalid method %q", in.Method)
 	}
-	bw.WriteString(in.Method)
-	bw.WriteByte(' ')
-	bw.WriteString(path)
+	_, _ = bw.WriteString(in.Method)
+	_ = bw.WriteByte(' ')
+	_, _ = bw.WriteString(path)
 	if hasQuery {
-		bw.WriteByte('?')
-		bw.WriteString(query)
+		_ = bw.WriteByte('?')
+		_, _ = bw.WriteString(query)
 	}
-	bw.WriteString(" HTTP/1.1\r\n")
-	bw.WriteString(u.hostLine)
+	_, _ = bw.WriteString(" HTTP/1.1\r\n")
+	_, _ = bw.WriteString(u.hostLine)
 	if ua := in.Header["User-Agent"]; len(ua) > 0 && ua[0] != "" {
 		writeHeaderLine(bw, "User-Agent", ua[0])
 	}
 	n := bodyLength(in)
 	if n > 0 || n == 0 && (in.Method == http.MethodPost || in.Method == http.MethodPut || in.Method == http.MethodPatch) {
-		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, 10))
-		bw.WriteString("\r\n")
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, 10))
+		_, _ = bw.WriteString("\r\n")
 	}
 
 	// The client's fields less the skipped ones and those its Connection header names, and the
@@ -124,22 +125,22 @@ func (u upstreamRequest) write(bw *bufio.Writer, in *http.Request) error {
 	for _, k := range keys {
 		switch {
 		case k == "Te" && trailers:
-			bw.WriteString("Te: trailers\r\n")
+			_, _ = bw.WriteString("Te: trailers\r\n")
 		case k == "X-Forwarded-For" && ipErr == nil:
 			writeHeaderLine(bw, k, clientIP)
 		case k == "X-Forwarded-Host":
 			writeHeaderLine(bw, k, in.Host)
 		case k == "X-Forwarded-Proto" && in.TLS == nil:
-			bw.WriteString("X-Forwarded-Proto: http\r\n")
+			_, _ = bw.WriteString("X-Forwarded-Proto: http\r\n")
 		case k == "X-Forwarded-Proto":
-			bw.WriteString("X-Forwarded-Proto: https\r\n")
+			_, _ = bw.WriteString("X-Forwarded-Proto: https\r\n")
 		case validFieldName(k): // an invalid name is dropped, as by Request.Write
 			for _, v := range in.Header[k] {
 				writeHeaderLine(bw, k, v)
 			}
 		}
 	}
-	bw.WriteString("\r\n")
+	_, _ = bw.WriteString("\r\n")
 	if n <= 0 {
 		return nil
 	}
@@ -182,10 +183,10 @@ func writeHeaderLine(bw *bufio.Writer, key, value string) {
 	if strings.ContainsAny(value, "\r\n") {
 		value = strings.NewReplacer("\r", " ", "\n", " ").Replace(value)
 	}
-	bw.WriteString(key)
-	bw.WriteString(": ")
-	bw.WriteString(textproto.TrimString(value))
-	bw.WriteString("\r\n")
+	_, _ = bw.WriteString(key)
+	_, _ = bw.WriteString(": ")
+	_, _ = bw.WriteString(textproto.TrimString(value))
+	_, _ = bw.WriteString("\r\n")
 }
 
 // validFieldName reports whether k is an RFC 9110 token, as a header field name must be.
