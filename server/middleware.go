@@ -74,21 +74,30 @@ type statusWriter struct {
 	// large bounds the client's concurrent large answers (largeresponses.go; nil: no bound);
 	// largeHeld is the bound whose slot this answer holds, and dropBody drops what the handler
 	// writes after its answer was replaced by a refusal.
-	large     *largeResponses
-	largeHeld *largeResponses
-	client    netip.Addr
-	dropBody  bool
+	large       *largeResponses
+	largeHeld   *largeResponses
+	client      netip.Addr
+	dropBody    bool
+	deadlineSet time.Time // when extendWriteDeadline last moved the deadline
 }
 
 // extendWriteDeadline gives the write about to start WriteTimeout to reach the client. The
 // deadline is set per write, not per request: a long poll waits as long as it likes before its
 // answer starts, a long answer to a reader that keeps up is never cut, and a client that stops
 // reading (or reads slower than one write in WriteTimeout) loses its connection instead of
-// holding the handler, its buffers and its slot.
+// holding the handler, its buffers and its slot. A deadline moved less than a sixteenth of
+// WriteTimeout ago is left as it is (each write still gets at least 15/16 of it): moving it costs a
+// timer update, and a proxied request would pay three (header, body, end) in a few microseconds.
 func (w *statusWriter) extendWriteDeadline() {
-	if w.rc != nil {
-		_ = w.rc.SetWriteDeadline(time.Now().Add(w.writeTimeout)) // tests' recorders have none
+	if w.rc == nil {
+		return
 	}
+	now := time.Now()
+	if !w.deadlineSet.IsZero() && now.Sub(w.deadlineSet) < w.writeTimeout/16 {
+		return
+	}
+	w.deadlineSet = now
+	_ = w.rc.SetWriteDeadline(now.Add(w.writeTimeout)) // tests' recorders have none
 }
 
 // muxReply reports whether a reply with status comes from the mux rather than a route's handler:

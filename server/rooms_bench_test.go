@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,8 +23,8 @@ func roomBenchServer(b *testing.B) (base string) {
 	maxActive := 1000
 	_, base = startBenchServer(b, Config{
 		RedisURL: env.URL, Prefix: env.Prefix,
-		ProxyRooms: "*=shop",
-		Rooms:      map[string]rooms.RoomJSON{"shop": {MaxActive: &maxActive, Upstream: &up.URL}},
+		ProxyRooms: "*=shop", RoomArrivalsPerMinute: -1, // every visitor comes from one address
+		Rooms: map[string]rooms.RoomJSON{"shop": {MaxActive: &maxActive, Upstream: &up.URL}},
 	})
 	return base
 }
@@ -36,15 +37,26 @@ func BenchmarkRoomProxyAdmitted(b *testing.B) {
 	base := roomBenchServer(b)
 	cookies := make([]string, 200)
 	for i := range cookies {
-		resp, err := http.Get(base + "/") //nolint:noctx // benchmark setup
-		if err != nil {
-			b.Fatal(err)
+		// The first request gets the visitor cookie; the second, which carries it, is admitted.
+		jar := map[string]string{}
+		for range 2 {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, base+"/", nil)
+			for name, value := range jar {
+				req.AddCookie(&http.Cookie{Name: name, Value: value})
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			for _, c := range resp.Cookies() {
+				jar[c.Name] = c.Value
+			}
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 		var parts []string
-		for _, c := range resp.Cookies() {
-			parts = append(parts, c.Name+"="+c.Value)
+		for name, value := range jar {
+			parts = append(parts, name+"="+value)
 		}
 		cookies[i] = strings.Join(parts, "; ")
 	}

@@ -1,6 +1,7 @@
 package waitroom_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -19,24 +20,37 @@ import (
 	"github.com/sluicehq/sluice/waitroom"
 )
 
-// benchClients are the visitors of a benchmark: one cookie header each, taken from a real
-// admission or arrival, so every request carries what a browser would send.
+// benchVisitors are the visitors of a benchmark: one cookie header each, taken from a real
+// arrival (the first request gets the visitor cookie, the second, which carries it, arrives), so
+// every request carries what a browser would send.
 func benchVisitors(b *testing.B, url string, n int) []string {
 	b.Helper()
 	cookies := make([]string, n)
 	for i := range cookies {
-		resp, err := http.Get(url) //nolint:noctx // benchmark setup
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		for _, c := range resp.Cookies() {
-			if cookies[i] != "" {
-				cookies[i] += "; "
+		jar := map[string]string{}
+		for range 2 {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+			if err != nil {
+				b.Fatal(err)
 			}
-			cookies[i] += c.Name + "=" + c.Value
+			for name, value := range jar {
+				req.AddCookie(&http.Cookie{Name: name, Value: value})
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			for _, c := range resp.Cookies() {
+				jar[c.Name] = c.Value
+			}
 		}
+		parts := make([]string, 0, len(jar))
+		for name, value := range jar {
+			parts = append(parts, name+"="+value)
+		}
+		cookies[i] = strings.Join(parts, "; ")
 	}
 	return cookies
 }
@@ -58,6 +72,7 @@ func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (c *
 		return n
 	}
 	cfg.Prefix = env.Prefix
+	cfg.ArrivalsPerMinute = cmp.Or(cfg.ArrivalsPerMinute, -1) // every visitor comes from one address
 	cfg.PassKeys = [][]byte{testKey()}
 	c, err := waitroom.NewClient(env.Client, cfg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 )
 
 // PollHeader marks the waiting page's status polls: the middleware answers them with the status
@@ -181,10 +182,15 @@ func Proxy(room *Room) http.Handler {
 }
 
 type proxy struct {
-	room    *Room
+	room *Room
+	// current is the upstream in use, read without a lock on every request; mu orders changes.
+	current atomic.Pointer[currentUpstream]
 	mu      sync.Mutex
-	current string
-	up      *upstreamProxy
+}
+
+type currentUpstream struct {
+	url string
+	up  *upstreamProxy
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -204,10 +210,14 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // upstream returns the proxy to the room's current upstream; a change of upstream closes the
 // previous one's idle connections (and its busy ones once their requests end).
 func (p *proxy) upstream(upstream string) (*upstreamProxy, error) {
+	if cur := p.current.Load(); cur != nil && cur.url == upstream {
+		return cur.up, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.up != nil && p.current == upstream {
-		return p.up, nil
+	prev := p.current.Load()
+	if prev != nil && prev.url == upstream {
+		return prev.up, nil
 	}
 	if upstream == "" {
 		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable,
@@ -218,10 +228,10 @@ func (p *proxy) upstream(upstream string) (*upstreamProxy, error) {
 		return nil, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "room upstream: " + err.Error()}
 	}
 	cfg := p.room.c.cfg
-	if p.up != nil {
-		p.up.close()
+	if prev != nil {
+		prev.up.close()
 	}
-	p.up = newUpstreamProxy(u, upstreamProxyConfig{
+	up := newUpstreamProxy(u, upstreamProxyConfig{
 		DialTimeout:   cfg.UpstreamDialTimeout,
 		HeaderTimeout: cfg.UpstreamHeaderTimeout,
 		Fail: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -229,6 +239,6 @@ func (p *proxy) upstream(upstream string) (*upstreamProxy, error) {
 			WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "the upstream could not be reached"})
 		},
 	})
-	p.current = upstream
-	return p.up, nil
+	p.current.Store(&currentUpstream{url: upstream, up: up})
+	return up, nil
 }

@@ -41,8 +41,9 @@ import (
 // the request body was read), where http.Transport writes and reads at once.
 type upstreamProxy struct {
 	target   *url.URL
-	addr     string // host:port to dial
-	lean     bool   // false: everything goes to the fallback (https upstream)
+	req      upstreamRequest // writes what is sent
+	addr     string          // host:port to dial
+	lean     bool            // false: everything goes to the fallback (https upstream)
 	fallback *httputil.ReverseProxy
 	dialer   net.Dialer
 	// headerTimeout bounds the wait for the response's header after the request was written;
@@ -88,6 +89,7 @@ type upstreamProxyConfig struct {
 func newUpstreamProxy(target *url.URL, cfg upstreamProxyConfig) *upstreamProxy {
 	p := &upstreamProxy{
 		target:        target,
+		req:           newUpstreamRequest(target),
 		lean:          target.Scheme == "http",
 		dialer:        net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second},
 		headerTimeout: cfg.HeaderTimeout,
@@ -142,9 +144,8 @@ func (p *upstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.fallback.ServeHTTP(w, r)
 		return
 	}
-	out := p.outRequest(r)
 	ctx := r.Context()
-	res, c, stop, err := p.roundTrip(ctx, w, out)
+	res, c, stop, err := p.roundTrip(ctx, w, r)
 	if err != nil {
 		p.fail(w, r, err)
 		return
@@ -164,59 +165,6 @@ func (p *upstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.put(c)
 }
 
-// outRequest is the request to send: in's method, path, query, headers and body, rewritten as
-// httputil.ReverseProxy with Rewrite{SetURL; SetXForwarded} would.
-func (p *upstreamProxy) outRequest(in *http.Request) *http.Request {
-	h := make(http.Header, len(in.Header)+3)
-	for k, v := range in.Header {
-		h[k] = v // the values are shared, and only ever replaced, never changed in place
-	}
-	removeHopByHop(h)
-	if headerHasToken(in.Header["Te"], "trailers") {
-		h["Te"] = []string{"trailers"}
-	}
-	delete(h, "Forwarded")
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		h["X-Forwarded-For"] = []string{ip}
-	} else {
-		delete(h, "X-Forwarded-For")
-	}
-	h["X-Forwarded-Host"] = []string{in.Host}
-	if in.TLS == nil {
-		h["X-Forwarded-Proto"] = []string{"http"}
-	} else {
-		h["X-Forwarded-Proto"] = []string{"https"}
-	}
-	if _, ok := h["User-Agent"]; !ok {
-		h["User-Agent"] = []string{""} // Request.Write sends none, instead of Go's own
-	}
-	u := &url.URL{Scheme: p.target.Scheme, Host: p.target.Host}
-	u.Path, u.RawPath = joinURLPath(p.target, in.URL)
-	u.RawQuery, u.ForceQuery = cleanQueryParams(in.URL.RawQuery), in.URL.ForceQuery
-	if p.target.RawQuery != "" {
-		if u.RawQuery == "" {
-			u.RawQuery = p.target.RawQuery
-		} else {
-			u.RawQuery = p.target.RawQuery + "&" + u.RawQuery
-		}
-	}
-	out := &http.Request{
-		Method:     in.Method,
-		URL:        u,
-		Proto:      "HTTP/1.1",
-		ProtoMajor: 1,
-		ProtoMinor: 1,
-		Header:     h,
-	}
-	if in.ContentLength != 0 && in.Body != nil {
-		out.Body = io.NopCloser(in.Body) // the server closes in.Body
-		out.ContentLength = in.ContentLength
-		out.TransferEncoding = in.TransferEncoding
-		out.Trailer = in.Trailer // filled in as the body is read; sent after it when chunked
-	}
-	return out
-}
-
 // errBeforeResponse marks a failure before any byte of a response was read: on a pooled
 // connection that the upstream had closed meanwhile, the request can be sent again.
 type errBeforeResponse struct{ err error }
@@ -224,14 +172,14 @@ type errBeforeResponse struct{ err error }
 func (e errBeforeResponse) Error() string { return e.err.Error() }
 func (e errBeforeResponse) Unwrap() error { return e.err }
 
-// roundTrip sends out and reads the response's header, forwarding 1xx answers to w. On success
-// the caller owns c and must call stop (which reports false when ctx ended meanwhile).
-func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, out *http.Request) (
+// roundTrip sends in upstream and reads the response's header, forwarding 1xx answers to w. On
+// success the caller owns c and must call stop (which reports false when ctx ended meanwhile).
+func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, in *http.Request) (
 	res *http.Response, c *upstreamConn, stop func() bool, err error) {
 	// A request that can be sent twice: no body, and a method that means the same done twice (as
 	// net/http decides; a request the upstream may have started on must not run again).
-	replayable := out.Body == nil && (isIdempotent(out.Method) || out.Header["Idempotency-Key"] != nil ||
-		out.Header["X-Idempotency-Key"] != nil)
+	replayable := bodyLength(in) <= 0 && (isIdempotent(in.Method) || in.Header["Idempotency-Key"] != nil ||
+		in.Header["X-Idempotency-Key"] != nil)
 	for attempt := 0; ; attempt++ {
 		var reused bool
 		// The second attempt checks the pooled connections it takes (and drops the dead ones:
@@ -242,7 +190,7 @@ func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, ou
 		}
 		conn := c
 		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-		res, err = p.exchange(ctx, w, c, out)
+		res, err = p.exchange(ctx, w, c, in)
 		if err == nil {
 			return res, c, stop, nil
 		}
@@ -256,17 +204,17 @@ func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, ou
 	}
 }
 
-// exchange writes out on c and reads the response's header.
-func (p *upstreamProxy) exchange(ctx context.Context, w http.ResponseWriter, c *upstreamConn, out *http.Request) (*http.Response, error) {
+// exchange writes in, as sent upstream, on c and reads the response's header.
+func (p *upstreamProxy) exchange(ctx context.Context, w http.ResponseWriter, c *upstreamConn, in *http.Request) (*http.Response, error) {
 	bw := bufWriters.Get().(*bufio.Writer)
 	bw.Reset(c)
-	werr := out.Write(bw)
+	werr := p.req.write(bw, in)
 	if werr == nil {
 		werr = bw.Flush()
 	}
 	bw.Reset(nil)
 	bufWriters.Put(bw)
-	if werr != nil && out.Body == nil {
+	if werr != nil && bodyLength(in) <= 0 {
 		return nil, errBeforeResponse{werr}
 	}
 	if p.headerTimeout > 0 {
@@ -282,7 +230,7 @@ func (p *upstreamProxy) exchange(ctx context.Context, w http.ResponseWriter, c *
 		return nil, errBeforeResponse{err}
 	}
 	for n := 0; ; n++ {
-		res, err := http.ReadResponse(c.br, out)
+		res, err := http.ReadResponse(c.br, in) // it reads the method only (HEAD: no body)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package waitroom
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -230,40 +231,60 @@ func TestUpstreamProxyMatchesReverseProxy(t *testing.T) {
 			"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" + ok},
 		{"error status", "DELETE /x?y HTTP/1.1\r\nHost: site.example\r\n\r\n",
 			"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 4\r\n\r\nbusy"},
+		{"empty query", "GET /a? HTTP/1.1\r\nHost: site.example\r\n\r\n", ok},
+		{"no user agent, odd spacing", "OPTIONS /o HTTP/1.1\r\nHost: site.example\r\nX-Pad:   padded \t \r\nUser-Agent:\r\n\r\n", ok},
+		{"many fields", "GET /m HTTP/1.1\r\nHost: site.example\r\n" + manyFields(40) + "\r\n", ok},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			respond := func(*http.Request) string { return tc.resp }
-			leanUp, refUp := newRawUpstream(t, respond), newRawUpstream(t, respond)
-			// The upstream has a path and a query of its own: both are joined with the request's.
-			leanTarget, refTarget := leanUp.url(), refUp.url()
-			leanTarget.Path, leanTarget.RawQuery = "/base", "t=1"
-			refTarget.Path, refTarget.RawQuery = "/base", "t=1"
-			_, lean := newTestProxy(t, leanTarget, upstreamProxyConfig{})
-			tr := &http.Transport{DisableCompression: true}
-			t.Cleanup(tr.CloseIdleConnections)
-			ref := httptest.NewServer(&httputil.ReverseProxy{Transport: tr, Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(refTarget)
-				pr.SetXForwarded()
-			}})
-			t.Cleanup(ref.Close)
+		for _, base := range []string{"", "/base?t=1"} {
+			t.Run(tc.name+" to "+cmp.Or(base, "/"), func(t *testing.T) {
+				t.Parallel()
+				testMatchesReverseProxy(t, base, tc.req, tc.resp)
+			})
+		}
+	}
+}
 
-			got := send(t, lean.Listener.Addr().String(), tc.req)
-			want := send(t, ref.Listener.Addr().String(), tc.req)
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("the client got\n%+v\nwant (httputil.ReverseProxy)\n%+v", got, want)
-			}
-			gotReqs, _ := leanUp.seen()
-			wantReqs, _ := refUp.seen()
-			norm := func(reqs []string, u *rawUpstream) string {
-				return strings.ReplaceAll(strings.Join(reqs, "\n--\n"), u.ln.Addr().String(), "UPSTREAM")
-			}
-			w := norm(wantReqs, refUp)
-			if g := norm(gotReqs, leanUp); g != w {
-				t.Errorf("the upstream read\n%q\nwant (httputil.ReverseProxy)\n%q", g, w)
-			}
-		})
+func manyFields(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "X-Field-%02d: %d\r\n", n-i, i)
+	}
+	return b.String()
+}
+
+// testMatchesReverseProxy sends req through the lean path and through httputil.ReverseProxy, to
+// an upstream with the path and query of base (joined with the request's), each answering resp,
+// and compares what the upstreams and the clients read.
+func testMatchesReverseProxy(t *testing.T, base, req, resp string) {
+	respond := func(*http.Request) string { return resp }
+	leanUp, refUp := newRawUpstream(t, respond), newRawUpstream(t, respond)
+	leanTarget, refTarget := leanUp.url(), refUp.url()
+	path, query, _ := strings.Cut(base, "?")
+	leanTarget.Path, leanTarget.RawQuery = path, query
+	refTarget.Path, refTarget.RawQuery = path, query
+	_, lean := newTestProxy(t, leanTarget, upstreamProxyConfig{})
+	tr := &http.Transport{DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	ref := httptest.NewServer(&httputil.ReverseProxy{Transport: tr, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(refTarget)
+		pr.SetXForwarded()
+	}})
+	t.Cleanup(ref.Close)
+
+	got := send(t, lean.Listener.Addr().String(), req)
+	want := send(t, ref.Listener.Addr().String(), req)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the client got\n%+v\nwant (httputil.ReverseProxy)\n%+v", got, want)
+	}
+	gotReqs, _ := leanUp.seen()
+	wantReqs, _ := refUp.seen()
+	norm := func(reqs []string, u *rawUpstream) string {
+		return strings.ReplaceAll(strings.Join(reqs, "\n--\n"), u.ln.Addr().String(), "UPSTREAM")
+	}
+	w := norm(wantReqs, refUp)
+	if g := norm(gotReqs, leanUp); g != w {
+		t.Errorf("the upstream read\n%q\nwant (httputil.ReverseProxy)\n%q", g, w)
 	}
 }
 
@@ -644,4 +665,41 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestUpstreamRequestNoInjection: a request built in code (by a handler in front of the proxy,
+// not parsed by net/http) cannot add lines to what goes upstream: a field name that is no token
+// is dropped, line breaks in values become spaces, and a control character in the target or a
+// bad method refuses the request, as Request.Write does.
+func TestUpstreamRequestNoInjection(t *testing.T) {
+	t.Parallel()
+	u := newUpstreamRequest(&url.URL{Scheme: "http", Host: "up.example:8080"})
+	write := func(r *http.Request) (string, error) {
+		var b bytes.Buffer
+		bw := bufio.NewWriter(&b)
+		err := u.write(bw, r)
+		_ = bw.Flush()
+		return b.String(), err
+	}
+	r := httptest.NewRequest(http.MethodGet, "http://site.example/a", nil)
+	r.Header["X-Evil\r\nInjected"] = []string{"1"}
+	r.Header["X-Split"] = []string{"a\r\nInjected: 2"}
+	got, err := write(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "\r\nInjected") || !strings.Contains(got, "X-Split: a  Injected: 2\r\n") ||
+		!strings.HasPrefix(got, "GET /a HTTP/1.1\r\nHost: up.example:8080\r\n") {
+		t.Fatalf("written:\n%q", got)
+	}
+	r = httptest.NewRequest(http.MethodGet, "http://site.example/a", nil)
+	r.URL.RawQuery = "x=1\r\nInjected: 3"
+	if got, err := write(r); err == nil {
+		t.Fatalf("a control character in the query was written:\n%q", got)
+	}
+	r = httptest.NewRequest(http.MethodGet, "http://site.example/a", nil)
+	r.Method = "GET /b HTTP/1.1\r\nInjected: 4\r\n\r\nGET"
+	if got, err := write(r); err == nil {
+		t.Fatalf("a bad method was written:\n%q", got)
+	}
 }
