@@ -231,13 +231,22 @@ func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next went through safeNext (a path on this site only)
 		return nil
 	}
-	self := r.URL.RequestURI()
+	self := safeNext(r.URL.RequestURI()) // the page leads here once admitted: never off the site
 	if isAsset(r, next) {
 		c.notAdmittedAsset(w)
 		return nil
 	}
+	// The URL the browser shows the page at: behind nginx, which serves it in place of the page
+	// asked for, that page's; else the wait route's, with the checked next.
+	page, asked := WaitURL(room.name, next), self
+	if r.Header.Get(NextHeader) != "" {
+		page, asked = next, next
+	}
+	if c.switchLanguage(w, r, asked) {
+		return nil
+	}
 	if c.hasLeft(r, room.name) {
-		c.renderPage(w, r, room, http.StatusOK, Status{Room: room.name, State: Left}, Left.String(), StatusURL(room.name), next)
+		c.renderPage(w, r, room, http.StatusOK, Status{Room: room.name, State: Left}, Left.String(), page, StatusURL(room.name), next)
 		return nil
 	}
 	st, pollLimited, err := c.admission(w, r, room)
@@ -247,7 +256,7 @@ func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error
 	switch {
 	case pollLimited:
 		retryAfter(w, st.RetryAfter)
-		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", StatusURL(room.name), self)
+		c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", page, StatusURL(room.name), self)
 	case st.State == Admitted:
 		if st.Pass != "" {
 			c.setPass(w, r, room.name, st.Pass, st.PassExpires)
@@ -255,12 +264,12 @@ func (h *Handler) wait(w http.ResponseWriter, r *http.Request, room *Room) error
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next went through safeNext (a path on this site only)
 	case st.State == Unavailable:
 		retryAfter(w, c.cfg.PollInterval)
-		c.renderPage(w, r, room, http.StatusServiceUnavailable, st, "unavailable", StatusURL(room.name), self)
+		c.renderPage(w, r, room, http.StatusServiceUnavailable, st, "unavailable", page, StatusURL(room.name), self)
 	default:
 		if st.State == Limited {
 			retryAfter(w, st.RetryAfter)
 		}
-		c.renderPage(w, r, room, statusCode(st, http.StatusOK), st, st.State.String(), StatusURL(room.name), next)
+		c.renderPage(w, r, room, statusCode(st, http.StatusOK), st, st.State.String(), page, StatusURL(room.name), next)
 	}
 	return nil
 }

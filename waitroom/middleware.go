@@ -65,7 +65,10 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.notAdmittedAsset(w)
 		return
 	}
-	self := r.URL.RequestURI()
+	if !poll && c.switchLanguage(w, r, safeNext(r.URL.RequestURI())) {
+		return
+	}
+	self := safeNext(r.URL.RequestURI()) // the page leads here once admitted: never off the site
 	st := Status{Room: room.name, State: Left}
 	if !c.hasLeft(r, room.name) {
 		var pollLimited bool
@@ -80,7 +83,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			retryAfter(w, st.RetryAfter)
-			c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self)
+			c.renderPage(w, r, room, http.StatusTooManyRequests, Status{Room: room.name}, "limited", self, self, self)
 			return
 		}
 		if st.State == Admitted {
@@ -105,7 +108,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, code, c.statusJSON(st))
 		return
 	}
-	c.renderPage(w, r, room, code, st, st.State.String(), self, self)
+	c.renderPage(w, r, room, code, st, st.State.String(), self, self, self)
 }
 
 // handleError handles an error of Touch or Arrive and reports whether there was one: a room that

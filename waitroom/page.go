@@ -25,7 +25,7 @@ type PageData struct {
 	// Lang is one of Languages; Text holds the page's words in it.
 	Lang string
 	Text Text
-	// Switch lists every built-in language for the page's language switch.
+	// Switch lists every built-in language for the page's language switch, with its link.
 	Switch []LanguageChoice
 	// State is "waiting", "not_open", "unavailable", "limited" (too many refreshes, or too many
 	// new visitors from one address), "left" (released a moment ago), "entering" (the browser's
@@ -65,12 +65,16 @@ type LanguageChoice struct {
 	// Lang is the language's code, Name its own name; Current marks the page's language.
 	Lang, Name string
 	Current    bool
+	// Href is the switch's link: the page's URL with ?sluice_lang=Lang (it works without
+	// JavaScript; see lang_switch.go).
+	Href string
 }
 
-func languageChoices(current string) []LanguageChoice {
+// languageChoices is the switch of the page shown at page, in current.
+func languageChoices(current, page string) []LanguageChoice {
 	out := make([]LanguageChoice, len(languages))
 	for i, l := range languages {
-		out[i] = LanguageChoice{Lang: l, Name: texts[l].Name, Current: l == current}
+		out[i] = LanguageChoice{Lang: l, Name: texts[l].Name, Current: l == current, Href: langHref(page, l)}
 	}
 	return out
 }
@@ -108,12 +112,12 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", m, sec)
 }
 
-// pageData builds the page's data for a status.
-func (c *Client) pageData(cfg RoomConfig, st Status, state, lang, statusURL, next string) PageData {
+// pageData builds the page's data for a status, for the page shown at page.
+func (c *Client) pageData(cfg RoomConfig, st Status, state, lang, page, statusURL, next string) PageData {
 	t := texts[lang]
 	d := PageData{
 		Room: st.Room, SiteName: cfg.SiteName, LogoURL: cfg.LogoURL,
-		Lang: lang, Text: t, Switch: languageChoices(lang), State: state,
+		Lang: lang, Text: t, Switch: languageChoices(lang, page), State: state,
 		Position: st.Position, Length: st.Length, Place: fmt.Sprintf(t.Place, st.Position, st.Length),
 		ETA:            etaText(t, st.ETA, st.ETAKnown),
 		Progress:       int(st.Progress() * 100),
@@ -144,15 +148,15 @@ func (c *Client) pageData(cfg RoomConfig, st Status, state, lang, statusURL, nex
 	return d
 }
 
-// renderPage writes the waiting page with the given HTTP status: the room's own template when it
-// has one, else the built-in page.
-func (c *Client) renderPage(w http.ResponseWriter, r *http.Request, room *Room, code int, st Status, state, statusURL, next string) {
+// renderPage writes the waiting page shown at page (a path on this site) with the given HTTP
+// status: the room's own template when it has one, else the built-in page.
+func (c *Client) renderPage(w http.ResponseWriter, r *http.Request, room *Room, code int, st Status, state, page, statusURL, next string) {
 	var cfg RoomConfig
 	var own *template.Template
 	if cur := room.state.Load(); cur != nil {
 		cfg, own = cur.cfg, cur.page
 	}
-	d := c.pageData(cfg, st, state, language(cfg.Language, r), statusURL, next)
+	d := c.pageData(cfg, st, state, language(cfg.Language, r), page, statusURL, next)
 	tmpl := c.page
 	if own != nil {
 		tmpl = own
