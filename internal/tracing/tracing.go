@@ -121,7 +121,8 @@ func (t *Tracer) Received(ctx context.Context, carrier Carrier, name string, sta
 		if call := trace.SpanContextFromContext(ctx); call.IsValid() {
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: call}))
 		}
-		parent = context.Background()
+		// ctx's values, not its span: the work's span belongs to the producer's trace.
+		parent = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	}
 	parent, opts = t.fromProducer(parent, carrier, opts...)
 	_, span := t.t.Start(parent, name, opts...)
