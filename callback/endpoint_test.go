@@ -127,9 +127,11 @@ func TestCallbacksShareEndpointQPSWithTasks(t *testing.T) {
 		arrivals[i] = cl.at
 	}
 	sort.Slice(arrivals, func(i, j int) bool { return arrivals[i].Before(arrivals[j]) })
-	// At 20 QPS (50ms apart) 20 calls span at least 19 intervals; allow scheduling jitter of the
-	// arrivals themselves, not of the limit.
-	if span := arrivals[len(arrivals)-1].Sub(arrivals[0]); span < 19*50*time.Millisecond*9/10 {
+	// At a shared 20 QPS (50ms apart) 20 calls start over at least 19 intervals (950ms); were the
+	// limit not shared, each side's 10 would take 9 intervals (450ms). Arrivals are seen at the
+	// receiver, after scheduling delays a loaded machine stretches, so the bar sits between the
+	// two: 70% of 950ms still fails if tasks and callbacks were limited apart.
+	if span := arrivals[len(arrivals)-1].Sub(arrivals[0]); span < 19*50*time.Millisecond*7/10 {
 		t.Fatalf("%d tasks and %d callbacks at a shared 20 QPS arrived within %s", n, n, span)
 	}
 	if st, err := c.Stats(ctxT(t), "svc"); err != nil || st.SlotsReleased != n {

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 )
 
 // readinessSetup starts a server on a Redis of the test's own, and a client of that Redis to
@@ -71,6 +73,12 @@ func TestReadyzNotReadyOnAReadOnlyReplica(t *testing.T) {
 	if err := rdb.ReplicaOf(ctxT(t), host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// A replica's first sync can hold Redis past the probe's one second on a loaded machine; the
+	// case here is a replica in steady state, so wait for its link to the primary to be up.
+	testwait.Until(t, time.Minute, "the replica to sync", func() bool {
+		info, err := rdb.Info(ctxT(t), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
 	wantNotReady(t, ts, "read-only replica")
 	if err := rdb.ReplicaOf(ctxT(t), "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
