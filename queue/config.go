@@ -95,6 +95,13 @@ type Config struct {
 	// quotas.
 	QueueQuota QuotaFunc
 
+	// ScheduleQuota, when set, returns the most schedules namespace ns may have (0: no limit):
+	// setting a new schedule in a namespace holding that many is refused with a
+	// *sluice.QuotaError (quota max_schedules), and nothing is stored; replacing one is not
+	// refused. The check and the naming of the schedule in the namespace's index are one script.
+	// Default nil: no limit. The server sets it from its namespaces' quotas.
+	ScheduleQuota QuotaFunc
+
 	// StorageQuota, when set, returns the most jobs and bytes namespace ns may store (0: no
 	// limit): a publish that would take the namespace past either is refused with a
 	// *sluice.QuotaError (max_stored_jobs or max_stored_bytes), and nothing is written. The check

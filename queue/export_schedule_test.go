@@ -16,7 +16,7 @@ func BackdateSchedule(ctx context.Context, c *Client, ns, name string, at time.T
 	if err != nil {
 		return err
 	}
-	_, err = c.store.PutSchedule(ctx, ns, q, name, rec.Spec, at.UnixMilli(), rec.Paused)
+	_, err = c.store.PutSchedule(ctx, ns, q, name, rec.Spec, at.UnixMilli(), rec.Paused, 0)
 	return err
 }
 

@@ -7,7 +7,8 @@ import (
 	"strconv"
 )
 
-// QuotaFunc returns the most queues namespace ns may have (0: no limit): Config.QueueQuota.
+// QuotaFunc returns the most of a thing (queues, schedules) namespace ns may have (0: no limit):
+// Config.QueueQuota and Config.ScheduleQuota.
 type QuotaFunc func(ctx context.Context, ns string) (int64, error)
 
 // QueuesPageParams ask for one page of a namespace's queues.

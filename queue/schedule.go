@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
 
@@ -327,29 +329,77 @@ func (s Schedules) Set(ctx context.Context, p ScheduleParams) (Schedule, error) 
 		return Schedule{}, fmt.Errorf("queue: set schedule: %w", err)
 	}
 	next := rule.next(time.UnixMilli(now))
-	if p.Cron != "" && next.IsZero() && (p.EndAt.IsZero() || p.EndAt.After(time.UnixMilli(now))) {
+	if !p.EndAt.IsZero() && !p.EndAt.After(time.UnixMilli(now)) {
+		return Schedule{}, invalid("end_at", "%s has passed: the schedule would never fire", p.EndAt.UTC().Format(time.RFC3339))
+	}
+	switch {
+	case next.IsZero() && !p.EndAt.IsZero():
+		return Schedule{}, invalid("end_at", "no tick of the rule falls between now and %s", p.EndAt.UTC().Format(time.RFC3339))
+	case next.IsZero():
 		return Schedule{}, invalid("cron", "%q names no time that comes", p.Cron)
 	}
 	raw, err := json.Marshal(specOf(p))
 	if err != nil {
 		return Schedule{}, fmt.Errorf("queue: set schedule: %w", err)
 	}
-	if err := c.register(ctx, p.Namespace, p.Job.Queue, p.Job.Callback != nil); err != nil {
-		return Schedule{}, err
-	}
 	old, found, err := c.store.ScheduleQueue(ctx, p.Namespace, p.Name)
 	if err != nil {
 		return Schedule{}, fmt.Errorf("queue: set schedule: %w", err)
+	}
+	quota, err := c.scheduleQuota(ctx, p.Namespace, found)
+	if err != nil {
+		return Schedule{}, err
+	}
+	if err := c.register(ctx, p.Namespace, p.Job.Queue, p.Job.Callback != nil); err != nil {
+		return Schedule{}, err
 	}
 	if found && old != p.Job.Queue {
 		if err := c.store.MoveSchedule(ctx, p.Namespace, old, p.Name); err != nil {
 			return Schedule{}, fmt.Errorf("queue: set schedule: %w", err)
 		}
 	}
-	if _, err := c.store.PutSchedule(ctx, p.Namespace, p.Job.Queue, p.Name, string(raw), runMs(next), p.Paused); err != nil {
+	_, err = c.store.PutSchedule(ctx, p.Namespace, p.Job.Queue, p.Name, string(raw), runMs(next), p.Paused, quota)
+	switch {
+	case errors.Is(err, store.ErrScheduleQuota):
+		return Schedule{}, &sluice.QuotaError{Namespace: p.Namespace, Quota: "max_schedules", Limit: quota}
+	case err != nil:
 		return Schedule{}, fmt.Errorf("queue: set schedule: %w", err)
 	}
 	return s.Get(ctx, p.Namespace, p.Name)
+}
+
+// scheduleQuota returns namespace ns's quota of schedules (0: none), and refuses a new schedule
+// (exists false) at once when the namespace holds that many already, before anything is written.
+// The script that names the schedule checks the quota again, so concurrent sets cannot pass it
+// together.
+func (c *Client) scheduleQuota(ctx context.Context, ns string, exists bool) (int64, error) {
+	if c.cfg.ScheduleQuota == nil {
+		return 0, nil
+	}
+	quota, err := c.cfg.ScheduleQuota(ctx, ns)
+	if err != nil || quota <= 0 || exists {
+		return max(quota, 0), err
+	}
+	n, err := c.store.ScheduleCount(ctx, ns)
+	if err != nil {
+		return 0, fmt.Errorf("queue: set schedule: %w", err)
+	}
+	if n >= quota {
+		return 0, &sluice.QuotaError{Namespace: ns, Quota: "max_schedules", Limit: quota}
+	}
+	return quota, nil
+}
+
+// Count is how many schedules namespace ns has (one O(1) command).
+func (s Schedules) Count(ctx context.Context, ns string) (int64, error) {
+	if !validName(ns) {
+		return 0, invalid("namespace", "%q %s", ns, nameRule)
+	}
+	n, err := s.c.store.ScheduleCount(ctx, ns)
+	if err != nil {
+		return 0, fmt.Errorf("queue: count schedules: %w", err)
+	}
+	return n, nil
 }
 
 // Get reads a schedule; ErrScheduleNotFound when there is none.
@@ -491,6 +541,11 @@ func (s Schedules) Trigger(ctx context.Context, ns, name string) (TriggerResult,
 	if err != nil {
 		return TriggerResult{}, fmt.Errorf("queue: trigger schedule %s/%s: %w", ns, name, err)
 	}
+	// A trigger is a publish the caller asked for: the namespace's storage quota refuses it as it
+	// would refuse the publish.
+	if err := s.c.checkStorage(ctx, ns, 1, storedBytes(job.Payload)); err != nil {
+		return TriggerResult{}, err
+	}
 	results, err := s.c.store.FireSchedules(ctx, []store.FireBatch{{Namespace: ns, Queue: sch.Job.Queue,
 		Fires: []store.ScheduleFire{{
 			Name: name, Version: sch.Version, FromMs: store.TriggerRun, NextRunMs: store.NoRun,
@@ -508,6 +563,7 @@ func (s Schedules) Trigger(ctx context.Context, ns, name string) (TriggerResult,
 	case out.Published == 0:
 		return TriggerResult{Duplicate: true}, nil
 	default:
+		s.c.usage.add(ns, 1, storedBytes(job.Payload))
 		return TriggerResult{JobID: out.LastJobID}, nil
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +137,22 @@ func TestScheduleBadInputNamesTheFieldAndStoresNothing(t *testing.T) {
 		{"job.ttl", queue.ScheduleParams{Name: "s", Every: time.Minute, Jitter: time.Minute, Job: queue.JobTemplate{Queue: "q", TTL: time.Second}}},
 		{"job.callback.url", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Callback: &queue.Callback{URL: "ftp://x"}}}},
 		{"job.attributes", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Attributes: map[string]string{"schedule": "x"}}}},
+		{"end_at", queue.ScheduleParams{Name: "s", Every: time.Minute, EndAt: time.Now().Add(-time.Minute), Job: good}},
+		{"end_at", queue.ScheduleParams{Name: "s", Cron: "0 0 29 2 *", EndAt: time.Now().Add(time.Hour), Job: good}},
+		// Each field of the job template is held to a publish's limits.
+		{"job.payload", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Payload: make([]byte, 8<<20+1)}}},
+		{"job.tries", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Tries: -1}}},
+		{"job.ttl", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", TTL: -time.Second}}},
+		{"job.ttr", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", TTR: -time.Second}}},
+		{"job.backoff", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Backoff: queue.Backoff{Base: time.Minute, Max: time.Second}}}},
+		{"job.unique_key", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", UniqueKey: strings.Repeat("k", queue.MaxUniqueKey+1)}}},
+		{"job.unique_for", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", UniqueKey: "k", UniqueFor: -time.Second}}},
+		{"job.attributes", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Attributes: manyAttributes(queue.MaxAttributes + 1)}}},
+		{"job.attributes", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Attributes: map[string]string{"k": strings.Repeat("v", queue.MaxAttributeValue+1)}}}},
+		{"job.callback.timeout", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Callback: &queue.Callback{URL: "https://example.com/x", Timeout: time.Hour}}}},
+		{"job.callback.method", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Callback: &queue.Callback{URL: "https://example.com/x", Method: "CONNECT"}}}},
+		{"job.callback.headers", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", Callback: &queue.Callback{URL: "https://example.com/x", Header: map[string]string{"X": "a\r\nB: c"}}}}},
+		{"job.ttr", queue.ScheduleParams{Name: "s", Every: time.Minute, Job: queue.JobTemplate{Queue: "q", TTR: time.Second, Callback: &queue.Callback{URL: "https://example.com/x", Timeout: time.Second}}}},
 	} {
 		c.p.Namespace = f.ns
 		_, err := f.client.Schedules().Set(ctxT(t), c.p)
@@ -147,6 +165,15 @@ func TestScheduleBadInputNamesTheFieldAndStoresNothing(t *testing.T) {
 	if err != nil || len(list) != 0 {
 		t.Errorf("after bad input List = %v, %v; want none", list, err)
 	}
+}
+
+// manyAttributes returns n distinct attributes.
+func manyAttributes(n int) map[string]string {
+	a := make(map[string]string, n)
+	for i := range n {
+		a["k"+strconv.Itoa(i)] = "v"
+	}
+	return a
 }
 
 func TestSchedulePauseResumeTrigger(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/queue/internal/store"
 )
@@ -242,6 +243,9 @@ func (s *Scheduler) fired(dq store.DueQueue, fires []store.ScheduleFire, res sto
 			continue
 		}
 		f := fires[i]
+		if out.Published > 0 {
+			s.client.usage.add(dq.Namespace, out.Published, out.Published*storedBytes(f.Jobs[0].Job.Payload))
+		}
 		s.stats.fires.Add(out.Published)
 		s.stats.missed.Add(f.Missed)
 		if s.cfg.OnFire != nil && (len(f.Jobs) > 0 || f.Missed > 0) {
@@ -275,7 +279,38 @@ func (s *Scheduler) planQueue(ctx context.Context, dq store.DueQueue, r store.Du
 	if len(fires) == 0 {
 		return nil, nil
 	}
+	if err := s.withinStorage(ctx, dq, fires); err != nil {
+		return nil, err
+	}
 	return fires, s.client.register(ctx, dq.Namespace, dq.Queue, callbacks)
+}
+
+// withinStorage holds the ticks of one queue's fires to the namespace's storage quota: when their
+// jobs would take the namespace past it, none of them is published and they are counted missed
+// (the schedules advance), as a publish past the quota is refused. So schedules cannot store more
+// jobs than the namespace's publishes may.
+func (s *Scheduler) withinStorage(ctx context.Context, dq store.DueQueue, fires []store.ScheduleFire) error {
+	var jobs, bytes int64
+	for _, f := range fires {
+		for _, j := range f.Jobs {
+			jobs, bytes = jobs+1, bytes+storedBytes(j.Job.Payload)
+		}
+	}
+	if jobs == 0 {
+		return nil
+	}
+	err := s.client.checkStorage(ctx, dq.Namespace, jobs, bytes)
+	if !errors.Is(err, sluice.ErrQuotaExceeded) {
+		return err
+	}
+	s.cfg.Logger.Warn("schedule ticks counted missed: the namespace is at its storage quota",
+		slog.String("namespace", dq.Namespace), slog.String("queue", dq.Queue), slog.Int64("ticks", jobs),
+		slog.Any("error", err))
+	for i := range fires {
+		fires[i].Missed += int64(len(fires[i].Jobs))
+		fires[i].Jobs = nil
+	}
+	return nil
 }
 
 // maxCachedSpecs bounds a scheduler's cache of parsed definitions; past it the cache starts over.

@@ -142,6 +142,8 @@ func Options() []Option {
 			integer(func(s *Settings, n int64) { s.NamespaceQuotas.MaxQueues = n })},
 		{"namespace_max_tokens", "SLUICE_NAMESPACE_MAX_TOKENS", "0", "most `tokens` a namespace may hold unless its own quota says otherwise; 0: no quota",
 			integer(func(s *Settings, n int64) { s.NamespaceQuotas.MaxTokens = n })},
+		{"namespace_max_schedules", "SLUICE_NAMESPACE_MAX_SCHEDULES", "0", "most `schedules` a namespace may hold unless its own quota says otherwise; 0: no quota",
+			integer(func(s *Settings, n int64) { s.NamespaceQuotas.MaxSchedules = n })},
 		{"namespace_max_stored_jobs", "SLUICE_NAMESPACE_MAX_STORED_JOBS", "0", "most `jobs` a namespace's queues may hold unless its own quota says otherwise; 0: no quota",
 			integer(func(s *Settings, n int64) { s.NamespaceQuotas.MaxStoredJobs = n })},
 		{"namespace_max_stored_bytes", "SLUICE_NAMESPACE_MAX_STORED_BYTES", "0", "most `bytes` of Redis memory a namespace's jobs may take unless its own quota says otherwise; 0: no quota",

@@ -17,11 +17,12 @@ type quotaAnswer struct {
 	Usage     usage                `json:"usage"`
 }
 
-// usage is what a namespace holds: its queues and tokens, each read with one O(1) command, and
+// usage is what a namespace holds: its queues, tokens and schedules, each read with one O(1) command, and
 // what its queues store, as last measured (queue.Client.Usage; measured_at says when).
 type usage struct {
 	Queues      int64     `json:"queues"`
 	Tokens      int64     `json:"tokens"`
+	Schedules   int64     `json:"schedules"`
 	StoredJobs  int64     `json:"stored_jobs"`
 	StoredBytes int64     `json:"stored_bytes"`
 	MeasuredAt  time.Time `json:"measured_at"`
@@ -60,6 +61,9 @@ func (s *Server) quotasOf(r *http.Request, ns string) (quotaAnswer, error) {
 		return a, err
 	}
 	if a.Usage.Tokens, err = s.tokens.Count(ctx, ns); err != nil {
+		return a, err
+	}
+	if a.Usage.Schedules, err = s.queue.Schedules().Count(ctx, ns); err != nil {
 		return a, err
 	}
 	stored, err := s.queue.Usage(ctx, ns)

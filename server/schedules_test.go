@@ -132,10 +132,33 @@ func TestScheduleBadInputIs400NamingTheField(t *testing.T) {
 		{"job.priority", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "priority": 300}}},
 		{"job.delay", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "delay": 5}}},
 		{"job.callback.url", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "callback": map[string]any{"url": "https://not-allowed.example/x"}}}},
+		{"end_at", map[string]any{"every": 60, "end_at": "2020-01-01T00:00:00Z", "job": job}},
+		// Each field of the job is held to a publish's limits.
+		{"job.payload", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "payload_base64": "AQ=="}}},
+		{"job.tries", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "tries": 0}}},
+		{"job.ttl", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "ttl": -1}}},
+		{"job.ttl", map[string]any{"every": 60, "jitter": 30, "job": map[string]any{"queue": "q", "payload": 1, "ttl": 10}}},
+		{"job.ttr", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "ttr": -1}}},
+		{"job.backoff", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "backoff": map[string]any{"base": 60, "max": 1}}}},
+		{"job.unique_key", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "unique_key": strings.Repeat("k", 513)}}},
+		{"job.unique_for", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "unique_key": "k", "unique_for": -1}}},
+		{"job.attributes", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "attributes": map[string]string{"schedule": "x"}}}},
+		{"job.attributes", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "attributes": map[string]string{"k": strings.Repeat("v", 5000)}}}},
+		{"job.run_at", map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1, "run_at": "2030-01-01T00:00:00Z"}}},
+		{"jitter", map[string]any{"every": 60, "jitter": 7200, "job": job}},
+		// Huge inputs are refused, and not echoed back whole.
+		{"cron", map[string]any{"cron": strings.Repeat("1 ", 100_000), "job": job}},
+		{"timezone", map[string]any{"every": 60, "timezone": strings.Repeat("A", 200_000), "job": job}},
 	} {
 		r := ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/s", tok, c.body)
 		if r.Status != http.StatusBadRequest || r.ErrorField() != c.field {
-			t.Errorf("PUT %v = %d %s, want 400 naming %s", c.body, r.Status, r.Body, c.field)
+			t.Errorf("PUT %.200v = %d %s, want 400 naming %s", c.body, r.Status, r.Body, c.field)
+		}
+		if strings.Contains(string(r.Body), "bytes) bytes)") {
+			t.Errorf("an input shortened twice: %.400s", r.Body)
+		}
+		if len(r.Body) > 1200 {
+			t.Errorf("a refused input is echoed in a body of %d bytes: %.300s", len(r.Body), r.Body)
 		}
 	}
 	r := ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/bad%20name", tok, map[string]any{"every": 60, "job": job})

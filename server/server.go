@@ -156,6 +156,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			q, err := s.quotas.Of(ctx, ns)
 			return q.MaxQueues, err
 		},
+		ScheduleQuota: func(ctx context.Context, ns string) (int64, error) {
+			q, err := s.quotas.Of(ctx, ns)
+			return q.MaxSchedules, err
+		},
 		StorageQuota: func(ctx context.Context, ns string) (queue.StorageQuota, error) {
 			q, err := s.quotas.Of(ctx, ns)
 			return queue.StorageQuota{Jobs: q.MaxStoredJobs, Bytes: q.MaxStoredBytes}, err

@@ -86,8 +86,10 @@ func (req *scheduleRequest) params(tok tenant.Token, ns, name string) (queue.Sch
 		return p, httpapi.InvalidArg("job", "give the job each tick publishes: {\"queue\": ..., \"payload\": ...}")
 	}
 	j := req.Job
-	if j.Delay != nil || j.RunAt != nil {
-		return p, httpapi.InvalidArg("job.delay", "a schedule's ticks say when its jobs run: use jitter to spread them")
+	for field, given := range map[string]bool{"job.delay": j.Delay != nil, "job.run_at": j.RunAt != nil} {
+		if given {
+			return p, httpapi.InvalidArg(field, "a schedule's ticks say when its jobs run: use jitter to spread them")
+		}
 	}
 	pp, err := j.params(tok, ns, j.Queue, "job")
 	if err != nil {

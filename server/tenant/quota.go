@@ -18,6 +18,9 @@ type Quotas struct {
 	MaxQueues int64 `json:"max_queues"`
 	// MaxTokens is the most tokens the namespace may hold.
 	MaxTokens int64 `json:"max_tokens"`
+	// MaxSchedules is the most schedules the namespace may have (setting a new one past it is
+	// refused; replacing one is not).
+	MaxSchedules int64 `json:"max_schedules"`
 	// MaxStoredJobs is the most jobs the namespace's queues may hold (waiting, leased, dead or
 	// kept with a result). A publish that would pass it is refused. The check reads the
 	// namespace's measured usage (queue.Config.StorageQuota says how fresh), not a counter kept in
@@ -33,6 +36,7 @@ type Quotas struct {
 type QuotaSettings struct {
 	MaxQueues      *int64 `json:"max_queues,omitempty"`
 	MaxTokens      *int64 `json:"max_tokens,omitempty"`
+	MaxSchedules   *int64 `json:"max_schedules,omitempty"`
 	MaxStoredJobs  *int64 `json:"max_stored_jobs,omitempty"`
 	MaxStoredBytes *int64 `json:"max_stored_bytes,omitempty"`
 }
@@ -53,6 +57,7 @@ func (q QuotaSettings) fields(dst *Quotas) []quotaField {
 	return []quotaField{
 		{"max_queues", q.MaxQueues, &dst.MaxQueues},
 		{"max_tokens", q.MaxTokens, &dst.MaxTokens},
+		{"max_schedules", q.MaxSchedules, &dst.MaxSchedules},
 		{"max_stored_jobs", q.MaxStoredJobs, &dst.MaxStoredJobs},
 		{"max_stored_bytes", q.MaxStoredBytes, &dst.MaxStoredBytes},
 	}
@@ -80,7 +85,8 @@ func (q QuotaSettings) check() error {
 
 // Negative names the first of q's quotas below 0 ("" when none is), for a config check.
 func (q Quotas) Negative() string {
-	for _, f := range (QuotaSettings{&q.MaxQueues, &q.MaxTokens, &q.MaxStoredJobs, &q.MaxStoredBytes}).fields(nil) {
+	for _, f := range (QuotaSettings{MaxQueues: &q.MaxQueues, MaxTokens: &q.MaxTokens, MaxSchedules: &q.MaxSchedules,
+		MaxStoredJobs: &q.MaxStoredJobs, MaxStoredBytes: &q.MaxStoredBytes}).fields(nil) {
 		if *f.set < 0 {
 			return f.name
 		}

@@ -142,6 +142,10 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	schedules, err := u.cfg.Queue.Schedules().Count(r.Context(), b.Name)
+	if err != nil {
+		return err
+	}
 	var quotas *tenant.Quotas
 	if u.cfg.Quotas != nil {
 		q, err := u.cfg.Quotas.Of(r.Context(), b.Name)
@@ -165,7 +169,7 @@ func (u *UI) namespacePage(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	u.render(w, r, http.StatusOK, "namespace", "Namespace "+b.Name, map[string]any{
-		"NS": b, "Live": l, "Poll": pollURL(r, "/ui/api/ns/"+b.Name), "Next": next, "Tokens": tokens, "Quotas": quotas, "Stored": stored, "Deleting": deleting,
+		"NS": b, "Live": l, "Poll": pollURL(r, "/ui/api/ns/"+b.Name), "Next": next, "Tokens": tokens, "Schedules": schedules, "Quotas": quotas, "Stored": stored, "Deleting": deleting,
 	})
 	return nil
 }

@@ -29,14 +29,14 @@ const (
 	scriptSchedulePut, scriptScheduleDelete, scriptSchedulePause = "schedule_put", "schedule_delete", "schedule_pause"
 	scriptScheduleDue, scriptScheduleClaim                       = "schedule_due", "schedule_claim"
 	scriptScheduleSettle, scriptScheduleLower                    = "schedule_settle", "schedule_lower"
-	scriptScheduleUnindex                                        = "schedule_unindex"
+	scriptScheduleUnindex, scriptScheduleIndex                   = "schedule_unindex", "schedule_index"
 )
 
 // scheduleLibrary is the schedule scripts that work on schedules and the due index alone.
 var scheduleLibrary = redisx.NewLibraryFromFiles(scheduleFiles, redisx.LibrarySpec{
 	Name: "sluice_schedules",
 	Scripts: redisx.Scripts([]string{scriptSchedulePut, scriptScheduleDelete, scriptSchedulePause,
-		scriptScheduleDue, scriptScheduleClaim, scriptScheduleSettle, scriptScheduleLower, scriptScheduleUnindex},
+		scriptScheduleDue, scriptScheduleClaim, scriptScheduleSettle, scriptScheduleLower, scriptScheduleUnindex, scriptScheduleIndex},
 		map[string]string{scriptScheduleDue: "no-writes", scriptScheduleDelete: "allow-oom", scriptScheduleUnindex: "allow-oom",
 			scriptScheduleSettle: "allow-oom", scriptScheduleClaim: "allow-oom"}),
 })
@@ -100,6 +100,11 @@ func (s *Store) RedisNow(ctx context.Context) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
+// ScheduleCount is how many schedules namespace ns has (HLEN of its index, O(1)).
+func (s *Store) ScheduleCount(ctx context.Context, ns string) (int64, error) {
+	return s.rdb.HLen(ctx, namespaceSchedulesKey(s.cfg.Prefix, ns)).Result()
+}
+
 // ScheduleQueue returns the queue of a namespace's schedule, and false when there is no such
 // schedule.
 func (s *Store) ScheduleQueue(ctx context.Context, ns, name string) (string, bool, error) {
@@ -110,14 +115,24 @@ func (s *Store) ScheduleQueue(ctx context.Context, ns, name string) (string, boo
 	return q, err == nil, err
 }
 
+// ErrScheduleQuota is PutSchedule's answer when the namespace holds its quota of schedules
+// already and the schedule is a new one.
+var ErrScheduleQuota = errors.New("store: the namespace holds its quota of schedules")
+
 // PutSchedule creates or replaces a schedule of queue q with its next run (NoRun: none), and
-// returns its version. The namespace's index names it first and the due index is lowered before
-// and after the script (schedule_lower.lua), so a crash between the calls leaves at worst an index
-// entry that names nothing, never a schedule that no index finds. A schedule that moved to
-// another queue is deleted from the old one (MoveSchedule) by the caller first.
-func (s *Store) PutSchedule(ctx context.Context, ns, q, name, spec string, nextRun int64, paused bool) (int64, error) {
-	if err := s.rdb.HSet(ctx, namespaceSchedulesKey(s.cfg.Prefix, ns), name, q).Err(); err != nil {
+// returns its version. The namespace's index names it first, under the namespace's quota of
+// schedules (quota, 0: none; schedule_index.lua refuses a new name past it with
+// ErrScheduleQuota), and the due index is lowered before and after the script
+// (schedule_lower.lua), so a crash between the calls leaves at worst an index entry that names
+// nothing, never a schedule that no index finds. A schedule that moved to another queue is
+// deleted from the old one (MoveSchedule) by the caller first.
+func (s *Store) PutSchedule(ctx context.Context, ns, q, name, spec string, nextRun int64, paused bool, quota int64) (int64, error) {
+	n, err := s.runSchedule(ctx, scriptScheduleIndex, []string{namespaceSchedulesKey(s.cfg.Prefix, ns)}, name, q, quota).Int64()
+	if err != nil {
 		return 0, err
+	}
+	if n < 0 {
+		return 0, ErrScheduleQuota
 	}
 	visit := !paused && nextRun != NoRun
 	if visit {

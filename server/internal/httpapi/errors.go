@@ -325,7 +325,11 @@ func shortenRuns(s string) string {
 		if end < 0 {
 			end = len(s)
 		}
-		b.WriteString(sluice.Shorten(s[:end]))
+		if run := s[:end]; strings.Contains(run, "…(") && len(run) <= sluice.MaxEcho+32 {
+			b.WriteString(run) // shortened already: "<MaxEcho bytes>…(N bytes)"
+		} else {
+			b.WriteString(sluice.Shorten(run))
+		}
 		if end < len(s) {
 			b.WriteByte(' ')
 			end++
