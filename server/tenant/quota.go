@@ -36,7 +36,7 @@ type Quotas struct {
 type QuotaSettings struct {
 	MaxQueues      *int64 `json:"max_queues,omitempty"`
 	MaxTokens      *int64 `json:"max_tokens,omitempty"`
-	MaxSchedules   *int64 `json:"max_schedules,omitempty"`
+	MaxSchedules   *int64 `json:"max_schedules,omitempty"` // new schedules; replacing one is never refused
 	MaxStoredJobs  *int64 `json:"max_stored_jobs,omitempty"`
 	MaxStoredBytes *int64 `json:"max_stored_bytes,omitempty"`
 }
