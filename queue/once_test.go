@@ -82,3 +82,35 @@ func TestRepeatedCallsActOnce(t *testing.T) {
 		t.Fatalf("after the ack, ack and nack: %+v; want each counted once", s)
 	}
 }
+
+// A trigger whose reply is lost reaches Redis twice and publishes one job, and its caller hears of
+// that job, not of a duplicate; the schedule counts one fire. So does a scheduler's fire.
+func TestRepeatedTriggerActsOnce(t *testing.T) {
+	t.Parallel()
+	f, proxy := setupBehindProxy(t, queue.Config{})
+	ctx := ctxT(t)
+	f.setSchedule(t, queue.ScheduleParams{Name: "s", Cron: "0 0 1 1 *", Job: queue.JobTemplate{Queue: "q", Payload: []byte("x")}})
+	rule := proxy.DropReplies(flakyproxy.FunctionCall("schedule_fire"), 1)
+	res, err := f.client.Schedules().Trigger(ctx, f.ns, "s")
+	if err != nil || res.Duplicate || res.JobID == "" || rule.Dropped() != 1 {
+		t.Fatalf("trigger, reply lost: %+v, %v (%d dropped); want the job published", res, err, rule.Dropped())
+	}
+	if s := f.schedule(t, "s"); s.Fires != 1 || s.LastJobID != res.JobID {
+		t.Errorf("after the trigger: fires %d, last job %s; want 1, %s", s.Fires, s.LastJobID, res.JobID)
+	}
+	if st := f.stats(t, "q"); st.Ready != 1 {
+		t.Errorf("%d jobs ready, want 1", st.Ready)
+	}
+
+	// A scheduler's fire whose reply is lost counts the tick it fired, once.
+	tick := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
+	f.setSchedule(t, queue.ScheduleParams{Name: "soon", Every: time.Hour, StartAt: tick, Job: queue.JobTemplate{Queue: "soon"}})
+	s := queue.NewScheduler(f.client, queue.SchedulerConfig{Lookahead: 5 * time.Second})
+	rule = proxy.DropReplies(flakyproxy.FunctionCall("schedule_fire"), 1)
+	if _, err := s.RunOnce(ctx); err != nil || rule.Dropped() != 1 {
+		t.Fatalf("a pass, fire reply lost: %v (%d dropped)", err, rule.Dropped())
+	}
+	if sch, st := f.schedule(t, "soon"), s.Stats(); sch.Fires != 1 || st.Fires != 1 || f.stats(t, "soon").Delayed != 1 {
+		t.Errorf("after the pass: schedule fires %d, scheduler fires %d, %+v; want one job, counted once", sch.Fires, st.Fires, f.stats(t, "soon"))
+	}
+}

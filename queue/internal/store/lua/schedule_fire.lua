@@ -3,8 +3,10 @@
 -- next run it read (the tick it fires from) and the version of the definition it computed the
 -- ticks from; a schedule whose next run or version differ (another scheduler fired that tick
 -- already, or the schedule was changed, paused or deleted since) is left alone. So each tick is
--- fired once whichever schedulers race for it, and a resend of this call after a lost reply finds
--- its ticks fired and changes nothing.
+-- fired once whichever schedulers race for it. A resend of this call after a lost reply changes
+-- nothing and answers as the first arrival did: a schedule keeps the id of the first job of its
+-- last fire with that fire's answer (fire_id, fire_published, fire_last_id), and a fire whose
+-- first job is that one is the same call again (job ids are unique to a call).
 -- KEYS: the queue keys (lib.lua), then KEYS[14] the queue's due zset of schedules, then one
 -- schedule hash per schedule of the call, in order.
 -- ARGV[7]: number of schedules n; then per schedule: name, version, the next run it fires from
@@ -45,10 +47,14 @@ for i = 1, n do
   local missed, jobs = arg_num(ARGV[a + 4]), arg_num(ARGV[a + 5])
   local first_job = a + 6
   a = first_job + jobs * 15
-  local cur = redis.call('HMGET', k, 'version', 'next_run', 'paused')
+  local cur = redis.call('HMGET', k, 'version', 'next_run', 'paused', 'fire_id', 'fire_published', 'fire_last_id')
+  local first_id = jobs > 0 and ARGV[first_job + 1] or nil
   local ok = cur[1] == version
   if ok and from ~= '-2' then ok = cur[2] == from and cur[3] == '0' end
-  if not ok then
+  if first_id and cur[4] == first_id then
+    out[#out + 1] = tonumber(cur[5])
+    out[#out + 1] = cur[6]
+  elseif not ok then
     out[#out + 1] = -1
     out[#out + 1] = ''
   else
@@ -61,6 +67,9 @@ for i = 1, n do
     if last_tick then
       redis.call('HSET', k, 'last_run', last_tick, 'last_job_id', last_id)
       redis.call('HINCRBY', k, 'fires', published)
+    end
+    if first_id then
+      redis.call('HSET', k, 'fire_id', first_id, 'fire_published', published, 'fire_last_id', last_id)
     end
     if from ~= '-2' then
       if missed > 0 then redis.call('HINCRBY', k, 'missed', missed) end
