@@ -1,11 +1,9 @@
 package server
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/benchkit/httpbench"
@@ -35,30 +33,6 @@ func roomBenchServer(b *testing.B) (base string) {
 // bytes (net/http's client would cost more CPU than the server it measures).
 func BenchmarkRoomProxyAdmitted(b *testing.B) {
 	base := roomBenchServer(b)
-	cookies := make([]string, 200)
-	for i := range cookies {
-		// The first request gets the visitor cookie; the second, which carries it, is admitted.
-		jar := map[string]string{}
-		for range 2 {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, base+"/", nil)
-			for name, value := range jar {
-				req.AddCookie(&http.Cookie{Name: name, Value: value})
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			for _, c := range resp.Cookies() {
-				jar[c.Name] = c.Value
-			}
-		}
-		var parts []string
-		for name, value := range jar {
-			parts = append(parts, name+"="+value)
-		}
-		cookies[i] = strings.Join(parts, "; ")
-	}
+	cookies := httpbench.Visitors(b, base+"/", 200)
 	httpbench.Gets(b, base+"/page", cookies, http.StatusOK)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/httpbench"
 	"github.com/sluicehq/sluice/internal/testkit/nginxtest"
 	"github.com/sluicehq/sluice/waitroom"
 )
@@ -51,7 +52,7 @@ func BenchmarkSplitProxyVsNginx(b *testing.B) {
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up})
 	site := httptest.NewServer(waitroom.Proxy(room))
 	defer site.Close()
-	roomCookies := cookieFile(b, benchVisitors(b, site.URL, 500))
+	roomCookies := cookieFile(b, httpbench.Visitors(b, site.URL, 500))
 	nginxCookies := cookieFile(b, []string{""})
 
 	type side struct {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/benchkit/httpbench"
 	"github.com/sluicehq/sluice/internal/testkit/nginxtest"
 	"github.com/sluicehq/sluice/waitroom"
 )
@@ -168,7 +169,7 @@ func BenchmarkSplitAdmittedProxy(b *testing.B) {
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up})
 	site := httptest.NewServer(waitroom.Proxy(room))
 	defer site.Close()
-	visitors := benchVisitors(b, site.URL, 500)
+	visitors := httpbench.Visitors(b, site.URL, 500)
 	calls0 := redisCalls()
 	runSplit(b, site.URL, visitors, upCPU)
 	reportRedisCalls(b, redisCalls, calls0)

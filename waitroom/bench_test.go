@@ -20,41 +20,6 @@ import (
 	"github.com/sluicehq/sluice/waitroom"
 )
 
-// benchVisitors are the visitors of a benchmark: one cookie header each, taken from a real
-// arrival (the first request gets the visitor cookie, the second, which carries it, arrives), so
-// every request carries what a browser would send.
-func benchVisitors(b *testing.B, url string, n int) []string {
-	b.Helper()
-	cookies := make([]string, n)
-	for i := range cookies {
-		jar := map[string]string{}
-		for range 2 {
-			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for name, value := range jar {
-				req.AddCookie(&http.Cookie{Name: name, Value: value})
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			for _, c := range resp.Cookies() {
-				jar[c.Name] = c.Value
-			}
-		}
-		parts := make([]string, 0, len(jar))
-		for name, value := range jar {
-			parts = append(parts, name+"="+value)
-		}
-		cookies[i] = strings.Join(parts, "; ")
-	}
-	return cookies
-}
-
 // benchRoom makes the room "r"; redisCalls counts the commands the Redis server has run so far.
 func benchRoom(b *testing.B, cfg waitroom.Config, room waitroom.RoomConfig) (c *waitroom.Client, r *waitroom.Room, redisCalls func() int64) {
 	b.Helper()
@@ -99,7 +64,7 @@ func BenchmarkAdmittedMiddleware(b *testing.B) {
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
 	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
 	defer site.Close()
-	visitors := benchVisitors(b, site.URL, 500)
+	visitors := httpbench.Visitors(b, site.URL, 500)
 	calls0 := redisCalls()
 	httpbench.Gets(b, site.URL, visitors, 200)
 	reportRedisCalls(b, redisCalls, calls0)
@@ -113,7 +78,7 @@ func BenchmarkAdmittedProxy(b *testing.B) {
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up.URL})
 	site := httptest.NewServer(waitroom.Proxy(room))
 	defer site.Close()
-	visitors := benchVisitors(b, site.URL, 500)
+	visitors := httpbench.Visitors(b, site.URL, 500)
 	calls0 := redisCalls()
 	httpbench.Gets(b, site.URL, visitors, 200)
 	reportRedisCalls(b, redisCalls, calls0)
@@ -164,7 +129,7 @@ func BenchmarkStatusPoll(b *testing.B) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	url := srv.URL + "/v1/rooms/r/status"
-	httpbench.Gets(b, url, benchVisitors(b, url, 1000)[1:], 200)
+	httpbench.Gets(b, url, httpbench.Visitors(b, url, 1000)[1:], 200)
 }
 
 // BenchmarkArrive: new visitors arriving (Room.Arrive, one script call each), half admitted at
@@ -191,7 +156,7 @@ func BenchmarkArrive(b *testing.B) {
 func BenchmarkAdmittedMiddlewareInProcess(b *testing.B) {
 	_, room, _ := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000})
 	site := httptest.NewServer(waitroom.Middleware(room, okHandler))
-	cookies := benchVisitors(b, site.URL, 500)
+	cookies := httpbench.Visitors(b, site.URL, 500)
 	site.Close()
 	h := waitroom.Middleware(room, okHandler)
 	var next atomic.Int64
