@@ -110,39 +110,54 @@ func TestQuotasAgainstNamespaceTokens(t *testing.T) {
 	}
 }
 
-// With Redis near maxmemory, a noisy namespace creating queue after queue meets its quota before
-// Redis is full: it gets its own 429s, and the canary namespace keeps publishing.
-func TestNoisyNamespaceMeetsItsQuotaBeforeRedisIsFull(t *testing.T) {
-	t.Parallel()
+// nearlyFullServer starts a server on a Redis of its own whose maxmemory leaves 8 MB above what
+// it holds once the server is up, with a token each for the namespaces "noisy" and "canary".
+func nearlyFullServer(t *testing.T, quotas tenant.Quotas) (ts *testServer, rdb *redis.Client, noisy, canary string) {
+	t.Helper()
 	rs := redistest.StartServer(t, "appendonly no")
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
+	rdb = redis.NewClient(&redis.Options{Addr: rs.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	ts := startTestServer(t, Config{
+	ts = startTestServer(t, Config{
 		RedisURL: rs.URL(), Prefix: "noisy", AdminToken: testAdminToken,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
-		NamespaceQuotas: tenant.Quotas{MaxQueues: 200},
+		NamespaceQuotas: quotas,
 	}, nil)
-	noisy, canary := ts.token(t, "noisy"), ts.token(t, "canary")
-	used := usedMemory(t, rdb)
-	// 8 MB of headroom: 200 queues of a 16 KB job fit, the 2,000 the noisy namespace tries do not.
-	if err := rdb.ConfigSet(ctxT(t), "maxmemory", strconv.FormatInt(used+8<<20, 10)).Err(); err != nil {
+	noisy, canary = ts.token(t, "noisy"), ts.token(t, "canary")
+	if err := rdb.ConfigSet(ctxT(t), "maxmemory", strconv.FormatInt(usedMemory(t, rdb)+8<<20, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	payload := `{"payload":"` + strings.Repeat("x", 16<<10) + `"}`
-	refused := 0
-	for i := range 2000 {
-		r := ts.public(t, http.MethodPost, fmt.Sprintf("/v1/ns/noisy/queues/q%d/jobs", i), noisy, payload)
+	return ts, rdb, noisy, canary
+}
+
+// flood publishes n jobs of the noisy namespace, job i to the queue queueOf(i), and one of the
+// canary namespace every canaryEvery of them, which must be accepted. A noisy job must be either
+// created or refused with quota_exceeded naming field (a Redis that filled first fails the test);
+// flood returns how many were refused.
+func (ts *testServer) flood(t *testing.T, noisy, canary string, n, canaryEvery int, queueOf func(i int) string, payload, field string) (refused int) {
+	t.Helper()
+	for i := range n {
+		r := ts.public(t, http.MethodPost, "/v1/ns/noisy/queues/"+queueOf(i)+"/jobs", noisy, payload)
 		switch {
-		case r.Status == http.StatusTooManyRequests && r.ErrorCode() == "quota_exceeded":
+		case r.Status == http.StatusTooManyRequests && r.ErrorCode() == "quota_exceeded" && r.ErrorField() == field:
 			refused++
 		case r.Status != http.StatusCreated:
 			t.Fatalf("noisy publish %d: %d %s (Redis filled before the quota held)", i, r.Status, r.Body)
 		}
-		if i%100 == 0 {
+		if i%canaryEvery == 0 {
 			wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusCreated, "")
 		}
 	}
-	if refused != 1800 {
+	return refused
+}
+
+// With Redis near maxmemory, a noisy namespace creating queue after queue meets its quota before
+// Redis is full: it gets its own 429s, and the canary namespace keeps publishing.
+func TestNoisyNamespaceMeetsItsQuotaBeforeRedisIsFull(t *testing.T) {
+	t.Parallel()
+	// 8 MB of headroom: 200 queues of a 16 KB job fit, the 2,000 the noisy namespace tries do not.
+	ts, _, noisy, canary := nearlyFullServer(t, tenant.Quotas{MaxQueues: 200})
+	payload := `{"payload":"` + strings.Repeat("x", 16<<10) + `"}`
+	if refused := ts.flood(t, noisy, canary, 2000, 100, func(i int) string { return fmt.Sprintf("q%d", i) }, payload, "max_queues"); refused != 1800 {
 		t.Fatalf("noisy namespace refused %d times, want 1800", refused)
 	}
 	for range 100 {
@@ -213,33 +228,11 @@ func TestStoredJobsQuotaOverHTTP(t *testing.T) {
 // publishing. Once Redis itself refuses writes (out of memory), /readyz says not ready.
 func TestNoisyNamespaceMeetsItsStoredBytesQuotaBeforeRedisIsFull(t *testing.T) {
 	t.Parallel()
-	rs := redistest.StartServer(t, "appendonly no")
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ts := startTestServer(t, Config{
-		RedisURL: rs.URL(), Prefix: "noisy", AdminToken: testAdminToken,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Out: io.Discard,
-	}, nil)
-	noisy, canary := ts.token(t, "noisy"), ts.token(t, "canary")
-	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/noisy/quotas", map[string]any{"max_stored_bytes": 2 << 20}), http.StatusOK, "")
 	// 8 MB of headroom: the quota's 2 MB fit, the 16 MB the noisy namespace tries do not.
-	if err := rdb.ConfigSet(ctxT(t), "maxmemory", strconv.FormatInt(usedMemory(t, rdb)+8<<20, 10)).Err(); err != nil {
-		t.Fatal(err)
-	}
+	ts, rdb, noisy, canary := nearlyFullServer(t, tenant.Quotas{})
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/noisy/quotas", map[string]any{"max_stored_bytes": 2 << 20}), http.StatusOK, "")
 	payload := `{"payload":"` + strings.Repeat("x", 16<<10) + `"}`
-	refused := 0
-	for i := range 1000 {
-		r := ts.public(t, http.MethodPost, "/v1/ns/noisy/queues/bulk/jobs", noisy, payload)
-		switch {
-		case r.Status == http.StatusTooManyRequests && r.ErrorCode() == "quota_exceeded" && r.ErrorField() == "max_stored_bytes":
-			refused++
-		case r.Status != http.StatusCreated:
-			t.Fatalf("noisy publish %d: %d %s (Redis filled before the quota held)", i, r.Status, r.Body)
-		}
-		if i%50 == 0 {
-			wantStatus(t, ts.public(t, http.MethodPost, "/v1/ns/canary/queues/c/jobs", canary, `{"payload":1}`), http.StatusCreated, "")
-		}
-	}
+	refused := ts.flood(t, noisy, canary, 1000, 50, func(int) string { return "bulk" }, payload, "max_stored_bytes")
 	a := ts.quotaOf(t, "noisy")
 	if refused < 800 || a.Usage.StoredBytes > 3<<20 {
 		t.Fatalf("noisy namespace refused %d of 1000 and stores %d bytes; want most refused and about 2 MiB", refused, a.Usage.StoredBytes)
