@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -466,18 +465,7 @@ func TestCallbackDestinationConcurrencyHoldsAcrossDeliverers(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
 	f := newCallbackFixture(t, env)
-	var inFlight, peak atomic.Int64
-	f.recv.setRespond(func(int, http.ResponseWriter) {
-		n := inFlight.Add(1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
-			}
-		}
-		time.Sleep(5 * time.Millisecond) // hold the call open so that overlaps would show
-		inFlight.Add(-1)
-	})
+	peak := peakRecorder(f)
 	cfg := callback.DelivererConfig{Workers: 4, DestinationConcurrency: 2}
 	a, b := f.start(t, cfg), f.start(t, cfg)
 	const n = 40

@@ -29,7 +29,7 @@ func peakRecorder(f *cbFixture) *atomic.Int64 {
 				break
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the call's work: held open, so that overlaps show
 		inFlight.Add(-1)
 	})
 	return peak
