@@ -120,9 +120,9 @@ func benchDeliveries(b *testing.B, env *redistest.Env, cfg callback.DelivererCon
 	cpu0, rcpu0 := cpustat.Self(), cpustat.MustRedis(b, env.Client)
 	start := time.Now()
 	d := startDeliverer(b, cfg)
-	for d.Stats().Delivered < int64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(b, 5*time.Minute, fmt.Sprintf("%d callbacks delivered", b.N), func() bool {
+		return d.Stats().Delivered >= int64(b.N)
+	})
 	elapsed := time.Since(start)
 	cpu, rcpu := cpustat.Self()-cpu0, cpustat.MustRedis(b, env.Client)-rcpu0
 	b.StopTimer()

@@ -305,7 +305,8 @@ func fill(b *testing.B, c *queue.Client, n int) {
 // usedMemory is Redis's used_memory once no UNLINKed value is still waiting to be freed.
 func usedMemory(b *testing.B, env *redistest.Env) int64 {
 	b.Helper()
-	for {
+	var used int64
+	testwait.Until(b, time.Minute, "every UNLINKed value freed", func() bool {
 		info, err := env.Client.Info(context.Background(), "memory").Result()
 		if err != nil {
 			b.Fatal(err)
@@ -316,11 +317,10 @@ func usedMemory(b *testing.B, env *redistest.Env) int64 {
 				fields[k], _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
-		if fields["lazyfree_pending_objects"] == 0 {
-			return fields["used_memory"]
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		used = fields["used_memory"]
+		return fields["lazyfree_pending_objects"] == 0
+	})
+	return used
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -110,15 +111,11 @@ func publishIdle(b *testing.B, c *queue.Client, n int) {
 	wg.Wait()
 }
 
-// waitFor polls cond every 5 ms, for at most two minutes, and returns when it held.
+// waitFor waits, for at most two minutes, until cond holds, and returns when it held.
 func waitFor(b *testing.B, cond func() bool) time.Time {
-	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return time.Now()
-		}
-	}
-	b.Fatal("not handled within two minutes")
-	return time.Time{}
+	b.Helper()
+	testwait.Until(b, 2*time.Minute, "the idle queue's job handled", cond)
+	return time.Now()
 }
 
 // redisInfoSum is a numeric field of an INFO section, summed over the masters of a cluster.

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 
@@ -59,16 +61,13 @@ func benchSubmitTake(b *testing.B, e relay.Endpoint, keyed bool) {
 	submitted, redis1 := time.Now(), cpustat.MustRedis(b, env.Client)
 
 	startDispatcherB(b, c, relay.DispatcherConfig{Batch: 256})
-	for {
+	testwait.Until(b, 5*time.Minute, fmt.Sprintf("%d tasks taken", b.N), func() bool {
 		st, err := c.Stats(ctx, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st.Running >= int64(b.N) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return st.Running >= int64(b.N)
+	})
 	taken, redis2 := time.Now(), cpustat.MustRedis(b, env.Client)
 	b.StopTimer()
 	n := float64(b.N)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/relay"
 )
 
@@ -271,16 +272,14 @@ func submitFrom64(b *testing.B, c *relay.Client, endpoint string) {
 
 // waitCompleted returns once endpoint counts b.N tasks completed.
 func waitCompleted(b *testing.B, c *relay.Client, endpoint string) {
-	for {
+	b.Helper()
+	testwait.Until(b, 5*time.Minute, fmt.Sprintf("%d tasks completed", b.N), func() bool {
 		st, err := c.Stats(context.Background(), endpoint)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st.Totals[relay.StatusCompleted] >= int64(b.N) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st.Totals[relay.StatusCompleted] >= int64(b.N)
+	})
 }
 
 func startDispatcherB(b *testing.B, c *relay.Client, cfg relay.DispatcherConfig) *relay.Dispatcher {

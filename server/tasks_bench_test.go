@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/server/tasks"
 	"github.com/sluicehq/sluice/server/tenant"
 )
@@ -80,16 +82,13 @@ func benchTasks(b *testing.B, batch, clients int) {
 	wg.Wait()
 	submitted := time.Since(start)
 	n := b.N / batch * batch // whole batches
-	for {
+	testwait.Until(b, 5*time.Minute, fmt.Sprintf("%d tasks completed", n), func() bool {
 		st, err := srv.relay.Stats(ctx, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st.Totals["completed"] >= int64(n) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return st.Totals["completed"] >= int64(n)
+	})
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "tasks/s")
