@@ -246,13 +246,15 @@ func newLmstfyClient(t *testing.T) *lmstfyClient {
 func TestLmstfyGoClient(t *testing.T) {
 	t.Parallel()
 	cli := newLmstfyClient(t)
-	must := func(err error) {
+	// must and deadSoon take the subtest's t: a subtest that failed its parent's t would crash the
+	// test binary instead of failing itself.
+	must := func(t *testing.T, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadSoon := func(queue string) {
+	deadSoon := func(t *testing.T, queue string) {
 		t.Helper()
 		testwait.Until(t, 15*time.Second, "the job to reach the dead letter", func() bool {
 			size, _, err := cli.PeekDeadLetter(queue)
@@ -270,9 +272,9 @@ func TestLmstfyGoClient(t *testing.T) {
 	t.Run("RePublish", func(t *testing.T) {
 		t.Parallel()
 		id, err := cli.Publish("test-republish", []byte("hello"), 0, 1, 0)
-		must(err)
+		must(t, err)
 		job, err := cli.Consume("test-republish", 5, 1)
-		must(err)
+		must(t, err)
 		if job == nil || job.ID != id || string(job.Data) != "hello" {
 			t.Fatalf("consumed %+v", job)
 		}
@@ -281,7 +283,7 @@ func TestLmstfyGoClient(t *testing.T) {
 			t.Fatalf("republish: %q %v", id, err)
 		}
 		job, err = cli.Consume("test-republish", 5, 1)
-		must(err)
+		must(t, err)
 		if job == nil || job.ID != id || string(job.Data) != "hello" || job.TTL != 10 {
 			t.Fatalf("consumed the republished %+v", job)
 		}
@@ -292,7 +294,7 @@ func TestLmstfyGoClient(t *testing.T) {
 			Msg string `json:"msg"`
 		}{Msg: "success"}, []string{"foo", "bar"}, true}
 		ids, err := cli.BatchPublish("test-batchpublish", jobs, 10, 1, 0)
-		must(err)
+		must(t, err)
 		if len(ids) != len(jobs) {
 			t.Fatalf("%d ids for %d jobs", len(ids), len(jobs))
 		}
@@ -302,7 +304,7 @@ func TestLmstfyGoClient(t *testing.T) {
 		}
 		for range jobs {
 			job, err := cli.Consume("test-batchpublish", 5, 1)
-			must(err)
+			must(t, err)
 			i, ok := index[job.ID]
 			want, _ := json.Marshal(jobs[i])
 			if !ok || !bytes.Equal(job.Data, want) {
@@ -314,7 +316,7 @@ func TestLmstfyGoClient(t *testing.T) {
 		t.Parallel()
 		id, _ := cli.Publish("test-consume", []byte("hello"), 0, 1, 0)
 		job, err := cli.Consume("test-consume", 10, 0)
-		must(err)
+		must(t, err)
 		if job == nil || job.ID != id || string(job.Data) != "hello" {
 			t.Fatalf("consumed %+v", job)
 		}
@@ -324,13 +326,13 @@ func TestLmstfyGoClient(t *testing.T) {
 		ids := map[string]bool{}
 		for range 4 {
 			id, err := cli.Publish("test-batchconsume", []byte("hello"), 0, 1, 0)
-			must(err)
+			must(t, err)
 			ids[id] = true
 		}
 		queues := []string{"test-batchconsume"}
 		for _, want := range []int{3, 1, 0} {
 			jobs, err := cli.BatchConsume(queues, 3, 3, 1)
-			must(err)
+			must(t, err)
 			if len(jobs) != want {
 				t.Fatalf("got %d jobs, want %d", len(jobs), want)
 			}
@@ -344,12 +346,12 @@ func TestLmstfyGoClient(t *testing.T) {
 	t.Run("Ack", func(t *testing.T) {
 		t.Parallel()
 		_, err := cli.Publish("test-ack", []byte("hello"), 0, 1, 0)
-		must(err)
+		must(t, err)
 		job, err := cli.Consume("test-ack", 10, 0)
-		must(err)
-		must(cli.Ack("test-ack", job.ID))
+		must(t, err)
+		must(t, cli.Ack("test-ack", job.ID))
 		// lmstfy's own test acks on another queue name: that answers 204 as well.
-		must(cli.Ack("test-finish", job.ID))
+		must(t, cli.Ack("test-finish", job.ID))
 		if job, err := cli.Consume("test-ack", 10, 0); job != nil || err != nil {
 			t.Fatalf("consume after ack: %+v %v", job, err)
 		}
@@ -357,11 +359,11 @@ func TestLmstfyGoClient(t *testing.T) {
 	t.Run("ConsumeFromQueues", func(t *testing.T) {
 		t.Parallel()
 		_, err := cli.Publish("test-multi-consume1", []byte("hello1"), 0, 1, 0)
-		must(err)
+		must(t, err)
 		id, err := cli.Publish("test-multi-consume2", []byte("hello2"), 0, 1, 0)
-		must(err)
+		must(t, err)
 		job, err := cli.ConsumeFromQueues(10, 1, "test-multi-consume2", "test-multi-consume1")
-		must(err)
+		must(t, err)
 		if job.Queue != "test-multi-consume2" || job.ID != id || string(job.Data) != "hello2" {
 			t.Fatalf("consumed %+v", job)
 		}
@@ -370,7 +372,7 @@ func TestLmstfyGoClient(t *testing.T) {
 		t.Parallel()
 		for range 2 {
 			_, err := cli.Publish("test-queue-size", []byte("hello"), 0, 1, 0)
-			must(err)
+			must(t, err)
 		}
 		if size, err := cli.QueueSize("test-queue-size"); err != nil || size != 2 {
 			t.Fatalf("size %d %v", size, err)
@@ -378,10 +380,12 @@ func TestLmstfyGoClient(t *testing.T) {
 	})
 	t.Run("PeekQueue", func(t *testing.T) {
 		t.Parallel()
-		id, _ := cli.Publish("test-peek-queue", []byte("hello1"), 0, 1, 0)
-		_, _ = cli.Publish("test-peek-queue", []byte("hello2"), 0, 1, 0)
+		id, err := cli.Publish("test-peek-queue", []byte("hello1"), 0, 1, 0)
+		must(t, err)
+		_, err = cli.Publish("test-peek-queue", []byte("hello2"), 0, 1, 0)
+		must(t, err)
 		job, err := cli.PeekQueue("test-peek-queue")
-		must(err)
+		must(t, err)
 		if job == nil || job.ID != id || string(job.Data) != "hello1" {
 			t.Fatalf("peeked %+v", job)
 		}
@@ -394,10 +398,12 @@ func TestLmstfyGoClient(t *testing.T) {
 	})
 	t.Run("PeekJob", func(t *testing.T) {
 		t.Parallel()
-		id, _ := cli.Publish("test-peek-job", []byte("hello1"), 0, 1, 0)
-		_, _ = cli.Publish("test-peek-job", []byte("hello2"), 0, 1, 0)
+		id, err := cli.Publish("test-peek-job", []byte("hello1"), 0, 1, 0)
+		must(t, err)
+		_, err = cli.Publish("test-peek-job", []byte("hello2"), 0, 1, 0)
+		must(t, err)
 		job, err := cli.PeekJob("test-peek-job", id)
-		must(err)
+		must(t, err)
 		if job == nil || string(job.Data) != "hello1" {
 			t.Fatalf("peeked %+v", job)
 		}
@@ -406,8 +412,8 @@ func TestLmstfyGoClient(t *testing.T) {
 		t.Parallel()
 		id, _ := cli.Publish("test-peek-deadletter", []byte("hello1"), 0, 1, 0)
 		_, err := cli.Consume("test-peek-deadletter", 1, 0)
-		must(err)
-		deadSoon("test-peek-deadletter")
+		must(t, err)
+		deadSoon(t, "test-peek-deadletter")
 		size, head, err := cli.PeekDeadLetter("test-peek-deadletter")
 		if err != nil || size != 1 || head != id {
 			t.Fatalf("dead letter %d %q %v", size, head, err)
@@ -417,14 +423,14 @@ func TestLmstfyGoClient(t *testing.T) {
 		t.Parallel()
 		id, _ := cli.Publish("test-respawn-deadletter", []byte("hello1"), 0, 1, 0)
 		_, err := cli.Consume("test-respawn-deadletter", 1, 0)
-		must(err)
-		deadSoon("test-respawn-deadletter")
+		must(t, err)
+		deadSoon(t, "test-respawn-deadletter")
 		count, err := cli.RespawnDeadLetter("test-respawn-deadletter", 2, 120)
 		if err != nil || count != 1 {
 			t.Fatalf("respawned %d %v", count, err)
 		}
 		job, err := cli.Consume("test-respawn-deadletter", 1, 0)
-		must(err)
+		must(t, err)
 		if job == nil || string(job.Data) != "hello1" || job.ID != id {
 			t.Fatalf("consumed %+v", job)
 		}
@@ -433,9 +439,9 @@ func TestLmstfyGoClient(t *testing.T) {
 		t.Parallel()
 		id, _ := cli.Publish("test-delete-deadletter", []byte("hello1"), 0, 1, 0)
 		_, err := cli.Consume("test-delete-deadletter", 1, 0)
-		must(err)
-		deadSoon("test-delete-deadletter")
-		must(cli.DeleteDeadLetter("test-delete-deadletter", 2))
+		must(t, err)
+		deadSoon(t, "test-delete-deadletter")
+		must(t, cli.DeleteDeadLetter("test-delete-deadletter", 2))
 		job, err := cli.PeekJob("test-delete-deadletter", id)
 		if err != nil || job != nil {
 			t.Fatalf("peek of a deleted dead job: %+v %v", job, err)
