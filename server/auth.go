@@ -24,7 +24,7 @@ func (s *Server) setupAuthGuard() error {
 	}
 	s.guard, err = authguard.New(authguard.Config{
 		Redis: s.rdb, Prefix: s.cfg.Prefix, FreeFailures: s.cfg.AuthFailureLimit, Window: cmp.Or(s.cfg.authFailureWindow, time.Minute),
-		MaxBackoff: s.cfg.AuthBackoffMax, Logger: s.log,
+		Backoff: s.cfg.authBackoff, MaxBackoff: s.cfg.AuthBackoffMax, Logger: s.log,
 		OnFailure: func(k authguard.Kind) { s.metrics.authFailures.WithLabelValues(string(k)).Inc() },
 		OnRefused: func(k authguard.Kind) { s.metrics.authRefused.WithLabelValues(string(k)).Inc() },
 	})

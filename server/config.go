@@ -253,6 +253,10 @@ type Config struct {
 	// authFailureWindow is the span AuthFailureLimit counts over: a minute, longer in tests that
 	// drive a browser through the failures on a loaded machine.
 	authFailureWindow time.Duration
+	// authBackoff is the first wait after the free failures: a second (the guard's default),
+	// longer in tests that must see a request refused during the wait after a browser's round
+	// trips on a loaded machine.
+	authBackoff time.Duration
 }
 
 // withDefaults returns a copy of c with every zero field set to its default.

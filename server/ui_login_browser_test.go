@@ -33,8 +33,10 @@ func submitLogin(t *testing.T, b *browsertest.Browser, token string) {
 func TestDashboardLoginInChromium(t *testing.T) {
 	t.Parallel()
 	// Ten wrong logins in Chromium can take over a minute on a loaded machine: the count runs
-	// over ten minutes here, so that the eleventh is still counted with the first.
-	slow := func(c *Config) { c.authFailureWindow = 10 * time.Minute }
+	// over ten minutes here, so that the eleventh is still counted with the first; and the first
+	// wait lasts 15s, not a second, so that the right token sent just after the eleventh still
+	// falls within it.
+	slow := func(c *Config) { c.authFailureWindow, c.authBackoff = 10*time.Minute, 15*time.Second }
 	a := newTestServer(t, slow)
 	other := newTestServerOn(t, a.env, slow)
 	b := browsertest.New(t)
@@ -49,7 +51,7 @@ func TestDashboardLoginInChromium(t *testing.T) {
 	waitText(t, b, "#login-wait", "too many failed authentications")
 	submitLogin(t, b, a.AdminToken) // during the wait the right token is not even checked
 	waitText(t, b, "#login-wait", "too many failed authentications")
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(2*time.Minute, func() error {
 		submitLogin(t, b, a.AdminToken)
 		if got := b.Text("h1"); got != "Queues" {
 			return fmt.Errorf("after the wait the right token shows %q", got)
