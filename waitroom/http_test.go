@@ -465,13 +465,16 @@ func TestRoomTemplate(t *testing.T) {
 	}
 }
 
-// TestExactnessThroughHTTP sends 10,000 concurrent arrivals through two middleware instances
+// TestExactnessThroughHTTP sends 3,000 arrivals, 64 at a time, through two middleware instances
 // (two "servers", each with its own client and Redis connections) in front of one upstream:
 // the upstream never sees more visitors than max_active, and exactly max_active get in.
+// TestExactnessTwoInstances holds the same with 10,000 arrivals through the library; here each
+// arrival is two requests and a waiting page under the race detector, and 10,000 of them (twice,
+// standalone and Cluster) took over ten minutes on a loaded machine without asserting more.
 func TestExactnessThroughHTTP(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		const arrivals, maxActive, parallel = 10_000, 40, 64
+		const arrivals, maxActive, parallel = 3000, 40, 64
 		keys := [][]byte{testKey()}
 		up := newUpstream(t)
 		hold := make(chan struct{})
@@ -500,10 +503,10 @@ func TestExactnessThroughHTTP(t *testing.T) {
 		t.Cleanup(tr.CloseIdleConnections)
 		client := &http.Client{Transport: tr}
 		var (
-			wg               sync.WaitGroup
-			admitted, queued atomic.Int64
-			errMu            sync.Mutex
-			errs             []error
+			wg                       sync.WaitGroup
+			admitted, queued, failed atomic.Int64
+			errMu                    sync.Mutex
+			errs                     []error
 		)
 		next := make(chan int)
 		for range parallel {
@@ -514,6 +517,7 @@ func TestExactnessThroughHTTP(t *testing.T) {
 						errMu.Lock()
 						errs = append(errs, err)
 						errMu.Unlock()
+						failed.Add(1)
 						continue
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
@@ -536,7 +540,7 @@ func TestExactnessThroughHTTP(t *testing.T) {
 			close(next)
 		}()
 		testwait.UntilNil(t, 5*time.Minute, func() error {
-			if got := queued.Load() + int64(len(errs)); got < arrivals-maxActive {
+			if got := queued.Load() + failed.Load(); got < arrivals-maxActive {
 				return fmt.Errorf("%d of %d decided", got, arrivals)
 			}
 			if up.inFlight.Load() < maxActive {
