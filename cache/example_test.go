@@ -152,7 +152,7 @@ func ExampleStore_Delete_eventual() {
 			fmt.Println(u.Name)
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the pace of this poll (an example has no test to fail)
 	}
 	// Output:
 	// linus t
@@ -232,7 +232,7 @@ func ExampleConfig_refreshAhead() {
 			fmt.Println(u.Name)
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the pace of this poll (an example has no test to fail)
 	}
 	// Output:
 	// ada

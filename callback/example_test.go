@@ -78,7 +78,7 @@ func ExampleDeliverer() {
 			fmt.Printf("%s: %s\n", job.State, job.Result)
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the pace of this poll (an example has no test to fail)
 	}
 	// Output:
 	// verified {"order":42}

@@ -95,7 +95,7 @@ func TestSentinelFailover(t *testing.T) {
 			ds, err := consumer.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"acked", "plain"},
 				Count: 50, TTR: 2 * time.Second, Timeout: 100 * time.Millisecond})
 			if err != nil {
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // the consumer's pace while the client finds the new primary
 				continue
 			}
 			for _, d := range ds {
