@@ -91,7 +91,7 @@ func benchQPS(b *testing.B, qps, seconds int) {
 		d, _ := startBenchProc(b, "dispatcher", benchRedisEnv+"="+env.URL, benchPrefixEnv+"="+env.Prefix)
 		ds = append(ds, d)
 	}
-	time.Sleep(time.Duration(seconds)*time.Second + time.Second)
+	time.Sleep(time.Duration(seconds)*time.Second + time.Second) // the dispatchers run for the time measured
 	b.StopTimer()
 	var late int64
 	for _, d := range ds {
@@ -225,7 +225,7 @@ func benchETA(b *testing.B, e relay.Endpoint, backlog int, every time.Duration) 
 		if task.WaitKnown {
 			samples = append(samples, sample{r.ID, r.CreatedAt, task.WaitNum, task.WaitTime})
 		}
-		time.Sleep(every)
+		time.Sleep(every) // the pace of the samples: one submit every interval
 	}
 	var errs []float64
 	for _, s := range samples {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -169,20 +170,17 @@ func (in *instance) start(t *testing.T) {
 		t.Fatalf("start sluice server: %v", err)
 	}
 	in.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.UntilNil(t, 2*time.Minute, func() error {
 		resp, err := http.Get(in.publicURL() + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return fmt.Errorf("sluice server on %d not ready: %w", in.publicPort, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sluice server on %d not ready: %v", in.publicPort, err)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("sluice server on %d not ready: /readyz answers %d", in.publicPort, resp.StatusCode)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func (in *instance) kill() {
