@@ -499,6 +499,10 @@ func TestExactnessThroughHTTP(t *testing.T) {
 			t.Cleanup(site.Close)
 			sites = append(sites, site)
 		}
+		// The held requests end with the test even when it fails before it lets them go: closing
+		// the sites waits for every request in flight, and would wait forever.
+		letGo := sync.OnceFunc(func() { close(hold) })
+		t.Cleanup(letGo)
 		tr := &http.Transport{MaxIdleConnsPerHost: parallel}
 		t.Cleanup(tr.CloseIdleConnections)
 		client := &http.Client{Transport: tr}
@@ -548,7 +552,7 @@ func TestExactnessThroughHTTP(t *testing.T) {
 			}
 			return nil
 		})
-		close(hold)
+		letGo()
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
