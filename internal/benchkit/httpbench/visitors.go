@@ -22,8 +22,8 @@ func Visitors(tb testing.TB, url string, n int) []string {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			for name, value := range jar {
-				req.AddCookie(&http.Cookie{Name: name, Value: value})
+			if len(jar) > 0 {
+				req.Header.Set("Cookie", cookieHeader(jar))
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -35,11 +35,16 @@ func Visitors(tb testing.TB, url string, n int) []string {
 				jar[c.Name] = c.Value
 			}
 		}
-		parts := make([]string, 0, len(jar))
-		for name, value := range jar {
-			parts = append(parts, name+"="+value)
-		}
-		cookies[i] = strings.Join(parts, "; ")
+		cookies[i] = cookieHeader(jar)
 	}
 	return cookies
+}
+
+// cookieHeader is the Cookie header that carries the cookies of jar (name to value).
+func cookieHeader(jar map[string]string) string {
+	parts := make([]string, 0, len(jar))
+	for name, value := range jar {
+		parts = append(parts, name+"="+value)
+	}
+	return strings.Join(parts, "; ")
 }
