@@ -1,6 +1,7 @@
 package callback_test
 
 import (
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -53,6 +54,14 @@ func (e *events) list() []callback.Event {
 	return append([]callback.Event(nil), e.all...)
 }
 
+// atLeast waits until n events came (a try's event follows its count in the deliverer's stats)
+// and returns them all, so that a test looking through them looks at every try it counted.
+func (e *events) atLeast(t *testing.T, n int) []callback.Event {
+	t.Helper()
+	testwait.Until(t, time.Minute, fmt.Sprintf("%d delivery events", n), func() bool { return len(e.list()) >= n })
+	return e.list()
+}
+
 // Relay tasks and callbacks to one service share its endpoint's Concurrency: with tasks submitted
 // and callbacks due at once, from one dispatcher and two deliverers, the service never sees more
 // than 2 calls at a time, and everything completes. A callback counts on the endpoint with the
@@ -88,7 +97,7 @@ func TestCallbacksShareEndpointConcurrencyWithTasks(t *testing.T) {
 		}
 		// Every callback try held a slot; released tries (the slot wait ran out) held none.
 		released := 0
-		for _, ev := range evs.list() {
+		for _, ev := range evs.atLeast(t, n) {
 			if ev.Endpoint != "svc" {
 				t.Fatalf("event %+v: want endpoint svc (the longest target URL covering the callback)", ev)
 			}
@@ -165,7 +174,7 @@ func TestCallbackUnderNoEndpointUsesDestinationLimits(t *testing.T) {
 	if st, err := c.Stats(ctxT(t), "svc"); err != nil || st.SlotsReleased+st.SlotsExpired+st.Slots != 0 {
 		t.Fatalf("svc stats = %+v, %v; want no slot taken", st, err)
 	}
-	for _, ev := range evs.list() {
+	for _, ev := range evs.atLeast(t, n) {
 		if ev.Endpoint != "" {
 			t.Fatalf("event %+v names an endpoint", ev)
 		}
@@ -190,7 +199,7 @@ func TestCallbackReleasedWhenNoEndpointSlot(t *testing.T) {
 	id := f.publish(t, queue.PublishParams{Tries: 2, TTR: 800 * time.Millisecond,
 		Callback: &queue.Callback{URL: f.recv.srv.URL + "/hooks/svc", Timeout: 500 * time.Millisecond}})
 	testwait.Until(t, 20*time.Second, "a released try", func() bool { return d.Stats().Released > 0 })
-	for _, ev := range evs.list() {
+	for _, ev := range evs.atLeast(t, 1) {
 		if ev.Outcome != callback.OutcomeReleased || ev.Endpoint != "svc" || !strings.Contains(ev.Error, "no slot of endpoint svc") {
 			t.Fatalf("event %+v; want released for want of a slot of svc", ev)
 		}
