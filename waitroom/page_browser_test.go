@@ -66,12 +66,7 @@ func TestWaitingPageInChromium(t *testing.T) {
 	}
 	// The slot is free and the browser is at the head: its next poll lets it in and the page moves
 	// on to the upstream page it asked for.
-	b.WaitUntil(30*time.Second, func() error {
-		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /tickets") {
-			return fmt.Errorf("page %s shows %q", b.Location(), got)
-		}
-		return nil
-	})
+	waitUpstreamPage(t, b, "/tickets", "")
 }
 
 // TestWaitingPageWithoutJavaScript: with scripts off, the page's meta refresh alone takes the
@@ -99,12 +94,7 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 		return nil
 	})
 	do(t, holder, "GET", site.URL+"/bye?release=1", nil)
-	b.WaitUntil(30*time.Second, func() error {
-		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /plain") {
-			return fmt.Errorf("page %s shows %q", b.Location(), got)
-		}
-		return nil
-	})
+	waitUpstreamPage(t, b, "/plain", "")
 }
 
 // TestCountdownPageInChromium: before open_at the page counts down; at the start the draw puts
@@ -132,9 +122,20 @@ func TestCountdownPageInChromium(t *testing.T) {
 	if got := b.Text("#countdown"); !strings.HasPrefix(got, "0:0") {
 		t.Fatalf("countdown shows %q", got)
 	}
+	waitUpstreamPage(t, b, "/launch", "#countdown")
+}
+
+// waitUpstreamPage waits until the browser shows the upstream's page for path: the waiting page
+// has let the visitor in. A failure names what the page shows, and also, when it is not "", the
+// text of the element also selected (the countdown, say).
+func waitUpstreamPage(t *testing.T, b *browsertest.Browser, path, also string) {
+	t.Helper()
 	b.WaitUntil(30*time.Second, func() error {
-		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page /launch") {
-			return fmt.Errorf("page %s shows %q (countdown %q)", b.Location(), got, b.Text("#countdown"))
+		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page "+path) {
+			if also != "" {
+				return fmt.Errorf("page %s shows %q (%s %q)", b.Location(), got, also, b.Text(also))
+			}
+			return fmt.Errorf("page %s shows %q", b.Location(), got)
 		}
 		return nil
 	})
