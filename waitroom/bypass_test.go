@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -28,9 +27,7 @@ func TestBypassRules(t *testing.T) {
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, Bypass: bypassRules})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 	do(t, browser(t), "GET", site.URL+"/", nil) // holds the slot
 
 	for _, pass := range []struct {

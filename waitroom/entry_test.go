@@ -295,9 +295,7 @@ func TestChallengeSolvedByChromium(t *testing.T) {
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{ArrivalsPerMinute: -1, PollsPerMinute: 100_000})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, ChallengeAbove: 1, ChallengeWait: 10 * time.Minute})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 	do(t, browser(t), "GET", site.URL+"/", nil)      // holds the slot
 	do(t, browser(t), "GET", site.URL+"/", jsonPoll) // the line is 1 long
 

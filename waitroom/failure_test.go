@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -92,9 +91,7 @@ func TestFailOpenAndFailClosed(t *testing.T) {
 				t.Fatal(err)
 			}
 			room, _ := c.Room("r")
-			up := newUpstream(t)
-			site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-			t.Cleanup(site.Close)
+			_, site := middlewareSite(t, room)
 
 			holder := browser(t)
 			if r := do(t, holder, "GET", site.URL+"/", nil); r.code != 200 {

@@ -55,6 +55,15 @@ func newUpstream(t *testing.T) *upstream {
 	return u
 }
 
+// middlewareSite serves room through Middleware in front of a new upstream.
+func middlewareSite(t *testing.T, room *waitroom.Room) (*upstream, *httptest.Server) {
+	t.Helper()
+	up := newUpstream(t)
+	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
+	t.Cleanup(site.Close)
+	return up, site
+}
+
 // browser is an HTTP client with a cookie jar: one visitor (all its tabs).
 func browser(t *testing.T) *http.Client {
 	t.Helper()
@@ -138,9 +147,7 @@ func TestMiddlewareAdmitsWaitsAndReleases(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := newClient(t, env, waitroom.Config{})
 		room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
-		up := newUpstream(t)
-		site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-		t.Cleanup(site.Close)
+		_, site := middlewareSite(t, room)
 
 		alice, bob := browser(t), browser(t)
 		if r := do(t, alice, "GET", site.URL+"/shop", nil); r.code != 200 || !strings.Contains(r.body, "upstream page /shop") {
@@ -185,9 +192,7 @@ func TestRefreshAndSecondTabKeepThePlace(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := newClient(t, env, waitroom.Config{})
 		room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
-		up := newUpstream(t)
-		site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-		t.Cleanup(site.Close)
+		_, site := middlewareSite(t, room)
 
 		do(t, browser(t), "GET", site.URL+"/", nil) // takes the slot
 		visitors := make([]*http.Client, 4)

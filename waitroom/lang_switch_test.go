@@ -3,7 +3,6 @@ package waitroom_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -22,9 +21,7 @@ func TestLanguageSwitchWithoutJavaScript(t *testing.T) {
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, Language: "en"})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 	arrive(t, room, "holder")
 
 	b := browsertest.New(t)

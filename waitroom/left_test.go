@@ -32,9 +32,7 @@ func TestReleaseIsFinalAndAssetsNeverEnqueue(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		c := newClient(t, env, waitroom.Config{LeftWindow: 2 * time.Second})
 		room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
-		up := newUpstream(t)
-		site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-		t.Cleanup(site.Close)
+		_, site := middlewareSite(t, room)
 
 		alice, bob := browser(t), browser(t)
 		if r := do(t, alice, "GET", site.URL+"/shop", nil); r.code != 200 {

@@ -3,7 +3,6 @@ package waitroom_test
 import (
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +22,7 @@ func TestWaitingPageInChromium(t *testing.T) {
 	// visitors below live between their poll and the release before them, even on a loaded machine.
 	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 
 	// One visitor holds the slot; two wait ahead of the browser.
 	ahead := []string{"holder", "first", "second"}
@@ -76,9 +73,7 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 	env := redistest.New(t)
 	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 	holder := browser(t)
 	do(t, holder, "GET", site.URL+"/", nil)
 
@@ -107,9 +102,7 @@ func TestCountdownPageInChromium(t *testing.T) {
 	c := newClient(t, env, waitroom.Config{PollInterval: time.Second, PollsPerMinute: 100_000})
 	b := browsertest.New(t) // started first: the countdown starts once the browser is up
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 1, OpenAt: time.Now().Add(5 * time.Second)})
-	up := newUpstream(t)
-	site := httptest.NewServer(waitroom.Middleware(room, up.Config.Handler))
-	t.Cleanup(site.Close)
+	_, site := middlewareSite(t, room)
 
 	b.Navigate(site.URL + "/launch")
 	// The first answer hands out the visitor cookie; the page's first poll, at once, joins the draw.
