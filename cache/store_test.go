@@ -217,7 +217,7 @@ func TestDeleteFencesLoadInFlight(t *testing.T) {
 					t.Fatalf("strong Get returned %q, want the reloaded v2", v)
 				}
 				var calls atomic.Int64
-				testwait.Until(t, 10*time.Second, "the key to converge to v2", func() bool {
+				testwait.Until(t, time.Minute, "the key to converge to v2", func() bool {
 					v, err := s.Get(ctx, "k", constLoader("v2", &calls))
 					return err == nil && v == "v2"
 				})
@@ -266,7 +266,7 @@ func TestEventualDeleteServesOldWhileReloading(t *testing.T) {
 		if !ok || !rec.stale() || rec.payload != "1" {
 			t.Fatalf("record after eventual delete = %+v, %v; want the old value marked stale", rec, ok)
 		}
-		testwait.Until(t, 10*time.Second, "reload to 2", func() bool {
+		testwait.Until(t, time.Minute, "reload to 2", func() bool {
 			v, err := s.Get(ctx, "k", load)
 			if err != nil || (v != 1 && v != 2) {
 				t.Fatalf("Get = %d, %v", v, err)
@@ -334,7 +334,7 @@ func TestWaiterIsWokenByTheWrite(t *testing.T) {
 			}
 			got <- v
 		}()
-		testwait.Until(t, 10*time.Second, "b to wait", func() bool { return b.Stats().Waits > 0 })
+		testwait.Until(t, time.Minute, "b to wait", func() bool { return b.Stats().Waits > 0 })
 		close(bl.release)
 		if err := <-done; err != nil {
 			t.Fatalf("a.Get: %v", err)
@@ -393,7 +393,7 @@ func TestRefreshAhead(t *testing.T) {
 		}
 		db.Store(2)
 		// Within 50ms the value is due; readers keep getting 1 until the background reload lands.
-		testwait.Until(t, 10*time.Second, "refresh-ahead to load 2", func() bool {
+		testwait.Until(t, time.Minute, "refresh-ahead to load 2", func() bool {
 			v, err := s.Get(ctx, "k", load)
 			if err != nil || (v != 1 && v != 2) {
 				t.Fatalf("Get = %d, %v", v, err)
@@ -419,7 +419,7 @@ func TestTinyTTLStillCaches(t *testing.T) {
 		if pttl <= 0 || pttl > 330*time.Millisecond {
 			t.Fatalf("pttl = %v, want about 300ms", pttl)
 		}
-		testwait.Until(t, 10*time.Second, "the value to expire", func() bool {
+		testwait.Until(t, time.Minute, "the value to expire", func() bool {
 			return env.Client.Exists(ctx, s.keys.record("k")).Val() == 0
 		})
 		if _, err := s.Get(ctx, "k", constLoader("v", &calls)); err != nil || calls.Load() != 2 {
@@ -655,7 +655,7 @@ func TestStrongLateJoinerDoesNotTakeAnOlderResult(t *testing.T) {
 			}
 			got <- v
 		}()
-		testwait.Until(t, 10*time.Second, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
+		testwait.Until(t, time.Minute, "the Get to join the flight", func() bool { return f.joiners.Load() == 1 })
 		s.flights.finish("k", f, "old", nil)
 		if v := <-got; v != "new" {
 			t.Fatalf("Get started after the Delete returned %q, want new", v)

@@ -146,7 +146,7 @@ func (f *cbFixture) hook(path string) *queue.Callback {
 func (f *cbFixture) waitState(t *testing.T, id string, state queue.State) *queue.Job {
 	t.Helper()
 	var job *queue.Job
-	testwait.Until(t, 20*time.Second, "job "+id+" "+string(state), func() bool {
+	testwait.Until(t, time.Minute, "job "+id+" "+string(state), func() bool {
 		j, err := f.q.Get(ctxT(t), f.ns, "orders", id)
 		if err != nil && !errors.Is(err, queue.ErrNotFound) {
 			t.Fatalf("Get: %v", err)
@@ -187,7 +187,7 @@ func TestCallbackDeliveredSignedAndDone(t *testing.T) {
 			t.Fatalf("Verify: %v", err)
 		}
 		var v any
-		testwait.Until(t, 5*time.Second, "the delivery event", func() bool {
+		testwait.Until(t, time.Minute, "the delivery event", func() bool {
 			var ok bool
 			v, ok = events.Load(id)
 			return ok
@@ -360,7 +360,7 @@ func TestCallbackDestinationRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		var job *queue.Job
-		testwait.Until(t, 20*time.Second, tc.name+": dead", func() bool {
+		testwait.Until(t, time.Minute, tc.name+": dead", func() bool {
 			job, _ = f.q.Get(ctx, tc.ns, "orders", res.ID)
 			return job != nil && job.State == queue.StateDead
 		})

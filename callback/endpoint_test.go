@@ -198,7 +198,7 @@ func TestCallbackReleasedWhenNoEndpointSlot(t *testing.T) {
 	// The lease leaves 300ms beyond the call's timeout to wait for a slot.
 	id := f.publish(t, queue.PublishParams{Tries: 2, TTR: 800 * time.Millisecond,
 		Callback: &queue.Callback{URL: f.recv.srv.URL + "/hooks/svc", Timeout: 500 * time.Millisecond}})
-	testwait.Until(t, 20*time.Second, "a released try", func() bool { return d.Stats().Released > 0 })
+	testwait.Until(t, time.Minute, "a released try", func() bool { return d.Stats().Released > 0 })
 	for _, ev := range evs.atLeast(t, 1) {
 		if ev.Outcome != callback.OutcomeReleased || ev.Endpoint != "svc" || !strings.Contains(ev.Error, "no slot of endpoint svc") {
 			t.Fatalf("event %+v; want released for want of a slot of svc", ev)

@@ -141,7 +141,7 @@ func TestCloseReleasesBlockedConsumers(t *testing.T) {
 			done <- err
 		}()
 		// Let the consumer subscribe, then close: it must return either way.
-		testwait.Until(t, 5*time.Second, "consumer to block", func() bool {
+		testwait.Until(t, time.Minute, "consumer to block", func() bool {
 			return subscribers(t, env, env.Prefix+":{ns:q}:notify") > 0
 		})
 		_ = c.Close()
@@ -170,7 +170,7 @@ func TestBlockingConsumeAcrossNodes(t *testing.T) {
 				ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: queues, Timeout: 30 * time.Second})
 				got <- ds
 			}()
-			testwait.Until(t, 10*time.Second, "consumer to subscribe on every queue", func() bool {
+			testwait.Until(t, time.Minute, "consumer to subscribe on every queue", func() bool {
 				for _, q := range queues {
 					if subscribers(t, env, env.Prefix+":{"+f.ns+":"+q+"}:notify") == 0 {
 						return false
@@ -302,7 +302,7 @@ func expiredJobsAmongLiveOnes(t *testing.T, env *redistest.Env, batch int) {
 	live := f.publish(t, queue.PublishParams{Queue: "q"})
 	// Wait until Redis considers the ttl passed: Get no longer finds the last of them, though
 	// nothing has removed them yet.
-	testwait.Until(t, 5*time.Second, "the ttl to pass", func() bool {
+	testwait.Until(t, time.Minute, "the ttl to pass", func() bool {
 		_, err := f.client.Get(ctxT(t), f.ns, "q", expiring[len(expiring)-1])
 		return errors.Is(err, queue.ErrNotFound)
 	})
@@ -327,7 +327,7 @@ func TestExpiredJobsLeaveEveryStructure(t *testing.T) {
 		f := setup(t, env, queue.Config{})
 		f.publish(t, queue.PublishParams{Queue: "q", TTL: 20 * time.Millisecond})
 		f.publish(t, queue.PublishParams{Queue: "q", TTL: 200 * time.Millisecond, Delay: 100 * time.Millisecond})
-		testwait.Until(t, 5*time.Second, "both jobs to expire", func() bool {
+		testwait.Until(t, time.Minute, "both jobs to expire", func() bool {
 			if _, err := f.client.MaintainOnce(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +379,7 @@ func TestPauseAndResume(t *testing.T) {
 			ds, _ := f.client.Consume(ctxT(t), queue.ConsumeParams{Namespace: f.ns, Queues: []string{"q"}, Timeout: 30 * time.Second})
 			got <- ds
 		}()
-		testwait.Until(t, 5*time.Second, "consumer to block", func() bool {
+		testwait.Until(t, time.Minute, "consumer to block", func() bool {
 			ch := env.Prefix + ":{ns:q}:notify"
 			return env.Client.PubSubNumSub(ctxT(t), ch).Val()[ch] > 0
 		})

@@ -71,7 +71,7 @@ func TestGetJobPastItsTTLIsNotFound(t *testing.T) {
 		behind := f.publish(t, queue.PublishParams{Queue: "q", TTL: ttl})
 
 		gone := []string{ahead, higher, delayed, behind, lapsed}
-		testwait.Until(t, 10*time.Second, "Get to stop finding the jobs past their ttl", func() bool {
+		testwait.Until(t, time.Minute, "Get to stop finding the jobs past their ttl", func() bool {
 			for _, id := range gone {
 				if _, err := f.client.Get(ctx, f.ns, "q", id); !errors.Is(err, queue.ErrNotFound) {
 					return false
@@ -124,7 +124,7 @@ func TestPeekPositionCountsLiveJobsAhead(t *testing.T) {
 		}
 		waitGone := func(t *testing.T, f *fixture, q, id string) {
 			t.Helper()
-			testwait.Until(t, 10*time.Second, "the ttl to pass", func() bool {
+			testwait.Until(t, time.Minute, "the ttl to pass", func() bool {
 				_, err := f.client.Get(ctx, f.ns, q, id)
 				return errors.Is(err, queue.ErrNotFound)
 			})
@@ -345,7 +345,7 @@ func TestPendingLeavesOutExpired(t *testing.T) {
 	ctx := ctxT(t)
 	f.publish(t, queue.PublishParams{Queue: "q", TTL: time.Millisecond})
 	live := f.publish(t, queue.PublishParams{Queue: "q"})
-	testwait.UntilNil(t, 10*time.Second, func() error {
+	testwait.UntilNil(t, time.Minute, func() error {
 		res, err := f.client.Pending(ctx, queue.PendingParams{Namespace: f.ns, Queue: "q"})
 		if err != nil {
 			return err

@@ -65,7 +65,7 @@ func TestMaintainVisitsOnlyDueQueues(t *testing.T) {
 			t.Fatalf("consumed %d jobs, want 1", len(ds))
 		}
 		var promoted, reaped int
-		testwait.Until(t, 10*time.Second, "the delayed job promoted and the lease reaped", func() bool {
+		testwait.Until(t, time.Minute, "the delayed job promoted and the lease reaped", func() bool {
 			res, err := f.client.MaintainOnce(ctxT(t))
 			if err != nil {
 				t.Fatal(err)
@@ -105,7 +105,7 @@ func TestMaintainIsolatesAFailingQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		var failures []error
-		testwait.Until(t, 10*time.Second, "the healthy queues maintained", func() bool {
+		testwait.Until(t, time.Minute, "the healthy queues maintained", func() bool {
 			if _, err := f.client.MaintainOnce(ctx); err != nil {
 				failures = append(failures, err)
 			}
@@ -129,7 +129,7 @@ func TestMaintainIsolatesAFailingQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(m.Stop)
-		testwait.Until(t, 10*time.Second, "the failure logged", func() bool {
+		testwait.Until(t, time.Minute, "the failure logged", func() bool {
 			return strings.Contains(log.String(), "queue maintenance failed")
 		})
 		line := log.String()
@@ -155,7 +155,7 @@ func TestMaintainIndexesQueuesStoredWithoutTheIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		swept := 0
-		testwait.Until(t, 10*time.Second, "the stranded jobs handled", func() bool {
+		testwait.Until(t, time.Minute, "the stranded jobs handled", func() bool {
 			res, err := f.client.MaintainOnce(ctx)
 			if err != nil {
 				t.Fatal(err)

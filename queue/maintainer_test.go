@@ -27,7 +27,7 @@ func TestMaintainerMovesUnreadQueues(t *testing.T) {
 		due := f.publish(t, queue.PublishParams{Queue: "delayed", Delay: 50 * time.Millisecond})
 		f.publish(t, queue.PublishParams{Queue: "leased", TTR: 50 * time.Millisecond, Tries: 2})
 		leased := f.consumeOne(t, "leased")
-		testwait.Until(t, 10*time.Second, "the maintainer to promote and reap", func() bool {
+		testwait.Until(t, time.Minute, "the maintainer to promote and reap", func() bool {
 			a, b := f.stats(t, "delayed"), f.stats(t, "leased")
 			return a.Ready == 1 && b.Ready == 1 && b.Retried == 1
 		})

@@ -60,7 +60,7 @@ func TestConsumeUnsubscribesChannelsNobodyWaitsOn(t *testing.T) {
 				t.Fatalf("got %d jobs from an empty queue", len(ds))
 			}
 		}
-		testwait.Until(t, 20*time.Second, "the idle channels to be unsubscribed", func() bool {
+		testwait.Until(t, time.Minute, "the idle channels to be unsubscribed", func() bool {
 			return numSub(t, env, channels...) == 0
 		})
 
@@ -129,7 +129,7 @@ func TestBlockedConsumersAllWokenAsJobsArrive(t *testing.T) {
 				got <- ds
 			}()
 		}
-		testwait.Until(t, 10*time.Second, "the consumers to subscribe", func() bool {
+		testwait.Until(t, time.Minute, "the consumers to subscribe", func() bool {
 			return numSub(t, env, channel) == 1
 		})
 		want := map[string]bool{}
@@ -161,7 +161,7 @@ func TestPublishThatRetriesTheKeyHolderWakesConsumers(t *testing.T) {
 		if len(ds) != 1 || ds[0].ID != holder {
 			t.Fatalf("consumed %v, want %s", deliveryIDs(ds), holder)
 		}
-		testwait.Until(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+		testwait.Until(t, time.Minute, "the lease to end by Redis's clock", func() bool {
 			now, err := env.Client.Time(ctxT(t)).Result()
 			return err == nil && now.After(ds[0].LeaseUntil)
 		})
@@ -289,8 +289,8 @@ func TestIdleWaitersLookOncePerWait(t *testing.T) {
 			}
 			woken <- got
 		}()
-		testwait.Until(t, 10*time.Second, "the waiter's first look", func() bool { return calls.n.Load() == waiters+1 })
-		testwait.Until(t, 10*time.Second, "the waiter's subscription", func() bool {
+		testwait.Until(t, time.Minute, "the waiter's first look", func() bool { return calls.n.Load() == waiters+1 })
+		testwait.Until(t, time.Minute, "the waiter's subscription", func() bool {
 			return numSub(t, env, env.Prefix+":{ns:woken}:notify") == 1
 		})
 		f := &fixture{env: env, client: c, ns: "ns"}

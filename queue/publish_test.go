@@ -254,7 +254,7 @@ func TestUniqueKeyWindowEnds(t *testing.T) {
 	f := setup(t, redistest.New(t), queue.Config{})
 	p := queue.PublishParams{Namespace: f.ns, Queue: "q", UniqueKey: "k", UniqueFor: 30 * time.Millisecond}
 	first := f.publish(t, p)
-	testwait.Until(t, 5*time.Second, "the unique window to end", func() bool {
+	testwait.Until(t, time.Minute, "the unique window to end", func() bool {
 		r, err := f.client.Publish(ctxT(t), p)
 		return err == nil && !r.Duplicate && r.ID != first
 	})
@@ -269,7 +269,7 @@ func TestPublishUniqueKeyOfExpiredJobIsFree(t *testing.T) {
 		ctx := ctxT(t)
 		old := f.publish(t, queue.PublishParams{Queue: "q", UniqueKey: "u", TTL: 50 * time.Millisecond})
 		// Get answers not found once the ttl has passed by Redis's clock; it removes nothing.
-		testwait.Until(t, 10*time.Second, "the ttl to pass by Redis's clock", func() bool {
+		testwait.Until(t, time.Minute, "the ttl to pass by Redis's clock", func() bool {
 			_, err := f.client.Get(ctx, f.ns, "q", old)
 			return errors.Is(err, queue.ErrNotFound)
 		})
@@ -291,7 +291,7 @@ func TestPublishUniqueKeyOfExpiredJobIsFree(t *testing.T) {
 		// A leased job is not taken from its consumer when its ttl passes: it keeps the key.
 		leased := f.publish(t, queue.PublishParams{Queue: "l", UniqueKey: "u", TTL: 50 * time.Millisecond})
 		ld := f.consumeOne(t, "l")
-		testwait.Until(t, 10*time.Second, "the ttl to pass by Redis's clock", func() bool {
+		testwait.Until(t, time.Minute, "the ttl to pass by Redis's clock", func() bool {
 			now, err := env.Client.Time(ctx).Result()
 			return err == nil && now.After(ld.ExpiresAt)
 		})
@@ -315,7 +315,7 @@ func TestPublishUniqueKeyOfJobWhoseLastLeaseEndedIsFree(t *testing.T) {
 		if len(ds) != 1 {
 			t.Fatalf("consumed %d jobs", len(ds))
 		}
-		testwait.Until(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+		testwait.Until(t, time.Minute, "the lease to end by Redis's clock", func() bool {
 			now, err := env.Client.Time(ctx).Result()
 			return err == nil && now.After(ds[0].LeaseUntil)
 		})
@@ -341,7 +341,7 @@ func TestPublishUniqueKeyOfJobWhoseLastLeaseEndedIsFree(t *testing.T) {
 		if len(ds) != 1 {
 			t.Fatalf("consumed %d jobs", len(ds))
 		}
-		testwait.Until(t, 10*time.Second, "the lease to end by Redis's clock", func() bool {
+		testwait.Until(t, time.Minute, "the lease to end by Redis's clock", func() bool {
 			now, err := env.Client.Time(ctx).Result()
 			return err == nil && now.After(ds[0].LeaseUntil)
 		})

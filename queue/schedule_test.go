@@ -52,7 +52,7 @@ func (f *fixture) schedule(t *testing.T, name string) queue.Schedule {
 // (duplicates kept).
 func (f *fixture) ticksOf(t *testing.T, q string, sch queue.Schedule) []string {
 	t.Helper()
-	testwait.Until(t, 10*time.Second, "the last tick due", func() bool { return time.Now().After(sch.LastRun) })
+	testwait.Until(t, time.Minute, "the last tick due", func() bool { return time.Now().After(sch.LastRun) })
 	var out []string
 	for {
 		ds := f.consume(t, queue.ConsumeParams{Queues: []string{q}, Count: 1000})
@@ -222,14 +222,14 @@ func TestPausedScheduleFiresNothingUntilResumed(t *testing.T) {
 	f.setSchedule(t, queue.ScheduleParams{Name: "tick", Every: time.Second, Paused: true, Job: queue.JobTemplate{Queue: "q"}})
 	s := f.startScheduler(t, queue.SchedulerConfig{})
 	// Two looks at the due index after a tick would have been due fire nothing.
-	testwait.Until(t, 10*time.Second, "passes", func() bool { return s.Stats().Passes >= 3 })
+	testwait.Until(t, time.Minute, "passes", func() bool { return s.Stats().Passes >= 3 })
 	if n := f.stats(t, "q").Ready; n != 0 {
 		t.Fatalf("paused schedule published %d jobs", n)
 	}
 	if _, err := f.client.Schedules().Resume(ctxT(t), f.ns, "tick"); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, 10*time.Second, "a job after resume", func() bool { return f.stats(t, "q").Ready >= 1 })
+	testwait.Until(t, time.Minute, "a job after resume", func() bool { return f.stats(t, "q").Ready >= 1 })
 }
 
 // Deleting a queue deletes the schedules that publish to it (else the next tick would bring the

@@ -151,7 +151,7 @@ func TestCatchUpPoliciesAfterAnOutage(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := queue.NewScheduler(f.client, queue.SchedulerConfig{Grace: 30 * time.Second})
-				testwait.UntilNil(t, 10*time.Second, func() error { _, err := s.RunOnce(ctx); return err })
+				testwait.UntilNil(t, time.Minute, func() error { _, err := s.RunOnce(ctx); return err })
 				sch := f.schedule(t, "hourly")
 				ticks := f.ticksOf(t, "q", sch)
 				if int64(len(ticks)) != c.fired || sch.Fires != c.fired || sch.Missed != c.missed {
@@ -180,7 +180,7 @@ func TestScheduleWithACallbackPublishesCallbackJobs(t *testing.T) {
 		Payload: []byte(`{"ping":1}`), Callback: &queue.Callback{URL: "https://example.com/hook"}}})
 	f.startScheduler(t, queue.SchedulerConfig{})
 	var batch queue.CallbackBatch
-	testwait.UntilNil(t, 20*time.Second, func() error {
+	testwait.UntilNil(t, time.Minute, func() error {
 		var err error
 		batch, err = f.client.ConsumeCallbacks(ctxT(t), f.ns, "hooks", 10)
 		if err == nil && len(batch.Jobs) == 0 {

@@ -92,7 +92,7 @@ func TestBacklogMonitorStartStop(t *testing.T) {
 	if err := m.Start(context.Background()); !errors.Is(err, startstop.ErrAlreadyStarted) {
 		t.Fatalf("a second Start = %v, want ErrAlreadyStarted", err)
 	}
-	testwait.Until(t, 10*time.Second, "two alerts", func() bool {
+	testwait.Until(t, time.Minute, "two alerts", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) >= 2

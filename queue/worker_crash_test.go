@@ -135,7 +135,7 @@ func TestWorkerCrashRedelivery(t *testing.T) {
 	if r.delivery != 2 {
 		t.Fatalf("redelivered as delivery %d, want 2", r.delivery)
 	}
-	testwait.Until(t, 10*time.Second, "the redelivered job acked", func() bool { return f.stats(t, "q").Acked == 1 })
+	testwait.Until(t, time.Minute, "the redelivered job acked", func() bool { return f.stats(t, "q").Acked == 1 })
 	stop()
 	if handled.Load() != 1 {
 		t.Fatalf("handled %d times here, want 1", handled.Load())

@@ -95,7 +95,7 @@ func TestWorkerProcessesAndAcks(t *testing.T) {
 			sum.Add(int64(v.N))
 			return nil
 		}, queue.ConsumeConfig{Concurrency: 4})
-		testwait.Until(t, 10*time.Second, "all jobs acked", func() bool { return f.stats(t, "q").Acked == 50 })
+		testwait.Until(t, time.Minute, "all jobs acked", func() bool { return f.stats(t, "q").Acked == 50 })
 		stop()
 		if got := sum.Load(); got != 49*50/2 {
 			t.Fatalf("sum of payloads = %d", got)
@@ -135,9 +135,9 @@ func TestWorkerConcurrencyLimit(t *testing.T) {
 			done.Add(1)
 			return nil
 		}, queue.ConsumeConfig{Concurrency: limit, Prefetch: 3})
-		testwait.Until(t, 10*time.Second, "the pool to fill", func() bool { return running.Load() == limit })
+		testwait.Until(t, time.Minute, "the pool to fill", func() bool { return running.Load() == limit })
 		close(release)
-		testwait.Until(t, 10*time.Second, "all jobs handled", func() bool { return done.Load() == n })
+		testwait.Until(t, time.Minute, "all jobs handled", func() bool { return done.Load() == n })
 		stop()
 		if p := peak.Load(); p > limit {
 			t.Fatalf("%d handlers ran at once, limit %d", p, limit)
@@ -174,7 +174,7 @@ func TestWorkerRetriesWithBackoffThenDeadLetters(t *testing.T) {
 			mu.Unlock()
 			return errors.New("boom")
 		}, queue.ConsumeConfig{RetryPolicy: policy})
-		testwait.Until(t, 10*time.Second, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
+		testwait.Until(t, time.Minute, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
 		stop()
 		mu.Lock()
 		defer mu.Unlock()
@@ -224,7 +224,7 @@ func TestWorkerSkipRetryAndRetryAfter(t *testing.T) {
 		}
 		return queue.RetryAfter(time.Hour, errors.New("come back later"))
 	}, queue.ConsumeConfig{})
-	testwait.Until(t, 10*time.Second, "both jobs handled once", func() bool {
+	testwait.Until(t, time.Minute, "both jobs handled once", func() bool {
 		s := f.stats(t, "q")
 		return s.Dead == 1 && s.Delayed == 1
 	})
@@ -252,7 +252,7 @@ func TestWorkerUndecodablePayloadGoesDead(t *testing.T) {
 		called.Store(true)
 		return nil
 	}, queue.ConsumeConfig{})
-	testwait.Until(t, 10*time.Second, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
+	testwait.Until(t, time.Minute, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
 	stop()
 	if called.Load() {
 		t.Fatal("the handler ran on an undecodable payload")
@@ -281,7 +281,7 @@ func TestWorkerPanicIsAFailureLoggedWithStack(t *testing.T) {
 		}
 		return nil
 	}, queue.ConsumeConfig{RetryPolicy: queue.ExponentialBackoff{Base: time.Millisecond}})
-	testwait.Until(t, 10*time.Second, "the retry to succeed", func() bool { return f.stats(t, "q").Acked == 1 })
+	testwait.Until(t, time.Minute, "the retry to succeed", func() bool { return f.stats(t, "q").Acked == 1 })
 	stop()
 	ws := q.WorkerStats()
 	if ws.Panics != 1 || ws.Failed != 1 || ws.Retried != 1 || ws.Succeeded != 1 {
@@ -302,7 +302,7 @@ func TestWorkerTimeoutFailsTheRun(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}, queue.ConsumeConfig{Timeout: 20 * time.Millisecond})
-	testwait.Until(t, 10*time.Second, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
+	testwait.Until(t, time.Minute, "the job in the dead letter", func() bool { return f.stats(t, "q").Dead == 1 })
 	stop()
 	j, err := f.client.Get(ctxT(t), f.ns, "q", id)
 	if err != nil || !strings.Contains(j.LastError, "deadline exceeded") {
@@ -324,13 +324,13 @@ func TestWorkerExtendsTheLeaseWhileTheHandlerRuns(t *testing.T) {
 				return err
 			}
 			// Hold the job until its lease was extended past twice its first end.
-			testwait.Until(t, 10*time.Second, "the lease to be extended", func() bool {
+			testwait.Until(t, time.Minute, "the lease to be extended", func() bool {
 				j, err := f.client.Get(ctx, f.ns, "q", id)
 				return err == nil && j.LeaseUntil.Sub(first.LeaseUntil) > 700*time.Millisecond
 			})
 			return nil
 		}, queue.ConsumeConfig{})
-		testwait.Until(t, 15*time.Second, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
+		testwait.Until(t, time.Minute, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
 		stop()
 		if runs.Load() != 1 || q.WorkerStats().LeasesLost != 0 {
 			t.Fatalf("runs = %d, stats = %+v", runs.Load(), q.WorkerStats())
@@ -356,7 +356,7 @@ func TestWorkerPriorityOrder(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}, queue.ConsumeConfig{Concurrency: 1})
-		testwait.Until(t, 10*time.Second, "all jobs handled", func() bool {
+		testwait.Until(t, time.Minute, "all jobs handled", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			return len(order) == 6
@@ -391,12 +391,12 @@ func TestWorkerGracefulShutdownLosesNothing(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- q.Consume(ctx, handle, queue.ConsumeConfig{Concurrency: 4, Prefetch: 4}) }()
-		testwait.Until(t, 10*time.Second, "4 running and 4 prefetched", func() bool {
+		testwait.Until(t, time.Minute, "4 running and 4 prefetched", func() bool {
 			return count.Load() == 4 && f.stats(t, "q").Leased == 8
 		})
 		cancel()
 		// The prefetched jobs come back at once, while the running ones drain.
-		testwait.Until(t, 10*time.Second, "the prefetched jobs released", func() bool { return f.stats(t, "q").Released == 4 })
+		testwait.Until(t, time.Minute, "the prefetched jobs released", func() bool { return f.stats(t, "q").Released == 4 })
 		close(gate)
 		if err := <-done; err != nil {
 			t.Fatalf("Consume: %v", err)
@@ -412,7 +412,7 @@ func TestWorkerGracefulShutdownLosesNothing(t *testing.T) {
 			}
 			return handle(ctx, v)
 		}, queue.ConsumeConfig{Concurrency: 4})
-		testwait.Until(t, 10*time.Second, "every job handled", func() bool { return f.stats(t, "q").Acked == n })
+		testwait.Until(t, time.Minute, "every job handled", func() bool { return f.stats(t, "q").Acked == n })
 		stop()
 		if count.Load() != n {
 			t.Fatalf("handled %d jobs, want %d", count.Load(), n)
@@ -494,12 +494,12 @@ func TestWorkerProducersAndConsumersHandleEveryJobOnce(t *testing.T) {
 		}
 		wg.Wait()
 		const total = producers * perProducer
-		testwait.Until(t, 20*time.Second, "every job handled", func() bool { return count.Load() >= total })
+		testwait.Until(t, time.Minute, "every job handled", func() bool { return count.Load() >= total })
 		s := f.stats(t, "q")
 		if count.Load() != total || dups.Load() != 0 || s.Published != total {
 			t.Fatalf("handled %d (%d twice) of %d published; stats %+v", count.Load(), dups.Load(), total, s)
 		}
-		testwait.Until(t, 10*time.Second, "every ack flushed", func() bool { return f.stats(t, "q").Acked == total })
+		testwait.Until(t, time.Minute, "every ack flushed", func() bool { return f.stats(t, "q").Acked == total })
 	})
 }
 
@@ -535,7 +535,7 @@ func TestWorkerMiddlewareOrderAndLogMiddleware(t *testing.T) {
 	}, queue.ConsumeConfig{Middleware: []queue.Middleware{
 		mark("outer"), mark("inner"), queue.LogMiddleware(logInto(log), slog.LevelInfo),
 	}})
-	testwait.Until(t, 10*time.Second, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
+	testwait.Until(t, time.Minute, "the job acked", func() bool { return f.stats(t, "q").Acked == 1 })
 	stop()
 	want := []string{"outer>abc", "inner>abc", "handler", "<inner", "<outer"}
 	mu.Lock()
@@ -581,7 +581,7 @@ func TestWorkerReturnsErrClosedWhenTheClientCloses(t *testing.T) {
 	go func() {
 		done <- q.Consume(context.Background(), func(context.Context, *task) error { return nil }, queue.ConsumeConfig{})
 	}()
-	testwait.Until(t, 10*time.Second, "the worker waiting for jobs", func() bool {
+	testwait.Until(t, time.Minute, "the worker waiting for jobs", func() bool {
 		chans, _ := env.Client.PubSubChannels(context.Background(), env.Prefix+"*").Result()
 		return len(chans) > 0
 	})

@@ -133,7 +133,7 @@ func TestAcquireWaitWokenByRelease(t *testing.T) {
 		}()
 		// Release only once the waiter has subscribed, or the test proves nothing.
 		channel := ratelimit.SemaphoreKey(env.Prefix, "k") + ":released"
-		testwait.Until(t, 10*time.Second, "the waiter to subscribe", func() bool {
+		testwait.Until(t, time.Minute, "the waiter to subscribe", func() bool {
 			n, err := env.Client.PubSubShardNumSub(ctx, channel).Result()
 			return err == nil && n[channel] > 0
 		})

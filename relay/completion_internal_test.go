@@ -81,7 +81,7 @@ func TestCompletionCallbackSurvivesADeadClaimerAndAFailingSink(t *testing.T) {
 		}
 		// A failing sink hands on nothing and keeps it.
 		sink.setFail(true)
-		testwait.Until(t, 10*time.Second, "the claim to end", func() bool {
+		testwait.Until(t, time.Minute, "the claim to end", func() bool {
 			_, err := c.forwardCompletions(ctx, "cb")
 			return err != nil
 		})

@@ -40,7 +40,7 @@ func TestLimitsHoldAcrossTwoDispatchers(t *testing.T) {
 		for i := range ids {
 			ids[i] = submit(t, a, relay.SubmitParams{Endpoint: "slow"}).ID
 		}
-		testwait.Until(t, 10*time.Second, "3 calls in flight", func() bool { return tg.inFlight.Load() == 3 })
+		testwait.Until(t, time.Minute, "3 calls in flight", func() bool { return tg.inFlight.Load() == 3 })
 		// The slots are full: no fourth call may start while the first three hang.
 		st, err := b.Stats(ctxT(t), "slow")
 		if err != nil {
@@ -175,13 +175,13 @@ func TestBreakerPausesDispatchToAFailingEndpoint(t *testing.T) {
 	for i := range ids {
 		ids[i] = submit(t, c, relay.SubmitParams{Endpoint: "b"}).ID
 	}
-	testwait.Until(t, 10*time.Second, "the breaker to open", func() bool { return d.Breaker("b").State == relay.BreakerOpen })
+	testwait.Until(t, time.Minute, "the breaker to open", func() bool { return d.Breaker("b").State == relay.BreakerOpen })
 	calls := tg.calls.Load()
 	if calls != 3 {
 		t.Fatalf("calls before the breaker opened = %d, want 3", calls)
 	}
 	// While open, no task is taken: they stay pending with their tries.
-	testwait.Until(t, 5*time.Second, "a dispatch round held by the breaker", func() bool { return d.Stats().Held > 0 })
+	testwait.Until(t, time.Minute, "a dispatch round held by the breaker", func() bool { return d.Stats().Held > 0 })
 	if got := tg.calls.Load(); got != calls {
 		t.Fatalf("calls while open = %d, want %d", got, calls)
 	}
@@ -221,7 +221,7 @@ func TestKilledDispatcherTaskIsRetriedAfterItsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := submit(t, a, relay.SubmitParams{Endpoint: "k"}).ID
-		testwait.Until(t, 10*time.Second, "the first call", func() bool { return tg.calls.Load() == 1 })
+		testwait.Until(t, time.Minute, "the first call", func() bool { return tg.calls.Load() == 1 })
 		die()
 		d.Stop()
 		if task := get(t, a, id); task.Status != relay.StatusProcessing || task.Tries != 1 {
@@ -243,7 +243,7 @@ func TestQueueTimeout(t *testing.T) {
 		setEndpoint(t, c, relay.Endpoint{Name: "q", TargetURL: "http://127.0.0.1:1/", QueueTimeout: 50 * time.Millisecond})
 		id := submit(t, c, relay.SubmitParams{Endpoint: "q"}).ID
 		// Nobody dispatches this endpoint; maintenance times the task out.
-		testwait.Until(t, 10*time.Second, "the timeout", func() bool {
+		testwait.Until(t, time.Minute, "the timeout", func() bool {
 			if _, err := c.MaintainOnce(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +277,7 @@ func TestCancelPendingAndRunning(t *testing.T) {
 		setEndpoint(t, c, relay.Endpoint{Name: "c", TargetURL: tg.URL, Concurrency: 1})
 		d := startDispatcher(t, c, relay.DispatcherConfig{})
 		running := submit(t, c, relay.SubmitParams{Endpoint: "c"}).ID
-		testwait.Until(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
+		testwait.Until(t, time.Minute, "the call", func() bool { return tg.inFlight.Load() == 1 })
 		pending := submit(t, c, relay.SubmitParams{Endpoint: "c"}).ID
 		after := submit(t, c, relay.SubmitParams{Endpoint: "c"}).ID
 		if get(t, c, after).WaitNum != 1 {
@@ -395,9 +395,9 @@ func TestConcurrencyChangeReachesDispatchers(t *testing.T) {
 	for range 5 {
 		submit(t, admin, relay.SubmitParams{Endpoint: "grow"})
 	}
-	testwait.Until(t, 10*time.Second, "one call", func() bool { return tg.inFlight.Load() == 1 })
+	testwait.Until(t, time.Minute, "one call", func() bool { return tg.inFlight.Load() == 1 })
 	setEndpoint(t, admin, relay.Endpoint{Name: "grow", TargetURL: tg.URL, Concurrency: 3})
-	testwait.Until(t, 10*time.Second, "three calls after the change", func() bool { return tg.inFlight.Load() == 3 })
+	testwait.Until(t, time.Minute, "three calls after the change", func() bool { return tg.inFlight.Load() == 3 })
 	if p := tg.peak.Load(); p != 3 {
 		t.Fatalf("peak = %d, want 3", p)
 	}

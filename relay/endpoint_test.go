@@ -102,9 +102,9 @@ func TestEndpointChangeWakesOtherDispatchers(t *testing.T) {
 	startDispatcher(t, b, relay.DispatcherConfig{})
 	submit(t, a, relay.SubmitParams{Endpoint: "slow"})
 	submit(t, a, relay.SubmitParams{Endpoint: "slow"})
-	testwait.Until(t, 10*time.Second, "the first call", func() bool { return tg.inFlight.Load() == 1 })
+	testwait.Until(t, time.Minute, "the first call", func() bool { return tg.inFlight.Load() == 1 })
 	setEndpoint(t, a, relay.Endpoint{Name: "slow", TargetURL: tg.URL, Concurrency: 2})
-	testwait.Until(t, 10*time.Second, "the second call, started by b's dispatcher after the raise", func() bool {
+	testwait.Until(t, time.Minute, "the second call, started by b's dispatcher after the raise", func() bool {
 		return tg.inFlight.Load() == 2
 	})
 }

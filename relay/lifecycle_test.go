@@ -48,7 +48,7 @@ func TestNothingOutlivesItsOwner(t *testing.T) {
 		// The deleted endpoint is maintained for a grace period (20 refresh intervals: 1 s here),
 		// then forgotten.
 		known := env.Prefix + ":relay:{relay}:known"
-		testwait.UntilNil(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, time.Minute, func() error {
 			if _, err := c.MaintainOnce(ctxT(t)); err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ func TestStopDrainsCallsUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := submit(t, c, relay.SubmitParams{Endpoint: "drain"}).ID
-	testwait.Until(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
+	testwait.Until(t, time.Minute, "the call", func() bool { return tg.inFlight.Load() == 1 })
 	stopped := make(chan struct{})
 	go func() {
 		d.Stop()

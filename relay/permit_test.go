@@ -172,7 +172,7 @@ func TestOnlineTasksDoNotWaitForWorkers(t *testing.T) {
 	for range 4 {
 		busy = append(busy, submit(t, c, relay.SubmitParams{Endpoint: "busy"}).ID)
 	}
-	testwait.Until(t, 10*time.Second, "both workers busy", func() bool { return d.Stats().InFlight == 2 && tg.inFlight.Load() == 2 })
+	testwait.Until(t, time.Minute, "both workers busy", func() bool { return d.Stats().InFlight == 2 && tg.inFlight.Load() == 2 })
 	permitted(t, c, "live")
 	if got := get(t, c, busy[3]); got.Status != relay.StatusPending {
 		t.Fatalf("fourth offline task = %s with no free worker", got.Status)

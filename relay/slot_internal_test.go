@@ -85,7 +85,7 @@ func TestMaintenanceFreesExpiredSlotsAsSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 		reaped := 0
-		testwait.Until(t, 10*time.Second, "maintenance to reap 2 slots", func() bool {
+		testwait.Until(t, time.Minute, "maintenance to reap 2 slots", func() bool {
 			r, err := c.MaintainOnce(ctx)
 			if err != nil {
 				t.Fatal(err)

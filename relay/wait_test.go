@@ -38,7 +38,7 @@ func TestWaitIsWokenWhenTheTaskEnds(t *testing.T) {
 			task, err := c.Wait(ctxT(t), id, time.Hour)
 			got <- result{task, err}
 		}()
-		testwait.Until(t, 10*time.Second, "the call", func() bool { return tg.inFlight.Load() == 1 })
+		testwait.Until(t, time.Minute, "the call", func() bool { return tg.inFlight.Load() == 1 })
 		select {
 		case r := <-got:
 			t.Fatalf("Wait returned before the task ended: %s %v", r.task.Status, r.err)

@@ -120,7 +120,7 @@ func TestCallbackThroughTheServer(t *testing.T) {
 		t.Fatalf("a consumer got the callback job: %s", r.Body)
 	}
 	var job jobs.JobJSON
-	testwait.Until(t, 20*time.Second, "the callback job done", func() bool {
+	testwait.Until(t, time.Minute, "the callback job done", func() bool {
 		r := ts.public(t, http.MethodGet, qpath+"/jobs/"+pub.JobID, tok, nil)
 		r.JSON(t, &job)
 		return job.State == "done"
@@ -219,12 +219,12 @@ func TestCallbackCountsAgainstItsEndpointThroughTheServer(t *testing.T) {
 		})
 		wantStatus(t, r, http.StatusCreated, "")
 	}
-	testwait.Until(t, 20*time.Second, "every callback delivered", func() bool {
+	testwait.Until(t, time.Minute, "every callback delivered", func() bool {
 		bodies, _, _ := recv.calls()
 		return len(bodies) == n
 	})
 	var st tasks.EndpointWithStats
-	testwait.Until(t, 10*time.Second, "the slots released", func() bool {
+	testwait.Until(t, time.Minute, "the slots released", func() bool {
 		r := ts.adminDo(t, http.MethodGet, "/v1/endpoints/orders-svc", nil)
 		r.JSON(t, &st)
 		return st.Stats.SlotsReleased == n

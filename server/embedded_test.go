@@ -49,7 +49,7 @@ func runEmbedded(t *testing.T, cfg Config) (*Server, string, func()) {
 	t.Cleanup(stop)
 	base := "http://" + pub.Addr().String()
 	// Serve prints the welcome text before it serves: once /healthz answers, the text is out.
-	testwait.Until(t, 10*time.Second, "the server to serve", func() bool {
+	testwait.Until(t, time.Minute, "the server to serve", func() bool {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -256,7 +256,7 @@ func TestLmstfyGoClient(t *testing.T) {
 	}
 	deadSoon := func(t *testing.T, queue string) {
 		t.Helper()
-		testwait.Until(t, 15*time.Second, "the job to reach the dead letter", func() bool {
+		testwait.Until(t, time.Minute, "the job to reach the dead letter", func() bool {
 			size, _, err := cli.PeekDeadLetter(queue)
 			return err == nil && size == 1
 		})

@@ -395,7 +395,7 @@ func TestLmstfyBlockingConsumeWokenByPublish(t *testing.T) {
 	go func() { got <- e.api(t, "GET", "q?timeout=20", nil) }()
 	// The consumer is blocked once it listens on the queue's channel.
 	ch := e.ts.srv.cfg.Prefix + ":{" + e.ns + ":q}:notify"
-	testwait.Until(t, 10*time.Second, "the consumer to block", func() bool {
+	testwait.Until(t, time.Minute, "the consumer to block", func() bool {
 		n, err := e.ts.env.Client.PubSubNumSub(ctxT(t), ch).Result()
 		return err == nil && n[ch] > 0
 	})
@@ -570,7 +570,7 @@ func TestLmstfyDeadLetter(t *testing.T) {
 	if j := e.consume(t, "q?ttr=1"); j.JobID != id {
 		t.Fatalf("consumed %+v", j)
 	}
-	testwait.Until(t, 15*time.Second, "the job to die", func() bool {
+	testwait.Until(t, time.Minute, "the job to die", func() bool {
 		n, err := e.ts.Queue.DeadSize(ctxT(t), e.ns, "q")
 		return err == nil && n == 1
 	})
@@ -614,7 +614,7 @@ func TestLmstfyConsumeAfterShutdownStarts(t *testing.T) {
 	got := make(chan response, 1)
 	go func() { got <- e.api(t, "GET", "q?timeout=30", nil) }()
 	ch := e.ts.srv.cfg.Prefix + ":{" + e.ns + ":q}:notify"
-	testwait.Until(t, 10*time.Second, "the consumer to block", func() bool {
+	testwait.Until(t, time.Minute, "the consumer to block", func() bool {
 		n, err := e.ts.env.Client.PubSubNumSub(ctxT(t), ch).Result()
 		return err == nil && n[ch] > 0
 	})

@@ -49,7 +49,7 @@ func TestScheduleRoutes(t *testing.T) {
 	}
 	// The server's scheduler fires it: a consumer gets jobs that name the schedule and the tick.
 	var got map[string]any
-	testwait.Until(t, 20*time.Second, "a scheduled job", func() bool {
+	testwait.Until(t, time.Minute, "a scheduled job", func() bool {
 		r = ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"beats"}})
 		var c struct {
 			Jobs []map[string]any `json:"jobs"`

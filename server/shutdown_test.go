@@ -44,7 +44,7 @@ func TestShutdownReleasesBlockedConsume(t *testing.T) {
 	go func() {
 		got <- ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{"emails"}, "timeout": 50})
 	}()
-	testwait.Until(t, 10*time.Second, "the consume to be in flight", func() bool { return ts.inFlight() == 1 })
+	testwait.Until(t, time.Minute, "the consume to be in flight", func() bool { return ts.inFlight() == 1 })
 	cancel()
 	select {
 	case r := <-got:
@@ -81,10 +81,10 @@ func TestConsumeEndsWhenClientLeaves(t *testing.T) {
 		}
 		done <- err
 	}()
-	testwait.Until(t, 10*time.Second, "the consume to be in flight", func() bool { return ts.inFlight() == 1 })
+	testwait.Until(t, time.Minute, "the consume to be in flight", func() bool { return ts.inFlight() == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("client: %v", err)
 	}
-	testwait.Until(t, 10*time.Second, "the server to end the abandoned consume", func() bool { return ts.inFlight() == 0 })
+	testwait.Until(t, time.Minute, "the server to end the abandoned consume", func() bool { return ts.inFlight() == 0 })
 }

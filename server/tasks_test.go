@@ -329,7 +329,7 @@ func TestTaskTwoInstancesShareConcurrency(t *testing.T) {
 		}
 		ids[i] = ts.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
 	}
-	testwait.Until(t, 10*time.Second, "two calls in flight", func() bool { return inflight.Load() == 2 })
+	testwait.Until(t, time.Minute, "two calls in flight", func() bool { return inflight.Load() == 2 })
 	var st tasks.EndpointWithStats
 	r := b.adminDo(t, http.MethodGet, "/v1/endpoints/gen", nil)
 	r.JSON(t, &st)
@@ -339,7 +339,7 @@ func TestTaskTwoInstancesShareConcurrency(t *testing.T) {
 	for range 6 {
 		release <- struct{}{}
 	}
-	testwait.Until(t, 10*time.Second, "the last two calls in flight", func() bool {
+	testwait.Until(t, time.Minute, "the last two calls in flight", func() bool {
 		var s tasks.EndpointWithStats
 		b.adminDo(t, http.MethodGet, "/v1/endpoints/gen", nil).JSON(t, &s)
 		return s.Stats.Queued == 0 && s.Stats.Running == 2
@@ -400,7 +400,7 @@ func TestTaskArchiveRoundTrip(t *testing.T) {
 		t.Fatalf("task: %+v", done)
 	}
 	var got tasks.TaskResponse
-	testwait.Until(t, 20*time.Second, "the task to be answered from the archive", func() bool {
+	testwait.Until(t, time.Minute, "the task to be answered from the archive", func() bool {
 		got = ts.task(t, tok, id, "")
 		return got.Archived
 	})
@@ -519,7 +519,7 @@ func TestShutdownFinishesCallsUnderWay(t *testing.T) {
 	id := other.submit(t, tok, map[string]any{"endpoint": "gen"}).TaskID
 	<-started
 	cancel() // shutdown starts with the call under way
-	testwait.Until(t, 10*time.Second, "the listener to close", func() bool {
+	testwait.Until(t, time.Minute, "the listener to close", func() bool {
 		c, err := net.Dial("tcp", pub.Addr().String())
 		if err == nil {
 			_ = c.Close()
@@ -563,7 +563,7 @@ func TestTaskTwoInstancesShareQPS(t *testing.T) {
 		batch[i] = map[string]any{"endpoint": "rated"}
 	}
 	wantStatus(t, b.public(t, http.MethodPost, "/v1/tasks", tok, map[string]any{"tasks": batch}), http.StatusCreated, "")
-	testwait.Until(t, 20*time.Second, "every call", func() bool {
+	testwait.Until(t, time.Minute, "every call", func() bool {
 		var s tasks.EndpointWithStats
 		a.adminDo(t, http.MethodGet, "/v1/endpoints/rated", nil).JSON(t, &s)
 		return s.Stats.Totals["completed"] == n
@@ -605,7 +605,7 @@ func TestTaskCancelWhileRunning(t *testing.T) {
 		t.Fatalf("cancel: %+v", c)
 	}
 	release <- struct{}{}
-	testwait.Until(t, 10*time.Second, "the call's result to be discarded", func() bool {
+	testwait.Until(t, time.Minute, "the call's result to be discarded", func() bool {
 		return ts.srv.dispatcher.Stats().Discarded == 1
 	})
 	if got := ts.task(t, tok, id, ""); got.TaskStatus != "cancelled" || got.TaskResult != nil {

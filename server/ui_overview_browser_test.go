@@ -30,7 +30,7 @@ func TestOverviewLiveInChromium(t *testing.T) {
 	wantStatus(t, ts.public(t, "POST", "/v1/ns/shop/queues/fresh/jobs", tok, `{"payload":"first"}`), 201, "")
 	waitText(t, b, row, "fresh")
 	waitText(t, b, `[data-live="shop/fresh:ready"]`, "1")
-	testwait.Until(t, 10*time.Second, "the queue's first sample", func() bool {
+	testwait.Until(t, time.Minute, "the queue's first sample", func() bool {
 		n, err := ts.env.Client.Exists(ctx, ts.env.Prefix+":ui:throughput:{shop:fresh}").Result()
 		return err == nil && n == 1
 	})

@@ -233,7 +233,7 @@ func TestDashboardQueues(t *testing.T) {
 	}
 
 	// The server's sampler records the queue's counters for the throughput chart.
-	testwait.Until(t, 10*time.Second, "a throughput sample", func() bool {
+	testwait.Until(t, time.Minute, "a throughput sample", func() bool {
 		n, err := ts.env.Client.HLen(ctx, ts.env.Prefix+":ui:throughput:{shop:mail}").Result()
 		return err == nil && n > 0
 	})

@@ -28,7 +28,7 @@ func TestQueueTimesInChromium(t *testing.T) {
 		}
 	}
 	publish(1)
-	testwait.Until(t, 10*time.Second, "the queue's first sample", func() bool {
+	testwait.Until(t, time.Minute, "the queue's first sample", func() bool {
 		n, err := ts.env.Client.HExists(ctx, ts.env.Prefix+":ui:throughput:{shop:slow}", "h").Result()
 		return err == nil && n
 	})
@@ -47,7 +47,7 @@ func TestQueueTimesInChromium(t *testing.T) {
 		t.Fatalf("consume: %d %v", len(ds), err)
 	}
 	leased := time.Now()
-	testwait.Until(t, 10*time.Second, "300 ms of processing", func() bool { return time.Since(leased) > 300*time.Millisecond })
+	testwait.Until(t, time.Minute, "300 ms of processing", func() bool { return time.Since(leased) > 300*time.Millisecond })
 	for _, d := range ds {
 		if err := ts.Queue.Ack(ctx, queue.AckParams{Namespace: "shop", Queue: "slow", ID: d.ID, Delivery: d.Delivery}); err != nil {
 			t.Fatal(err)

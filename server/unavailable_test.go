@@ -41,7 +41,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 
 	rs.Restart()
-	testwait.Until(t, 20*time.Second, "publishing to work again", func() bool {
+	testwait.Until(t, time.Minute, "publishing to work again", func() bool {
 		return ts.public(t, http.MethodPost, qpath+"/jobs", tok, map[string]any{"payload": 3}).Status == http.StatusCreated
 	})
 	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")

@@ -24,7 +24,7 @@ func startLogged(t *testing.T, env *redistest.Env, adminToken string) (*testServ
 		c.AdminToken = adminToken
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	})
-	testwait.UntilNil(t, 10*time.Second, func() error {
+	testwait.UntilNil(t, time.Minute, func() error {
 		resp, err := http.Get(ts.AdminURL + "/healthz")
 		if err == nil {
 			resp.Body.Close()

@@ -86,7 +86,7 @@ func TestReleaseIsFinalAndAssetsNeverEnqueue(t *testing.T) {
 			t.Fatalf("mallory with a forged left cookie: %+v, want in line behind bob", s)
 		}
 		// After the window alice's browser queues like anyone else.
-		testwait.UntilNil(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, time.Minute, func() error {
 			if s := statusOf(t, do(t, alice, "GET", site.URL+"/cart", jsonPoll)); s.State != "waiting" {
 				return fmt.Errorf("alice: %+v", s)
 			}

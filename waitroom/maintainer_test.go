@@ -48,7 +48,7 @@ func TestMaintainerRemovesSilentVisitorsAndRefreshesSettings(t *testing.T) {
 	if _, err := other.SetRoom(ctx, "r", waitroom.RoomConfig{MaxActive: 1, QueueTimeout: time.Second, Language: "zh"}); err != nil {
 		t.Fatal(err)
 	}
-	testwait.UntilNil(t, 10*time.Second, func() error {
+	testwait.UntilNil(t, time.Minute, func() error {
 		cfg, err := room.Config(ctx)
 		if err != nil || cfg.Language != "zh" {
 			return fmt.Errorf("cached settings %+v, %w", cfg, err)

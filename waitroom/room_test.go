@@ -260,7 +260,7 @@ func TestScheduledOpenShuffles(t *testing.T) {
 				t.Fatalf("early visitor %d: %+v, want not_open with a countdown", i, st)
 			}
 		}
-		testwait.UntilNil(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, time.Minute, func() error {
 			if time.Now().Before(openAt) {
 				return errNotYet
 			}
@@ -366,7 +366,7 @@ func TestInflowLimitAndETA(t *testing.T) {
 			t.Fatalf("visitor 9 before the line moved: %+v", st)
 		}
 		for _, head := range []int{5, 6} {
-			testwait.UntilNil(t, 10*time.Second, func() error {
+			testwait.UntilNil(t, time.Minute, func() error {
 				if st := arrive(t, r, visitorName(head)); st.State != waitroom.Admitted {
 					return fmt.Errorf("head %d: %+v", head, st)
 				}
@@ -374,7 +374,7 @@ func TestInflowLimitAndETA(t *testing.T) {
 			})
 		}
 		// Two admissions from the line over a second or more: a rate, so an ETA of position / rate.
-		testwait.UntilNil(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, time.Minute, func() error {
 			st := arrive(t, r, visitorName(9))
 			if st.State == waitroom.Admitted {
 				t.Fatalf("visitor 9 came in ahead of the 2 before it: %+v", st)
@@ -403,7 +403,7 @@ func TestTouchKeepsOrLosesTheSlot(t *testing.T) {
 		// deduplicated, the old pass stands).
 		touch := func(wantHeld bool) {
 			t.Helper()
-			testwait.UntilNil(t, 5*time.Second, func() error {
+			testwait.UntilNil(t, time.Minute, func() error {
 				held, pass, exp, err := r.Touch(ctx, "a")
 				switch {
 				case err != nil:
@@ -420,7 +420,7 @@ func TestTouchKeepsOrLosesTheSlot(t *testing.T) {
 		}
 		touch(true)
 		// Idle past session_timeout: b gets the slot, and a's next touch says a lost it.
-		testwait.UntilNil(t, 10*time.Second, func() error {
+		testwait.UntilNil(t, time.Minute, func() error {
 			if st := arrive(t, r, "b"); st.State != waitroom.Admitted {
 				return fmt.Errorf("b: %+v", st)
 			}

@@ -507,13 +507,13 @@ func TestUpstreamProxyIdleBound(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	testwait.Until(t, 10*time.Second, "2 upstream connections left open", func() bool {
+	testwait.Until(t, time.Minute, "2 upstream connections left open", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return open == 2 && idleConns(p) == 2
 	})
 	p.close()
-	testwait.Until(t, 10*time.Second, "no upstream connection left open after close", func() bool {
+	testwait.Until(t, time.Minute, "no upstream connection left open after close", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return open == 0

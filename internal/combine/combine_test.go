@@ -64,7 +64,7 @@ func TestCombinerMergesWaitingCalls(t *testing.T) {
 			results <- [2]int{i, r}
 		})
 	}
-	testwait.Until(t, 5*time.Second, "five calls to queue behind the running batch", func() bool { return c.waiting("q") == 5 })
+	testwait.Until(t, time.Minute, "five calls to queue behind the running batch", func() bool { return c.waiting("q") == 5 })
 	cancel()
 	close(b.release)
 	wg.Wait()
@@ -136,7 +136,7 @@ func TestCombinerCallerWithdrawsWhenItsContextEnds(t *testing.T) {
 		r, _ := c.Do(context.Background(), "q", 3)
 		stays <- r
 	}()
-	testwait.Until(t, 5*time.Second, "two calls to queue", func() bool { return c.waiting("q") == 2 })
+	testwait.Until(t, time.Minute, "two calls to queue", func() bool { return c.waiting("q") == 2 })
 	cancel()
 	if err := <-gone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("withdrawn call = %v, want context.Canceled", err)
@@ -210,7 +210,7 @@ func TestCombinerCallsBehindALoneCallRunNext(t *testing.T) {
 		r, _ := c.Do(context.Background(), "q", 2)
 		second <- r
 	}()
-	testwait.Until(t, 5*time.Second, "the second call to queue", func() bool { return c.waiting("q") == 1 })
+	testwait.Until(t, time.Minute, "the second call to queue", func() bool { return c.waiting("q") == 1 })
 	close(b.release)
 	if r1, r2 := <-first, <-second; r1 != 10 || r2 != 20 {
 		t.Fatalf("answers %d and %d, want 10 and 20", r1, r2)

@@ -43,7 +43,7 @@ func TestStartStop(t *testing.T) {
 	if err := l.Start(t.Context()); !errors.Is(err, startstop.ErrAlreadyStarted) {
 		t.Fatalf("second Start: %v, want ErrAlreadyStarted", err)
 	}
-	testwait.Until(t, 10*time.Second, "three steps", func() bool { return l.steps.Load() >= 3 })
+	testwait.Until(t, time.Minute, "three steps", func() bool { return l.steps.Load() >= 3 })
 	l.Stop()
 	if l.Running() {
 		t.Fatal("running after Stop")
@@ -57,7 +57,7 @@ func TestStartStop(t *testing.T) {
 	if err := l.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Until(t, 10*time.Second, "another step", func() bool { return l.steps.Load() > after })
+	testwait.Until(t, time.Minute, "another step", func() bool { return l.steps.Load() > after })
 	l.Stop()
 }
 

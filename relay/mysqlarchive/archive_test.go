@@ -290,7 +290,7 @@ func TestRetentionLoopPrunesOldTasks(t *testing.T) {
 		<-done
 	}
 	t.Cleanup(stop) // also when the wait below fails
-	testwait.Until(t, 10*time.Second, "the retention loop to delete the old task", func() bool {
+	testwait.Until(t, time.Minute, "the retention loop to delete the old task", func() bool {
 		return count(t, dsn, "sluice_tasks") == 1
 	})
 	stop()

@@ -57,7 +57,7 @@ func TestAckNoResultAnswersAsAckDoes(t *testing.T) {
 			publish(t, ctx, s, "ns", q, waiting)
 			ids["finish-waiting"] = waiting.ID
 			ended := time.UnixMilli(leased.Jobs[2].Num(RLease)).Add(10 * time.Millisecond)
-			testwait.Until(t, 5*time.Second, "the short lease to end", func() bool { return time.Now().After(ended) })
+			testwait.Until(t, time.Minute, "the short lease to end", func() bool { return time.Now().After(ended) })
 			acks := []Ack{
 				{ID: ids["acked"], Delivery: 1},
 				{ID: ids["other-delivery"], Delivery: 2},

@@ -57,7 +57,7 @@ func TestPublishWithCallback(t *testing.T) {
 	wantFail(t, f.run(t, "publish", "--callback-method", "PUT", "orders", "{}"), exitUsage, "need --callback")
 	id := publishedID(t, f.must(t, "publish", "--callback", recv.URL+"/close", "--callback-method", "PUT",
 		"--callback-header", "X-Tenant=acme", "--callback-timeout", "5s", "--delay", "50ms", "orders", `{"order": 42}`))
-	testwait.Until(t, 20*time.Second, "the callback", func() bool {
+	testwait.Until(t, time.Minute, "the callback", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == 1

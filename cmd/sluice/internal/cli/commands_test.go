@@ -91,7 +91,7 @@ func TestTokens(t *testing.T) {
 	wantFail(t, runWith(t, producer, "", "consume", "q"), exitError, "permission_denied", "(HTTP 403)")
 
 	wantOut(t, f.must(t, "token", "revoke", "--ns", f.NS, id), "revoked token "+id+" of namespace shop")
-	testwait.Until(t, 5*time.Second, "the revoked token to be refused", func() bool {
+	testwait.Until(t, time.Minute, "the revoked token to be refused", func() bool {
 		r := runWith(t, producer, "", "publish", "q", "{}")
 		return r.Code == exitError && strings.Contains(r.Stderr, "unauthenticated")
 	})

@@ -16,7 +16,7 @@ func TestScheduleCommands(t *testing.T) {
 	wantOut(t, f.must(t, "schedule", "set", "nightly", "reports", "--cron", "0 2 * * *", "--timezone", "Europe/Berlin",
 		"--catch-up", "skip", "--priority", "3", "daily"), "schedule shop/nightly set")
 	// The server's scheduler fires the one-second schedule.
-	testwait.Until(t, 20*time.Second, "a scheduled job", func() bool {
+	testwait.Until(t, time.Minute, "a scheduled job", func() bool {
 		return strings.Contains(f.run(t, "consume", "beats").Stdout, `{"n":1}`)
 	})
 	out := f.must(t, "schedule", "list")
