@@ -2,6 +2,8 @@ package queue_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 
@@ -25,6 +27,19 @@ func BenchmarkCostPublish(b *testing.B) {
 func BenchmarkCostWorker(b *testing.B) {
 	c, env := benchClient(b)
 	benchWorker(b, context.Background(), c, env)
+}
+
+// quiet drops the workers' logs.
+var quiet = slog.New(slog.DiscardHandler)
+
+// errFirstTry fails a job's first deliveries in benchRetry.
+var errFirstTry = errors.New("the first try fails")
+
+// BenchmarkCostRetry is BenchmarkCostWorker with every job failing its first delivery (retried at
+// once) and acked on its second: a nack, a consume and an ack per job.
+func BenchmarkCostRetry(b *testing.B) {
+	c, env := benchClient(b)
+	benchRetry(b, context.Background(), c, env)
 }
 
 // cpuPerJob reports the CPU this process and Redis used per job since the returned func's
@@ -54,6 +69,17 @@ func benchPublishOne(b *testing.B, ctx context.Context, c *queue.Client, env *re
 // benchWorker publishes b.N jobs on ctx (ProduceMany, 500 a call), then times one worker of
 // concurrency 16 until it has processed them all.
 func benchWorker(b *testing.B, ctx context.Context, c *queue.Client, env *redistest.Env) {
+	benchWorkerFailing(b, ctx, c, env, 0)
+}
+
+// benchRetry is benchWorker with each job failing its first delivery, retried at once.
+func benchRetry(b *testing.B, ctx context.Context, c *queue.Client, env *redistest.Env) {
+	benchWorkerFailing(b, ctx, c, env, 1)
+}
+
+// benchWorkerFailing is benchWorker with each job failing its first fails deliveries (retried at
+// once): it times until every job has been acked.
+func benchWorkerFailing(b *testing.B, ctx context.Context, c *queue.Client, env *redistest.Env, fails int) {
 	q, err := queue.NewQueue[task](c, "bench", "q", queue.QueueConfig{})
 	if err != nil {
 		b.Fatal(err)
@@ -76,12 +102,15 @@ func benchWorker(b *testing.B, ctx context.Context, c *queue.Client, env *redist
 	report := cpuPerJob(b, env)
 	go func() {
 		defer close(stopped)
-		_ = q.Consume(runCtx, func(context.Context, *task) error {
+		_ = q.Consume(runCtx, func(ctx context.Context, _ *task) error {
+			if d, _ := queue.DeliveryFromContext(ctx); d.Delivery <= fails {
+				return queue.RetryAfter(0, errFirstTry)
+			}
 			if done.Add(1) == int64(b.N) {
 				close(all)
 			}
 			return nil
-		}, queue.ConsumeConfig{Concurrency: 16})
+		}, queue.ConsumeConfig{Concurrency: 16, Logger: quiet}) // a retry logs a warning
 	}()
 	<-all
 	b.StopTimer()

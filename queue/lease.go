@@ -138,13 +138,15 @@ const (
 )
 
 // Nack reports a failed delivery: the job is tried again after RetryAfter (or its backoff) while
-// it has tries left, else it goes to the dead letter.
+// it has tries left, else it goes to the dead letter. A client that traces keeps the span of ctx
+// (a worker's process span, an HTTP nack's request span) with the job, and the next delivery's
+// span links to it (docs/tracing.md).
 func (c *Client) Nack(ctx context.Context, p NackParams) (NackOutcome, error) {
 	retry, err := failedDelivery(p.Namespace, p.Queue, p.ID, p.Delivery, p.RetryAfter)
 	if err != nil {
 		return "", err
 	}
-	out, err := c.store.Nack(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, p.Error, retry, p.NoRetry)
+	out, err := c.store.Nack(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, p.Error, retry, p.NoRetry, c.tracer.AttemptRef(ctx, p.Delivery))
 	if err != nil {
 		return "", leaseError("nack", err)
 	}

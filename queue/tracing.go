@@ -59,13 +59,14 @@ func traceKeys(a map[string]string) int {
 }
 
 // startProcess starts the CONSUMER span of one delivery, the child of (or, with Config.TraceLinks,
-// linked to) the PRODUCER span whose context the job carries. Tracing off: ctx and a nil span.
+// linked to) the PRODUCER span whose context the job carries, and linked to the span of the last
+// failed attempt when the job has one (Client.Nack). Tracing off: ctx and a nil span.
 func (w *worker) startProcess(ctx context.Context, j *heldJob) (context.Context, trace.Span) {
 	d := &j.d
 	if w.client.tracer == nil {
 		return ctx, nil
 	}
-	return w.client.tracer.StartFrom(ctx, tracing.Carrier(d.Attributes), "process "+d.Queue, trace.SpanKindConsumer,
+	return w.client.tracer.StartAttempt(ctx, tracing.Carrier(d.Attributes), d.previous, "process "+d.Queue, trace.SpanKindConsumer,
 		tracing.SystemName, tracing.Destination.String(d.Queue), tracing.Namespace.String(d.Namespace),
 		tracing.OperationType.String("process"), tracing.OperationName.String("process"),
 		tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),
@@ -78,7 +79,7 @@ func (w *worker) startProcess(ctx context.Context, j *heldJob) (context.Context,
 func (c *Client) traceReceived(ctx context.Context, start time.Time, ds *[]Delivery) {
 	for i := range *ds {
 		d := &(*ds)[i]
-		c.tracer.Received(ctx, tracing.Carrier(d.Attributes), "receive "+d.Queue,
+		c.tracer.Received(ctx, tracing.Carrier(d.Attributes), d.previous, "receive "+d.Queue,
 			start, tracing.SystemName, tracing.Destination.String(d.Queue), tracing.Namespace.String(d.Namespace),
 			tracing.OperationType.String("receive"), tracing.OperationName.String("receive"),
 			tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),

@@ -55,3 +55,9 @@ func BenchmarkTracingPublish(b *testing.B) {
 func BenchmarkTracingWorker(b *testing.B) {
 	eachTracingMode(b, benchWorker)
 }
+
+// BenchmarkTracingRetry is BenchmarkCostRetry with tracing off and on: on, each nack keeps the
+// failed attempt's span and the retry's span links to it.
+func BenchmarkTracingRetry(b *testing.B) {
+	eachTracingMode(b, benchRetry)
+}

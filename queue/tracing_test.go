@@ -5,8 +5,14 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/internal/testkit/flakyproxy"
 
 	"github.com/sluicehq/sluice/internal/testkit/jaegertest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
@@ -124,5 +130,117 @@ func TestTraceOffStoresNothing(t *testing.T) {
 	}
 	if job.Attributes != nil {
 		t.Errorf("job attributes %v, want none", job.Attributes)
+	}
+}
+
+// A job nacked twice and acked on its third delivery leaves three process spans in the publish's
+// trace, and each retry's span links to the span of the attempt before it, so Jaeger leads from
+// every attempt to the one that failed before it.
+func TestTraceRetriesLinkToThePreviousAttempt(t *testing.T) {
+	t.Parallel()
+	f, j, tp := tracedFixture(t, queue.Config{})
+	ctx, request := tp.Tracer("test").Start(ctxT(t), "request")
+	q := newTyped(t, f, queue.QueueConfig{})
+	if _, err := q.Produce(ctx, &task{N: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+	var attempts atomic.Int32
+	runConsumer(t, q, func(ctx context.Context, _ *task) error {
+		if attempts.Add(1) <= 2 {
+			return queue.RetryAfter(0, errors.New("this attempt fails"))
+		}
+		return nil
+	}, queue.ConsumeConfig{})
+
+	traceID := request.SpanContext().TraceID().String()
+	spans := j.WaitTrace(t, traceID, "request, publish and three process spans", func(s []jaegertest.Span) bool {
+		return len(jaegertest.All(s, "process q")) == 3
+	})
+	byDelivery := map[string]jaegertest.Span{}
+	for _, p := range jaegertest.All(spans, "process q") {
+		byDelivery[p.Tag("messaging.sluice.delivery_count")] = p
+	}
+	want := map[string]string{"1": "retry", "2": "retry", "3": "ack"}
+	for d, outcome := range want {
+		if got := byDelivery[d].Tag("messaging.sluice.outcome"); got != outcome {
+			t.Errorf("delivery %s: outcome %q, want %q", d, got, outcome)
+		}
+	}
+	if links := followsFrom(byDelivery["1"]); len(links) != 0 {
+		t.Errorf("the first attempt links to %v, want nothing", links)
+	}
+	for d, prev := range map[string]string{"2": "1", "3": "2"} {
+		links := followsFrom(byDelivery[d])
+		if len(links) != 1 || links[0] != traceID+"/"+byDelivery[prev].SpanID {
+			t.Errorf("delivery %s links to %v, want delivery %s's span %s/%s", d, links, prev, traceID, byDelivery[prev].SpanID)
+		}
+	}
+}
+
+// followsFrom lists the spans s links to, as "trace/span".
+func followsFrom(s jaegertest.Span) []string {
+	var out []string
+	for _, r := range s.References {
+		if r.RefType == "FOLLOWS_FROM" {
+			out = append(out, r.TraceID+"/"+r.SpanID)
+		}
+	}
+	return out
+}
+
+// A traced nack whose reply is lost reaches Redis twice and acts once, keeping the failed
+// attempt's span: the next delivery's receive span links to it, with the attempt's delivery
+// number. A nack from a client that does not trace keeps none, so the delivery after it links to
+// no stale attempt.
+func TestTracedNackSentTwiceKeepsTheAttempt(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	f, proxy := setupBehindProxy(t, queue.Config{TracerProvider: sdk})
+	untraced := setup(t, f.env, queue.Config{})
+	ctx := ctxT(t)
+	id := f.publish(t, queue.PublishParams{Queue: "q", Tries: 3})
+	received := func(delivery int) sdktrace.ReadOnlySpan {
+		t.Helper()
+		if d := f.consumeOne(t, "q"); d.Delivery != delivery {
+			t.Fatalf("delivery %d, want %d", d.Delivery, delivery)
+		}
+		spans := rec.Ended()
+		return spans[len(spans)-1]
+	}
+	retryNow := time.Duration(0)
+
+	if links := received(1).Links(); len(links) != 0 {
+		t.Fatalf("the first delivery links to %+v", links)
+	}
+	hctx, handler := sdk.Tracer("test").Start(ctx, "handler")
+	rule := proxy.DropReplies(flakyproxy.FunctionCall("nack"), 1)
+	out, err := f.client.Nack(hctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: 1, RetryAfter: &retryNow})
+	handler.End()
+	if err != nil || out != queue.NackRetried || rule.Dropped() != 1 {
+		t.Fatalf("nack, reply lost: %s, %v (%d dropped); want retried", out, err, rule.Dropped())
+	}
+	if s := f.stats(t, "q"); s.Nacked != 1 || s.Retried != 1 {
+		t.Fatalf("after the nack: %+v; want it counted once", s)
+	}
+	links := received(2).Links()
+	if len(links) != 1 || links[0].SpanContext.SpanID() != handler.SpanContext().SpanID() ||
+		links[0].SpanContext.TraceID() != handler.SpanContext().TraceID() {
+		t.Fatalf("the second delivery links to %+v, want the failed attempt's span %v", links, handler.SpanContext())
+	}
+	if a := attribute.NewSet(links[0].Attributes...); a.HasValue("messaging.sluice.delivery_count") {
+		if v, _ := a.Value("messaging.sluice.delivery_count"); v.AsInt64() != 1 {
+			t.Errorf("the link names delivery %d, want 1", v.AsInt64())
+		}
+	} else {
+		t.Errorf("the link has no delivery_count: %v", links[0].Attributes)
+	}
+
+	if _, err := untraced.client.Nack(hctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: 2, RetryAfter: &retryNow}); err != nil {
+		t.Fatal(err)
+	}
+	if links := received(3).Links(); len(links) != 0 {
+		t.Errorf("after an untraced nack the delivery links to %+v, want nothing", links)
 	}
 }

@@ -361,6 +361,9 @@ func (w *worker) fail(calm context.Context, j *heldJob, err error, span trace.Sp
 	text := p.Error
 	ctx, cancel := context.WithTimeout(calm, callTimeout)
 	defer cancel()
+	if span != nil { // the nack keeps the span for the next attempt's to link to
+		ctx = trace.ContextWithSpan(ctx, span)
+	}
 	outcome, nerr := w.client.Nack(ctx, p)
 	attrs := []any{slog.String("job_id", d.ID), slog.Int("delivery", d.Delivery), slog.String("error", text)}
 	switch {

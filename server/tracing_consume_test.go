@@ -66,3 +66,50 @@ func TestTraceHTTPConsume(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP consumer's nack keeps the span of the nack request: the job's next receive span, in the
+// publish's trace, links to it, so the trace leads from the retry to the request that failed it.
+func TestTraceHTTPNackLinksTheRetry(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	ts := tracedServer(t, j)
+	tok := ts.token(t, "shop", tenant.PermPublish, tenant.PermConsume)
+	send := func(method, path, body string) response {
+		tp, _, _ := newTraceparent()
+		return ts.sendTraced(t, method, path, tp, []byte(body), "Authorization", "Bearer "+tok, "Content-Type", "application/json")
+	}
+	pubHeader, pubTrace, _ := newTraceparent()
+	wantStatus(t, ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/orders/jobs", pubHeader, []byte(`{"payload":{"n":1}}`),
+		"Authorization", "Bearer "+tok, "Content-Type", "application/json"), http.StatusCreated, "")
+	var got struct {
+		Jobs []struct {
+			JobID string `json:"job_id"`
+		} `json:"jobs"`
+	}
+	r := send(http.MethodPost, "/v1/ns/shop/consume", `{"queues":["orders"]}`)
+	wantStatus(t, r, http.StatusOK, "")
+	r.JSON(t, &got)
+	if len(got.Jobs) != 1 {
+		t.Fatalf("consume answered %s", r.Body)
+	}
+	nackHeader, nackTrace, _ := newTraceparent()
+	wantStatus(t, ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/orders/jobs/"+got.Jobs[0].JobID+"/nack", nackHeader,
+		[]byte(`{"delivery":1,"error":"failed","retry_after":0}`), "Authorization", "Bearer "+tok, "Content-Type", "application/json"),
+		http.StatusOK, "")
+	wantStatus(t, send(http.MethodPost, "/v1/ns/shop/consume", `{"queues":["orders"]}`), http.StatusOK, "")
+
+	nack := j.WaitTrace(t, nackTrace, "the nack request's span", func(s []jaegertest.Span) bool { return len(s) == 1 })[0]
+	spans := j.WaitTrace(t, pubTrace, "two receive spans", func(s []jaegertest.Span) bool {
+		return len(jaegertest.All(s, "receive orders")) == 2
+	})
+	for _, receive := range jaegertest.All(spans, "receive orders") {
+		linked := false
+		for _, ref := range receive.References {
+			linked = linked || ref.RefType == "FOLLOWS_FROM" && ref.TraceID == nackTrace && ref.SpanID == nack.SpanID
+		}
+		if want := receive.Tag("messaging.sluice.delivery_count") == "2"; linked != want {
+			t.Errorf("receive span of delivery %s links to the nack request: %v, want %v (%+v)",
+				receive.Tag("messaging.sluice.delivery_count"), linked, want, receive.References)
+		}
+	}
+}

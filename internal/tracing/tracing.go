@@ -8,6 +8,8 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -39,6 +41,8 @@ const (
 	Outcome       attribute.Key = "messaging.sluice.outcome"
 	WaitMs        attribute.Key = "messaging.sluice.wait_ms"
 	LeaseMs       attribute.Key = "messaging.sluice.lease_ms"
+	// LinkKind says what a link of a delivery's span points to: "previous_attempt".
+	LinkKind attribute.Key = "messaging.sluice.link"
 )
 
 // SystemName is the messaging.system of every Sluice span.
@@ -85,11 +89,52 @@ func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind, at
 // StartFrom starts the span of work (a delivery, a dispatch) that a producer stored with carrier:
 // its child, or with link, a new trace that links to it. ctx is the consumer's own context.
 func (t *Tracer) StartFrom(ctx context.Context, carrier Carrier, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return t.StartAttempt(ctx, carrier, "", name, kind, attrs...)
+}
+
+// StartAttempt is StartFrom for one attempt of work that may have been tried before: previous is
+// what the last failed attempt left with the work (AttemptRef), and the span links to that
+// attempt's span, so a trace leads from each retry to the try before it. "" links nothing.
+func (t *Tracer) StartAttempt(ctx context.Context, carrier Carrier, previous, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
-	ctx, opts := t.fromProducer(ctx, carrier, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
+	ctx, opts = t.fromProducer(ctx, carrier, withPrevious(opts, previous)...)
 	return t.t.Start(ctx, name, opts...)
+}
+
+// AttemptRef is what a failed attempt leaves with its work for the next attempt's span to link
+// to (StartAttempt): the attempt's delivery number and the W3C traceparent of ctx's span, as
+// "<delivery> <traceparent>" (about 60 bytes). "" when t is nil (tracing off) or ctx has no span,
+// so that nothing is stored then.
+func (t *Tracer) AttemptRef(ctx context.Context, delivery int) string {
+	if t == nil {
+		return ""
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return strconv.Itoa(delivery) + " 00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+}
+
+// withPrevious returns opts with a link to the attempt that ref (AttemptRef) names, carrying its
+// delivery number; opts as they were when ref is "" or does not parse (a stored value is never
+// trusted to be well formed).
+func withPrevious(opts []trace.SpanStartOption, ref string) []trace.SpanStartOption {
+	delivery, parent, ok := strings.Cut(ref, " ")
+	if !ok {
+		return opts
+	}
+	n, err := strconv.Atoi(delivery)
+	sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), Carrier{TraceParent: parent}))
+	if err != nil || !sc.IsValid() {
+		return opts
+	}
+	return append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
+		DeliveryCount.Int(n), LinkKind.String("previous_attempt"),
+	}}))
 }
 
 // fromProducer places a span of work whose producer stored carrier: ctx made the producer's
@@ -111,11 +156,13 @@ func (t *Tracer) fromProducer(ctx context.Context, carrier Carrier, opts ...trac
 // Client.Consume, and so the HTTP consume routes, leased), from start to now. It goes in the
 // producer's trace as StartFrom places it, linked to the span of the consume call in ctx, so
 // that both traces lead to each other; work that carries no trace context is the call's child.
-func (t *Tracer) Received(ctx context.Context, carrier Carrier, name string, start time.Time, attrs ...attribute.KeyValue) {
+// previous links it to the last failed attempt, as StartAttempt does.
+func (t *Tracer) Received(ctx context.Context, carrier Carrier, previous, name string, start time.Time, attrs ...attribute.KeyValue) {
 	if t == nil {
 		return
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(start)}
+	opts = withPrevious(opts, previous)
 	parent := ctx
 	if _, stored := carrier[TraceParent]; stored {
 		if call := trace.SpanContextFromContext(ctx); call.IsValid() {

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Tracing off must cost a delivery, a call and a publish nothing: no span, no allocation. A
@@ -16,9 +20,16 @@ func TestOffAllocatesNothing(t *testing.T) {
 	failed := errors.New("handler failed")
 	header := http.Header{"Content-Type": {"application/json"}}
 	stored := Carrier{TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	previous := "1 " + stored[TraceParent]
+	inSpan := trace.ContextWithRemoteSpanContext(ctx, trace.SpanContextFromContext(FromHeader(ctx, stored)))
 	allocs := testing.AllocsPerRun(100, func() {
 		c, span := off.StartFrom(ctx, stored, "process q", 0)
 		EndOutcome(span, failed, OutcomeRetry)
+		c, span = off.StartAttempt(c, stored, previous, "process q", 0)
+		if off.AttemptRef(inSpan, 2) != "" {
+			t.Fatal("an attempt stored with tracing off")
+		}
+		EndOutcome(span, nil, OutcomeAck)
 		_, span, h := off.StartCall(c, nil, "dispatch e", header)
 		EndCall(span, 200, nil, OutcomeAck)
 		if len(h) != 1 {
@@ -28,5 +39,40 @@ func TestOffAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("tracing off allocated %v times per job, want 0", allocs)
+	}
+}
+
+// An attempt's span is kept as "<delivery> <traceparent>" and the next attempt's span links to
+// it. What a job record holds is not trusted: a value that does not parse links nothing, and the
+// span still starts.
+func TestAttemptLinks(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), false)
+	ctx, failed := tr.Start(context.Background(), "process q", trace.SpanKindConsumer)
+	ref := tr.AttemptRef(ctx, 4)
+	failed.End()
+	if want := "4 00-" + failed.SpanContext().TraceID().String() + "-" + failed.SpanContext().SpanID().String() + "-01"; ref != want {
+		t.Fatalf("AttemptRef = %q, want %q", ref, want)
+	}
+	if got := tr.AttemptRef(context.Background(), 1); got != "" {
+		t.Errorf("AttemptRef without a span = %q, want \"\"", got)
+	}
+	for _, c := range []struct {
+		ref   string
+		links int
+	}{
+		{ref, 1}, {"", 0}, {"4", 0}, {"x " + ref[2:], 0}, {"4 00-zz", 0}, {"4 00-00000000000000000000000000000000-0000000000000000-01", 0},
+	} {
+		_, span := tr.StartAttempt(context.Background(), nil, c.ref, "process q", trace.SpanKindConsumer)
+		span.End()
+		ended := rec.Ended()
+		links := ended[len(ended)-1].Links()
+		if len(links) != c.links {
+			t.Errorf("previous %q: %d links, want %d", c.ref, len(links), c.links)
+			continue
+		}
+		if c.links == 1 && (links[0].SpanContext.SpanID() != failed.SpanContext().SpanID() || links[0].Attributes[0] != DeliveryCount.Int(4)) {
+			t.Errorf("previous %q: link %+v, want the failed attempt's span, delivery 4", c.ref, links[0])
+		}
 	}
 }

@@ -293,14 +293,20 @@ func (s *Store) AckQueues(ctx context.Context, batches [][]Ack) ([][]AckOutcome,
 }
 
 // Nack reports a failed delivery: the job is tried again after retryMs (-1: its backoff) while it
-// has tries left and noRetry is false, else it goes to the dead letter. It returns what became of
-// the job ("retried", "dead" or "expired"), or ErrNotFound or ErrLeaseLost.
-func (s *Store) Nack(ctx context.Context, ns, q, id string, delivery int, lastError string, retryMs int64, noRetry bool) (string, error) {
+// has tries left and noRetry is false, else it goes to the dead letter. attempt, when not "", is
+// kept in the record as RAttempt (the failed attempt's span, for the next one to link to); "" adds
+// no argument and clears what an earlier nack kept. It returns what became of the job ("retried",
+// "dead" or "expired"), or ErrNotFound or ErrLeaseLost.
+func (s *Store) Nack(ctx context.Context, ns, q, id string, delivery int, lastError string, retryMs int64, noRetry bool, attempt string) (string, error) {
 	noRetryArg := "0"
 	if noRetry {
 		noRetryArg = "1"
 	}
-	out, err := s.run(ctx, scriptNack, s.keys.get(ns, q), id, delivery, lastError, retryMs, noRetryArg).Text()
+	args := []any{id, delivery, lastError, retryMs, noRetryArg}
+	if attempt != "" {
+		args = append(args, attempt)
+	}
+	out, err := s.run(ctx, scriptNack, s.keys.get(ns, q), args...).Text()
 	return out, scriptError(err)
 }
 

@@ -11,8 +11,12 @@ import "encoding/binary"
 // The encoding here is byte for byte what Redis's cmsgpack makes of the same values (a test
 // checks it against Redis), so a record does not depend on which side encoded it.
 
-// recordFields is the number of fields of a record (R_CALLBACK).
-const recordFields = 20
+// newRecordFields is the number of fields of a new record (to R_CALLBACK); recordFields the most a
+// record holds: a nack from a client that traces adds R_ATTEMPT (nack.lua).
+const (
+	newRecordFields = 20
+	recordFields    = 21
+)
 
 // readyRecord is the record of a job due now (no unique key or callback), encoded but for the
 // fields that take Redis's time: R_EXPIRE (now + ttl) and R_PUBLISHED and R_DUE (now). The scripts
@@ -46,7 +50,7 @@ func encodeStampedRecord(f *NewJob, nowMs int64) string {
 // appendReadyHead appends the array header and R_STATE to R_BMAX of the record of a job due now,
 // R_EXPIRE as 0 (right for a job without a ttl) at offset expire.
 func appendReadyHead(b []byte, f *NewJob) (_ []byte, expire int) {
-	b = append(b, 0xdc, 0, recordFields) // array 16
+	b = append(b, 0xdc, 0, newRecordFields) // array 16
 	b = appendMsgpackInt(b, StateReady)
 	b = appendMsgpackInt(b, f.Priority)
 	b = appendMsgpackInt(b, f.Tries) // R_TRIES

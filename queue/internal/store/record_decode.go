@@ -33,6 +33,9 @@ const (
 	RResult
 	RFinished
 	RCallback
+	// RAttempt is what the last failed attempt left for the next one's trace span to link to
+	// (tracing.Tracer.AttemptRef), "" for none.
+	RAttempt
 )
 
 // The states a record's RState holds (S_* in lib.lua).
@@ -45,7 +48,7 @@ const (
 )
 
 // Record is a job's record field by field: each field is a number or a string. Records written
-// before callbacks end at RFinished: RCallback is "".
+// before callbacks end at RFinished: RCallback is "". Most records end at RCallback: RAttempt is "".
 type Record struct {
 	num [recordFields]int64
 	str [recordFields]string

@@ -81,6 +81,10 @@ local R_PAYLOAD, R_ERROR, R_RESULT, R_FINISHED = 16, 17, 18, 19
 -- R_CALLBACK is the job's callback (JSON, '' for none). Records written before callbacks existed
 -- end at R_FINISHED: decode fills the field in as ''.
 local R_CALLBACK = 20
+-- R_ATTEMPT is what the last failed attempt that reported itself left for the next attempt's trace
+-- span to link to: '<delivery> <traceparent>' (nack.lua, only when the client traces). Absent
+-- (nil) otherwise, so a record without it is the record as it was before the field existed.
+local R_ATTEMPT = 21
 
 -- States.
 local S_DELAYED, S_READY, S_LEASED, S_DEAD, S_DONE = 1, 2, 3, 4, 5
@@ -176,7 +180,9 @@ end
 
 local function pack_plain(rec)
   local parts = {}
-  for i = 1, R_CALLBACK do
+  local last = R_CALLBACK
+  if rec[R_ATTEMPT] then last = R_ATTEMPT end
+  for i = 1, last do
     local v = rec[i]
     if type(v) == 'number' then
       parts[i] = 'n' .. string.format('%.0f', v) .. ';'
@@ -189,9 +195,9 @@ end
 
 local function unpack_plain(raw)
   local rec, pos = {}, 1
-  for i = 1, R_CALLBACK do
+  for i = 1, R_ATTEMPT do
     if pos > #raw then
-      rec[i] = ''
+      if i <= R_CALLBACK then rec[i] = '' end
       break
     end
     local tag = string.sub(raw, pos, pos)
