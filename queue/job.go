@@ -64,8 +64,6 @@ type Job struct {
 	LeaseUntil  time.Time // zero unless leased
 	ExpiresAt   time.Time // zero when it has no ttl
 	FinishedAt  time.Time // when it went dead or done
-
-	previous string // Delivery.previous
 }
 
 // Delivery is a leased job handed to a consumer. Ack, Nack, Touch and Release name it by its
@@ -84,10 +82,6 @@ type Delivery struct {
 	LeaseUntil     time.Time
 	ExpiresAt      time.Time // zero when the job has no ttl
 	TTL            time.Duration
-
-	// previous is what the last failed attempt left for this delivery's span to link to
-	// (tracing.Tracer.AttemptRef), "" for none.
-	previous string
 }
 
 // jobOf is the Job of namespace ns and queue q that j, as the store read it back, describes.
@@ -114,13 +108,18 @@ func jobOf(ns, q string, j *store.Job) Job {
 		FinishedAt:     timeMs(j.Num(store.RFinished)),
 		Position:       int(j.Position),
 		Backoff:        Backoff{Base: ms(j.Num(store.RBackoffBase)), Max: ms(j.Num(store.RBackoffMax))},
-		previous:       j.Str(store.RAttempt),
 	}
 	if cb := j.Str(store.RCallback); cb != "" {
 		out.Callback = decodeCallback(cb)
 	}
 	if a := j.Str(store.RAttributes); a != "" {
 		_ = json.Unmarshal([]byte(a), &out.Attributes) // written by Publish from a map: always valid
+	}
+	if a := j.Str(store.RAttempt); a != "" { // kept by a traced nack: shown as an attribute
+		if out.Attributes == nil {
+			out.Attributes = make(map[string]string, 1)
+		}
+		out.Attributes[AttributePreviousAttempt] = a
 	}
 	return out
 }
@@ -147,7 +146,6 @@ func (j Job) delivery() Delivery {
 		LeaseUntil:     j.LeaseUntil,
 		ExpiresAt:      j.ExpiresAt,
 		TTL:            j.TTL,
-		previous:       j.previous,
 	}
 }
 

@@ -19,6 +19,14 @@ const (
 	AttributeTraceState  = tracing.TraceState
 )
 
+// AttributePreviousAttempt is the attribute a job shows once a traced nack has failed one of its
+// deliveries: that attempt's delivery number and the traceparent of its span, as
+// "<delivery> <traceparent>" (Client.Nack). The next delivery's span links to it, and a consumer
+// of any language can link its own span to it. It is kept in the job's record, not among the
+// attributes it was published with, and, like the trace context, does not count against
+// MaxAttributes.
+const AttributePreviousAttempt = "sluice.previous_attempt"
+
 // startPublish starts the PRODUCER span of a publish of n jobs to queue q of namespace ns and
 // returns attrs with its trace context added (a copy: the caller's map is never changed). With
 // tracing off it returns ctx, a nil span and attrs as they were.
@@ -47,10 +55,10 @@ func withTraceContext(ctx context.Context, span trace.Span, attrs map[string]str
 	return tracing.Inject(ctx, out)
 }
 
-// traceKeys is how many of a's keys hold a trace context.
+// traceKeys is how many of a's keys hold a trace context or a previous attempt's span.
 func traceKeys(a map[string]string) int {
 	n := 0
-	for _, k := range [...]string{AttributeTraceParent, AttributeTraceState} {
+	for _, k := range [...]string{AttributeTraceParent, AttributeTraceState, AttributePreviousAttempt} {
 		if _, ok := a[k]; ok {
 			n++
 		}
@@ -66,7 +74,7 @@ func (w *worker) startProcess(ctx context.Context, j *heldJob) (context.Context,
 	if w.client.tracer == nil {
 		return ctx, nil
 	}
-	return w.client.tracer.StartAttempt(ctx, tracing.Carrier(d.Attributes), d.previous, "process "+d.Queue, trace.SpanKindConsumer,
+	return w.client.tracer.StartAttempt(ctx, tracing.Carrier(d.Attributes), d.Attributes[AttributePreviousAttempt], "process "+d.Queue, trace.SpanKindConsumer,
 		tracing.SystemName, tracing.Destination.String(d.Queue), tracing.Namespace.String(d.Namespace),
 		tracing.OperationType.String("process"), tracing.OperationName.String("process"),
 		tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),
@@ -79,7 +87,7 @@ func (w *worker) startProcess(ctx context.Context, j *heldJob) (context.Context,
 func (c *Client) traceReceived(ctx context.Context, start time.Time, ds *[]Delivery) {
 	for i := range *ds {
 		d := &(*ds)[i]
-		c.tracer.Received(ctx, tracing.Carrier(d.Attributes), d.previous, "receive "+d.Queue,
+		c.tracer.Received(ctx, tracing.Carrier(d.Attributes), d.Attributes[AttributePreviousAttempt], "receive "+d.Queue,
 			start, tracing.SystemName, tracing.Destination.String(d.Queue), tracing.Namespace.String(d.Namespace),
 			tracing.OperationType.String("receive"), tracing.OperationName.String("receive"),
 			tracing.MessageID.String(d.ID), tracing.DeliveryCount.Int(d.Delivery),

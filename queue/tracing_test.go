@@ -201,10 +201,11 @@ func TestTracedNackSentTwiceKeepsTheAttempt(t *testing.T) {
 	untraced := setup(t, f.env, queue.Config{})
 	ctx := ctxT(t)
 	id := f.publish(t, queue.PublishParams{Queue: "q", Tries: 3})
+	var last queue.Delivery
 	received := func(delivery int) sdktrace.ReadOnlySpan {
 		t.Helper()
-		if d := f.consumeOne(t, "q"); d.Delivery != delivery {
-			t.Fatalf("delivery %d, want %d", d.Delivery, delivery)
+		if last = f.consumeOne(t, "q"); last.Delivery != delivery {
+			t.Fatalf("delivery %d, want %d", last.Delivery, delivery)
 		}
 		spans := rec.Ended()
 		return spans[len(spans)-1]
@@ -229,6 +230,9 @@ func TestTracedNackSentTwiceKeepsTheAttempt(t *testing.T) {
 		links[0].SpanContext.TraceID() != handler.SpanContext().TraceID() {
 		t.Fatalf("the second delivery links to %+v, want the failed attempt's span %v", links, handler.SpanContext())
 	}
+	if got, want := last.Attributes[queue.AttributePreviousAttempt], "1 00-"+handler.SpanContext().TraceID().String()+"-"+handler.SpanContext().SpanID().String()+"-01"; got != want {
+		t.Errorf("the second delivery's attribute %s = %q, want %q", queue.AttributePreviousAttempt, got, want)
+	}
 	if a := attribute.NewSet(links[0].Attributes...); a.HasValue("messaging.sluice.delivery_count") {
 		if v, _ := a.Value("messaging.sluice.delivery_count"); v.AsInt64() != 1 {
 			t.Errorf("the link names delivery %d, want 1", v.AsInt64())
@@ -240,7 +244,7 @@ func TestTracedNackSentTwiceKeepsTheAttempt(t *testing.T) {
 	if _, err := untraced.client.Nack(hctx, queue.NackParams{Namespace: f.ns, Queue: "q", ID: id, Delivery: 2, RetryAfter: &retryNow}); err != nil {
 		t.Fatal(err)
 	}
-	if links := received(3).Links(); len(links) != 0 {
-		t.Errorf("after an untraced nack the delivery links to %+v, want nothing", links)
+	if links := received(3).Links(); len(links) != 0 || last.Attributes[queue.AttributePreviousAttempt] != "" {
+		t.Errorf("after an untraced nack the delivery links to %+v (attributes %v), want nothing", links, last.Attributes)
 	}
 }
