@@ -100,7 +100,7 @@ func (t *Tracer) StartAttempt(ctx context.Context, carrier Carrier, previous, na
 		return ctx, nil
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(attrs...)}
-	ctx, opts = t.fromProducer(ctx, carrier, withPrevious(opts, previous)...)
+	ctx, opts = t.fromProducer(ctx, carrier, withPrevious(ctx, opts, previous)...)
 	return t.t.Start(ctx, name, opts...)
 }
 
@@ -122,13 +122,15 @@ func (t *Tracer) AttemptRef(ctx context.Context, delivery int) string {
 // withPrevious returns opts with a link to the attempt that ref (AttemptRef) names, carrying its
 // delivery number; opts as they were when ref is "" or does not parse (a stored value is never
 // trusted to be well formed).
-func withPrevious(opts []trace.SpanStartOption, ref string) []trace.SpanStartOption {
+func withPrevious(ctx context.Context, opts []trace.SpanStartOption, ref string) []trace.SpanStartOption {
 	delivery, parent, ok := strings.Cut(ref, " ")
 	if !ok {
 		return opts
 	}
 	n, err := strconv.Atoi(delivery)
-	sc := trace.SpanContextFromContext(propagator.Extract(context.Background(), Carrier{TraceParent: parent}))
+	// ctx's values without its span: a ref that does not parse must not read as ctx's own span.
+	bare := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	sc := trace.SpanContextFromContext(propagator.Extract(bare, Carrier{TraceParent: parent}))
 	if err != nil || !sc.IsValid() {
 		return opts
 	}
@@ -162,7 +164,7 @@ func (t *Tracer) Received(ctx context.Context, carrier Carrier, previous, name s
 		return
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(start)}
-	opts = withPrevious(opts, previous)
+	opts = withPrevious(ctx, opts, previous)
 	parent := ctx
 	if _, stored := carrier[TraceParent]; stored {
 		if call := trace.SpanContextFromContext(ctx); call.IsValid() {
