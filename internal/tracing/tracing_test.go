@@ -79,3 +79,29 @@ func TestAttemptLinks(t *testing.T) {
 		}
 	}
 }
+
+// With links instead of children (Config.TraceLinks), a retry's span starts a trace of its own and
+// links to both the producer's span and the failed attempt's.
+func TestAttemptLinksInLinkMode(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), true)
+	pctx, producer := tr.Start(context.Background(), "publish q", trace.SpanKindProducer)
+	stored := Inject(pctx, nil)
+	producer.End()
+	actx, failed := tr.StartFrom(context.Background(), stored, "process q", trace.SpanKindConsumer)
+	ref := tr.AttemptRef(actx, 1)
+	failed.End()
+	_, retry := tr.StartAttempt(context.Background(), stored, ref, "process q", trace.SpanKindConsumer)
+	retry.End()
+	if retry.SpanContext().TraceID() == producer.SpanContext().TraceID() {
+		t.Fatal("the retry is in the producer's trace, want a trace of its own")
+	}
+	ended := rec.Ended()
+	var linked []trace.SpanID
+	for _, l := range ended[len(ended)-1].Links() {
+		linked = append(linked, l.SpanContext.SpanID())
+	}
+	if len(linked) != 2 || linked[0] != failed.SpanContext().SpanID() || linked[1] != producer.SpanContext().SpanID() {
+		t.Errorf("the retry links to %v, want the failed attempt %v and the producer %v", linked, failed.SpanContext().SpanID(), producer.SpanContext().SpanID())
+	}
+}
