@@ -591,7 +591,7 @@ func TestWorkerReturnsErrClosedWhenTheClientCloses(t *testing.T) {
 		if !errors.Is(err, queue.ErrClosed) {
 			t.Fatalf("Consume = %v, want ErrClosed", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Consume did not return after Close")
 	}
 }
@@ -671,7 +671,7 @@ func TestWorkerCancelsAHandlerWhoseLeaseIsLost(t *testing.T) {
 			if !errors.Is(err, queue.ErrLeaseLost) {
 				t.Fatalf("handler context cancelled with %v, want ErrLeaseLost", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("the handler of a deleted job was not cancelled")
 		}
 		stop()

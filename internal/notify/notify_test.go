@@ -55,7 +55,7 @@ func TestNoLostWakeupWhileUnsubscribing(t *testing.T) {
 							}
 							select {
 							case <-w.C:
-							case <-time.After(10 * time.Second):
+							case <-time.After(time.Minute):
 								t.Errorf("round %d: a publish after Register did not wake the waiter on %s", round, ch)
 							}
 						})
@@ -116,14 +116,14 @@ func TestPayloadsAndClose(t *testing.T) {
 			if p != "hello" {
 				t.Fatalf("payload %q, want hello", p)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("no payload")
 		}
 		<-w.C
 		n.Close()
 		select {
 		case <-w.C:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("Close did not wake the waiter")
 		}
 		if !w.Closed() {
