@@ -45,7 +45,7 @@ func (s shooter) shot(t *testing.T, name string) {
 // waitText waits until the element's text contains want.
 func waitText(t *testing.T, b *browsertest.Browser, selector, want string) {
 	t.Helper()
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if got := b.Text(selector); !strings.Contains(got, want) {
 			return fmt.Errorf("%s shows %q, want %q (page %s)", selector, got, want, b.Location())
 		}

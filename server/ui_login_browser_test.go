@@ -17,7 +17,7 @@ func submitLogin(t *testing.T, b *browsertest.Browser, token string) {
 	t.Helper()
 	browsertest.Eval[bool](b, `(window.sluiceOldPage = true)`)
 	b.Run(chromedp.SetValue("#token", token), chromedp.Submit("#token"))
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if browsertest.Eval[bool](b, `window.sluiceOldPage === true || document.readyState !== "complete"`) {
 			return fmt.Errorf("the login's answer has not loaded (page %s)", b.Location())
 		}

@@ -74,7 +74,7 @@ func TestOverviewLiveInChromium(t *testing.T) {
 	if _, err := ts.Queue.DeleteQueue(ctx, "shop", "fresh"); err != nil {
 		t.Fatal(err)
 	}
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if browsertest.Eval[bool](b, `document.querySelector('`+row+`') !== null`) {
 			return fmt.Errorf("the deleted queue is still listed")
 		}

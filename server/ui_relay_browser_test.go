@@ -92,7 +92,7 @@ func TestEndpointTasksLiveInChromium(t *testing.T) {
 	rows := func() float64 {
 		return browsertest.Eval[float64](b, `document.querySelectorAll("tr[data-task]").length`)
 	}
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if n := rows(); n != 1 {
 			return fmt.Errorf("%v rows, want bob's alone", n)
 		}

@@ -32,7 +32,7 @@ func TestDashboardInChromiumRoom(t *testing.T) {
 	line := func(n int) [][2]float64 {
 		t.Helper()
 		var pts [][2]float64
-		b.WaitUntil(30*time.Second, func() error {
+		b.WaitUntil(time.Minute, func() error {
 			raw := browsertest.Eval[string](b, `document.querySelector('[data-line="room/sale:waiting"]').getAttribute("points")`)
 			pts = pts[:0]
 			for _, p := range strings.Fields(raw) {

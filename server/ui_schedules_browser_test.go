@@ -39,7 +39,7 @@ func TestDashboardInChromiumSchedules(t *testing.T) {
 
 	// The scheduler fires beat: after a reload the row links its last job.
 	lastJob := `tr[data-schedule="beat"] a[href*="/queues/beats/jobs/"]`
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		b.Navigate(ts.AdminURL + "/ui/schedules?ns=shop")
 		if !browsertest.Eval[bool](b, `document.querySelector('`+lastJob+`') !== null`) {
 			return errors.New("no last job yet")

@@ -70,7 +70,7 @@ func TestQueueTimesInChromium(t *testing.T) {
 		}
 	}
 	for _, sel := range []string{"#span-p50", "#span-p99", "#pt-chart-last-p99", "#pt-chart-peak-p50"} {
-		b.WaitUntil(30*time.Second, atLeast300(sel))
+		b.WaitUntil(time.Minute, atLeast300(sel))
 	}
 	if pts := browsertest.Eval[string](b, `document.querySelector('#pt-chart polyline.s2').getAttribute("points")`); pts == "" {
 		t.Fatal("the p99 line has no point")
@@ -78,6 +78,6 @@ func TestQueueTimesInChromium(t *testing.T) {
 	waitText(t, b, "#oldest-ready", "–")
 
 	b.Navigate(ts.AdminURL + "/ui/")
-	b.WaitUntil(30*time.Second, atLeast300(`[data-live="shop/slow:hour:p99"]`))
+	b.WaitUntil(time.Minute, atLeast300(`[data-live="shop/slow:hour:p99"]`))
 	waitText(t, b, `[data-live="shop/slow:oldest"]`, "–")
 }

@@ -27,11 +27,11 @@ func TestLanguageSwitchWithoutJavaScript(t *testing.T) {
 	b := browsertest.New(t)
 	b.DisableScripts()
 	b.Navigate(site.URL + "/tickets?id=7")
-	b.WaitUntil(30*time.Second, func() error { return placeShown(b, 1) })
+	b.WaitUntil(time.Minute, func() error { return placeShown(b, 1) })
 	for _, lang := range []string{"de", "ja", "fr", "zh", "es", "en"} {
 		want := waitroom.PageText(lang)
 		browsertest.Eval[bool](b, `(function(){document.querySelector('#languages a[data-lang="`+lang+`"]').click();return true})()`)
-		b.WaitUntil(30*time.Second, func() error {
+		b.WaitUntil(time.Minute, func() error {
 			if got := browsertest.Eval[string](b, `(document.documentElement || {}).lang || ""`); got != lang {
 				return fmt.Errorf("page language %q, want %q (at %s)", got, lang, b.Location())
 			}

@@ -36,7 +36,7 @@ func TestWaitingPageInChromium(t *testing.T) {
 	b.Navigate(site.URL + "/tickets")
 	position := func(want string) {
 		t.Helper()
-		b.WaitUntil(30*time.Second, func() error {
+		b.WaitUntil(time.Minute, func() error {
 			if got := b.Text("#position"); got != want {
 				return fmt.Errorf("position shows %q, want %q (page %s)", got, want, b.Location())
 			}
@@ -82,7 +82,7 @@ func TestWaitingPageWithoutJavaScript(t *testing.T) {
 	b.Navigate(site.URL + "/plain")
 	// The first answer hands the browser its visitor cookie; the refresh a second later joins the
 	// line.
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if got := b.Text("#position"); got != "1" {
 			return fmt.Errorf("position shows %q", got)
 		}
@@ -106,7 +106,7 @@ func TestCountdownPageInChromium(t *testing.T) {
 
 	b.Navigate(site.URL + "/launch")
 	// The first answer hands out the visitor cookie; the page's first poll, at once, joins the draw.
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if browsertest.Eval[bool](b, `document.getElementById("countdown-box").hidden`) {
 			return errors.New("the countdown is hidden before the opening")
 		}
@@ -123,7 +123,7 @@ func TestCountdownPageInChromium(t *testing.T) {
 // text of the element also selected (the countdown, say).
 func waitUpstreamPage(t *testing.T, b *browsertest.Browser, path, also string) {
 	t.Helper()
-	b.WaitUntil(30*time.Second, func() error {
+	b.WaitUntil(time.Minute, func() error {
 		if got := b.Text("#upstream"); !strings.Contains(got, "the upstream page "+path) {
 			if also != "" {
 				return fmt.Errorf("page %s shows %q (%s %q)", b.Location(), got, also, b.Text(also))

@@ -52,7 +52,7 @@ func TestPageOnPhoneInEveryLanguage(t *testing.T) {
 			b := browsertest.New(t, browsertest.OnlyFonts(fonts.packages...))
 			b.Viewport(phoneWidth, 740)
 			b.Navigate(srv.URL + "/tickets")
-			b.WaitUntil(30*time.Second, func() error { return placeShown(b, 2) })
+			b.WaitUntil(time.Minute, func() error { return placeShown(b, 2) })
 
 			// The site name is text, the logo a picture at the configured URL: neither is markup.
 			if got := b.Text("#site"); got != site {
@@ -70,12 +70,12 @@ func TestPageOnPhoneInEveryLanguage(t *testing.T) {
 
 			// aria-valuenow follows the place live, without a reload.
 			release(t, room, "ahead")
-			b.WaitUntil(30*time.Second, func() error { return placeShown(b, 1) })
+			b.WaitUntil(time.Minute, func() error { return placeShown(b, 1) })
 
 			for _, lang := range waitroom.Languages() {
 				want := waitroom.PageText(lang)
 				browsertest.Eval[bool](b, `(function(){document.querySelector('#languages a[data-lang="`+lang+`"]').click();return true})()`)
-				b.WaitUntil(30*time.Second, func() error {
+				b.WaitUntil(time.Minute, func() error {
 					if got := browsertest.Eval[string](b, `(document.documentElement || {}).lang || ""`); got != lang {
 						return fmt.Errorf("page language %q, want %q", got, lang)
 					}
