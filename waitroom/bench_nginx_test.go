@@ -2,7 +2,6 @@ package waitroom_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -50,8 +49,7 @@ func BenchmarkSplitProxyVsNginx(b *testing.B) {
     }`, nil
 	})
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up})
-	site := httptest.NewServer(waitroom.Proxy(room))
-	defer site.Close()
+	site := serveProxy(b, room, nil)
 	roomCookies := cookieFile(b, httpbench.Visitors(b, site.URL, 500))
 	nginxCookies := cookieFile(b, []string{""})
 

@@ -162,17 +162,18 @@ func loadRound(b *testing.B, siteURL, cookieFile string, n int) (elapsed, client
 	return time.Since(start), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
-// BenchmarkSplitAdmittedProxy: admitted visitors' requests through the room's proxy (the lean
-// path) to nginx, the load from another process.
+// BenchmarkSplitAdmittedProxy: admitted visitors' requests through the room's proxy served by a
+// ProxyServer (its lean loop, the upstream client's lean path) to nginx, the load from another
+// process. lean/op is the share of requests the lean loop served.
 func BenchmarkSplitAdmittedProxy(b *testing.B) {
 	up, upCPU := nginxUpstream(b)
 	_, room, redisCalls := benchRoom(b, waitroom.Config{}, waitroom.RoomConfig{MaxActive: 1000, Upstream: up})
-	site := httptest.NewServer(waitroom.Proxy(room))
-	defer site.Close()
+	site := serveProxy(b, room, nil)
 	visitors := httpbench.Visitors(b, site.URL, 500)
-	calls0 := redisCalls()
+	calls0, lean0 := redisCalls(), site.Server.Stats().LeanRequests
 	runSplit(b, site.URL, visitors, upCPU)
 	reportRedisCalls(b, redisCalls, calls0)
+	b.ReportMetric(float64(site.Server.Stats().LeanRequests-lean0)/float64(b.N), "lean/op")
 }
 
 // BenchmarkSplitBareLeanProxy: the room proxy's upstream client with no room, to nginx.

@@ -1,0 +1,245 @@
+package waitroom
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// leanConn is one client connection in the lean loop.
+type leanConn struct {
+	s      *ProxyServer
+	c      net.Conn
+	cancel context.CancelFunc
+	// idle is true while the connection waits for a request with nothing read: Shutdown may
+	// close it then.
+	idle atomic.Bool
+
+	buf  []byte // what was read and not yet served: buf[r:w]
+	r, w int
+	out  *bufio.Writer
+
+	parsed   leanRequest
+	strs     []string
+	base     *http.Request // carries the connection's context; each request is a copy of it
+	req      http.Request
+	body     bytes.Reader
+	writer   leanWriter
+	remote   string
+	deadline bool // a read deadline is set
+
+	dateSec int64
+	dateStr string
+}
+
+// leanBufSize is the connection's first read buffer; it grows, up to a header's and a body's
+// bounds, only for a request that needs it.
+const leanBufSize = 4 << 10
+
+func (lc *leanConn) init(ctx context.Context) {
+	lc.buf = make([]byte, leanBufSize)
+	lc.out = bufio.NewWriterSize(lc.c, leanBufSize)
+	lc.parsed.header = make(http.Header, 16)
+	lc.strs = make([]string, 0, 32)
+	lc.writer.header = make(http.Header, 16)
+	lc.writer.pending = make([]byte, 0, pendingBody)
+	lc.remote = lc.c.RemoteAddr().String()
+	lc.base = (&http.Request{}).WithContext(ctx)
+}
+
+func (lc *leanConn) closing() bool { return lc.s.inShutdown.Load() }
+
+// date is the Date field's value, formatted once a second.
+func (lc *leanConn) date() string {
+	now := time.Now()
+	if sec := now.Unix(); sec != lc.dateSec {
+		lc.dateSec, lc.dateStr = sec, now.UTC().Format(http.TimeFormat)
+	}
+	return lc.dateStr
+}
+
+// serve runs the lean loop until the connection ends or goes to net/http.
+func (lc *leanConn) serve() {
+	handedOff := false
+	defer func() {
+		lc.cancel()
+		lc.s.forget(lc)
+		if !handedOff {
+			_ = lc.c.Close()
+		}
+	}()
+	for {
+		outcome := lc.readRequest()
+		if outcome == leanMore { // the connection ended or timed out between or within requests
+			return
+		}
+		if outcome == leanOK {
+			var served bool
+			served, outcome = lc.serveRequest()
+			if served {
+				lc.s.leanRequests.Add(1)
+				if outcome == leanOK && !lc.closing() {
+					continue
+				}
+				return
+			}
+		}
+		// leanHandOff: net/http reads the request from its first byte.
+		lc.idle.Store(false)
+		_ = lc.c.SetDeadline(time.Time{})
+		handedOff = true
+		lc.s.handOff(&replayConn{Conn: lc.c, pending: bytes.Clone(lc.buf[lc.r:lc.w])})
+		return
+	}
+}
+
+// readRequest reads until a whole request is parsed (leanOK), the request is not the lean
+// loop's (leanHandOff), or the connection ended (leanMore).
+func (lc *leanConn) readRequest() leanOutcome {
+	s := lc.s
+	for first := true; ; first = false {
+		if lc.r == lc.w {
+			lc.r, lc.w = 0, 0
+			if first {
+				lc.idle.Store(true)
+				if s.idleTimeout > 0 {
+					lc.setReadDeadline(time.Now().Add(s.idleTimeout))
+				} else if lc.deadline {
+					lc.setReadDeadline(time.Time{})
+				}
+			}
+		} else {
+			outcome := parseLeanRequest(lc.buf[lc.r:lc.w], &lc.parsed, &lc.strs)
+			if outcome == leanOK {
+				return lc.readBody()
+			}
+			if outcome == leanHandOff {
+				return leanHandOff
+			}
+		}
+		if !lc.fill() {
+			if lc.r < lc.w {
+				return leanHandOff // a partial request, then an error: net/http answers it as it would
+			}
+			return leanMore
+		}
+		if lc.idle.Load() {
+			lc.idle.Store(false)
+			if s.readHeaderTimeout > 0 {
+				lc.setReadDeadline(time.Now().Add(s.readHeaderTimeout))
+			}
+		}
+	}
+}
+
+// readBody makes sure the parsed request's body is in the buffer.
+func (lc *leanConn) readBody() leanOutcome {
+	need := lc.parsed.headerLen + int(lc.parsed.contentLength)
+	if need > lc.w-lc.r && lc.s.readTimeout > 0 {
+		lc.setReadDeadline(time.Now().Add(lc.s.readTimeout))
+	}
+	for lc.w-lc.r < need {
+		if !lc.fill() {
+			return leanHandOff
+		}
+	}
+	return leanOK
+}
+
+// fill reads more into the buffer, making room first (moving what is unread to the front, or
+// growing the buffer up to a header's and a body's bounds).
+func (lc *leanConn) fill() bool {
+	if lc.w == len(lc.buf) {
+		if lc.r > 0 {
+			lc.w = copy(lc.buf, lc.buf[lc.r:lc.w])
+			lc.r = 0
+		} else if len(lc.buf) < maxLeanHeader+leanMaxBody {
+			lc.buf = append(lc.buf, make([]byte, len(lc.buf))...)[:min(2*len(lc.buf), maxLeanHeader+leanMaxBody)]
+		} else {
+			return false // cannot happen: the parser hands off a longer request
+		}
+	}
+	n, err := lc.c.Read(lc.buf[lc.w:])
+	lc.w += n
+	return n > 0 || err == nil
+}
+
+func (lc *leanConn) setReadDeadline(t time.Time) {
+	lc.deadline = !t.IsZero()
+	_ = lc.c.SetReadDeadline(t)
+}
+
+// serveRequest serves the parsed request, or reports that it was not served (nothing written:
+// leanHandOff). After a served request, leanOK means the connection can serve another.
+func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
+	p := &lc.parsed
+	u, ok := leanURL(p.target)
+	if !ok {
+		return false, leanHandOff
+	}
+	if lc.deadline && lc.s.readTimeout == 0 {
+		lc.setReadDeadline(time.Time{}) // the header's bound ends with the header, as in net/http
+	}
+	if lc.s.writeTimeout > 0 {
+		_ = lc.c.SetWriteDeadline(time.Now().Add(lc.s.writeTimeout))
+	}
+	req := &lc.req
+	*req = *lc.base
+	req.Method, req.URL, req.Proto, req.ProtoMajor, req.ProtoMinor = p.method, u, "HTTP/1.1", 1, 1
+	req.Header, req.Host, req.RemoteAddr, req.RequestURI = p.header, p.host, lc.remote, p.target
+	req.ContentLength, req.Body = p.contentLength, http.NoBody
+	if p.contentLength > 0 {
+		start := lc.r + p.headerLen
+		lc.body.Reset(lc.buf[start : start+int(p.contentLength)])
+		req.Body = io.NopCloser(&lc.body)
+	}
+	w := &lc.writer
+	w.reset(lc.out, lc, p.method == http.MethodHead)
+	served, aborted := lc.run(w, req)
+	*req = http.Request{}
+	if !served {
+		if w.status != 0 || w.wroteHeader {
+			return true, leanHandOff // cannot happen (serveLean wrote and said no): end the connection
+		}
+		return false, leanHandOff
+	}
+	lc.r += p.headerLen + int(p.contentLength)
+	if aborted {
+		return true, leanHandOff
+	}
+	if !w.finish() {
+		return true, leanHandOff
+	}
+	return true, leanOK
+}
+
+// run calls the handler, recovering a panic as net/http does: http.ErrAbortHandler ends the
+// connection quietly, any other is logged with its stack first.
+func (lc *leanConn) run(w *leanWriter, req *http.Request) (served, aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			served, aborted = true, true
+			if v != http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				lc.logf("http: panic serving %v: %v\n%s", lc.remote, v, buf)
+			}
+		}
+	}()
+	return lc.s.lean.serveLean(w, req), false
+}
+
+func (lc *leanConn) logf(format string, args ...any) {
+	if l := lc.s.errorLog; l != nil {
+		l.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
