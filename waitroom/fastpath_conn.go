@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -37,6 +38,11 @@ type leanConn struct {
 
 	dateSec int64
 	dateStr string
+
+	// watch is the read that notices a client leaving during a streamed answer (watchClient).
+	watch     chan struct{}
+	watchByte [1]byte
+	watchN    int
 }
 
 // leanBufSize is the connection's first read buffer; it grows, up to a header's and a body's
@@ -84,7 +90,6 @@ func (lc *leanConn) serve() {
 			var served bool
 			served, outcome = lc.serveRequest()
 			if served {
-				lc.s.leanRequests.Add(1)
 				if outcome == leanOK && !lc.closing() {
 					continue
 				}
@@ -203,6 +208,7 @@ func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
 	w := &lc.writer
 	w.reset(lc.out, lc, p.method == http.MethodHead)
 	served, aborted := lc.run(w, req)
+	lc.stopWatch()
 	*req = http.Request{}
 	if !served {
 		if w.status != 0 || w.wroteHeader {
@@ -211,6 +217,7 @@ func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
 		return false, leanHandOff
 	}
 	lc.r += p.headerLen + int(p.contentLength)
+	lc.s.leanRequests.Add(1) // before the answer's end reaches the client
 	if aborted {
 		return true, leanHandOff
 	}
@@ -242,4 +249,50 @@ func (lc *leanConn) logf(format string, args ...any) {
 		return
 	}
 	log.Printf(format, args...)
+}
+
+// watchClient starts, once per answer, a read of the client's connection that ends the
+// connection's context when the client leaves, so that an answer streamed from the upstream (an
+// event stream, a body without a length) stops with it, as net/http's background read does.
+// Plain answers do not pay for it: a client gone while they are written is noticed by the
+// write.
+func (lc *leanConn) watchClient() {
+	if lc.watch != nil {
+		return
+	}
+	lc.watch = make(chan struct{})
+	go func() {
+		defer close(lc.watch)
+		n, err := lc.c.Read(lc.watchByte[:])
+		lc.watchN = n
+		var ne net.Error
+		if n == 0 && err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			lc.cancel() // the client went away
+		}
+	}()
+}
+
+// stopWatch ends the read watchClient started, keeping the byte it may have read (the start of
+// the next request).
+func (lc *leanConn) stopWatch() {
+	if lc.watch == nil {
+		return
+	}
+	_ = lc.c.SetReadDeadline(time.Unix(1, 0))
+	<-lc.watch
+	lc.watch = nil
+	lc.setReadDeadline(time.Time{})
+	if lc.watchN > 0 {
+		lc.appendRead(lc.watchByte[:lc.watchN])
+		lc.watchN = 0
+	}
+}
+
+// appendRead puts b after what the buffer holds.
+func (lc *leanConn) appendRead(b []byte) {
+	if lc.w+len(b) > len(lc.buf) {
+		lc.w = copy(lc.buf, lc.buf[lc.r:lc.w])
+		lc.r = 0
+	}
+	lc.w += copy(lc.buf[lc.w:], b)
 }

@@ -131,6 +131,7 @@ func (w *leanWriter) FlushError() error {
 	if !w.wroteHeader {
 		w.writeHeader(false)
 	}
+	w.conn.watchClient() // a streamed answer: stop it when the client leaves
 	return w.out.Flush()
 }
 

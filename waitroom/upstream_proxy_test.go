@@ -116,18 +116,32 @@ func testFail(w http.ResponseWriter, r *http.Request, _ error) {
 	WriteError(w, r, &HTTPError{Status: http.StatusBadGateway, Code: CodeUpstreamUnavailable, Message: "the upstream could not be reached"})
 }
 
-func newTestProxy(t *testing.T, target *url.URL, cfg upstreamProxyConfig) (*upstreamProxy, *httptest.Server) {
+// testSite is a proxy under test, served on loopback.
+type testSite struct {
+	URL      string
+	Listener net.Listener
+	server   *ProxyServer
+}
+
+// newTestProxy serves the upstream client as the room's proxy is served: by a ProxyServer, whose
+// lean loop takes the plain requests and hands the others to net/http.
+func newTestProxy(t *testing.T, target *url.URL, cfg upstreamProxyConfig) (*upstreamProxy, *testSite) {
 	t.Helper()
 	if cfg.Fail == nil {
 		cfg.Fail = testFail
 	}
 	p := newUpstreamProxy(target, cfg)
-	site := httptest.NewServer(p)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newLeanServer(p, &http.Server{Handler: p})
+	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
-		site.Close()
+		_ = srv.Close()
 		p.close()
 	})
-	return p, site
+	return p, &testSite{URL: "http://" + ln.Addr().String(), Listener: ln, server: srv}
 }
 
 // rawResponse is what a client read: every status (1xx first), the final header without Date,
