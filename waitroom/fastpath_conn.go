@@ -266,7 +266,7 @@ func (lc *leanConn) watchClient() {
 		n, err := lc.c.Read(lc.watchByte[:])
 		lc.watchN = n
 		var ne net.Error
-		if n == 0 && err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+		if n == 0 && err != nil && (!errors.As(err, &ne) || !ne.Timeout()) {
 			lc.cancel() // the client went away
 		}
 	}()

@@ -180,8 +180,7 @@ func leanHost(h string) bool {
 	}
 	for i := 0; i < len(h); i++ {
 		c := h[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '-' || c == ':' || c == '[' || c == ']') {
+		if ('a' > c || c > 'z') && ('A' > c || c > 'Z') && ('0' > c || c > '9') && strings.IndexByte(".-:[]", c) < 0 {
 			return false
 		}
 	}

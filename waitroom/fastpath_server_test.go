@@ -3,6 +3,7 @@ package waitroom_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -157,7 +158,7 @@ func TestProxyServerShutdownDrains(t *testing.T) {
 	testwait.Until(t, 30*time.Second, "the request reaches the upstream", func() bool { return inHold.Load() == 1 })
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
-	if err := <-served; err != http.ErrServerClosed {
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve returned %v, want http.ErrServerClosed", err)
 	}
 	if _, err := idle.Read(make([]byte, 1)); err == nil {
@@ -173,6 +174,7 @@ func TestProxyServerShutdownDrains(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the request under way at Shutdown: %v", err)
 	}
+	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "GET /hold") || !res.Close {
 		t.Fatalf("the request under way at Shutdown: %d close=%v %q", res.StatusCode, res.Close, body)

@@ -3,6 +3,7 @@ package waitroom_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -73,12 +74,13 @@ func exchangeRaw(t *testing.T, addr string, raw string) []string {
 	for {
 		res, err := http.ReadResponse(br, nil)
 		if err != nil {
-			if len(all) > 0 && err != io.EOF {
+			if len(all) > 0 && !errors.Is(err, io.EOF) {
 				out = append(out, "unreadable: "+err.Error())
 			}
 			return out
 		}
 		body, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
 		if err != nil {
 			body = append(body, " (broken: "+err.Error()+")"...)
 		}
