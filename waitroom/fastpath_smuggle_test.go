@@ -110,7 +110,9 @@ func exchangeRaw(t *testing.T, addr string, raw string) []string {
 func TestLeanLoopSmugglingAttempts(t *testing.T) {
 	t.Parallel()
 	env := redistest.New(t)
-	c := newClient(t, env, waitroom.Config{})
+	// No keep-alive during the test: the pass alone decides, so both sides see the same room
+	// whatever the order in which the cases run.
+	c := newClient(t, env, waitroom.Config{TouchInterval: time.Hour})
 	upLean, upPlain := newEchoUpstream(t), newEchoUpstream(t)
 	newRoomNamed(t, c, "lean7", waitroom.RoomConfig{MaxActive: 10, Upstream: upLean.URL})
 	newRoomNamed(t, c, "net7", waitroom.RoomConfig{MaxActive: 10, Upstream: upPlain.URL})
