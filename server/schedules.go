@@ -20,7 +20,7 @@ func newScheduleMetrics(reg prometheus.Registerer) *scheduleMetrics {
 	}
 	m := &scheduleMetrics{
 		fires:  byNamespace("sluice_schedule_fires_total", "Jobs published by schedule ticks, by namespace (this instance's scheduler)."),
-		missed: byNamespace("sluice_schedule_missed_total", "Schedule ticks not fired because their catch-up policy skipped them, by namespace."),
+		missed: byNamespace("sluice_schedule_missed_total", "Schedule ticks not fired (skipped by their catch-up policy, or due past the namespace's storage quota), by namespace."),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "sluice_schedule_lateness_seconds", Help: "How long after its tick (by Redis's clock) a schedule's job was published.",
 			Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 16),

@@ -99,6 +99,9 @@ func (p *Process) waitReady(timeout time.Duration, ready func(addr string) error
 	}
 }
 
+// PID is the server process's id (for its CPU time, say).
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Kill SIGKILLs the server (no shutdown) and waits for it to exit.
 func (p *Process) Kill() { p.signal(syscall.SIGKILL) }
 
