@@ -257,3 +257,36 @@ func TestDeletingAQueueDeletesItsSchedules(t *testing.T) {
 		}
 	})
 }
+
+// Every field of a schedule and of its job comes back from Get and List as it was set.
+func TestScheduleKeepsEveryField(t *testing.T) {
+	t.Parallel()
+	f := setup(t, redistest.New(t), queue.Config{})
+	ctx := ctxT(t)
+	start := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	p := queue.ScheduleParams{Namespace: f.ns, Name: "full", Cron: "*/10 * * * * *", Timezone: "America/New_York",
+		CatchUp: queue.CatchUpAll, Jitter: 2 * time.Second, StartAt: start, EndAt: start.Add(24 * time.Hour), Paused: true,
+		Job: queue.JobTemplate{Queue: "q", Payload: []byte(`{"x":1}`), Priority: 9, Tries: 4, TTL: time.Hour, TTR: 40 * time.Second,
+			Backoff: queue.Backoff{Base: time.Second, Max: time.Minute}, UniqueKey: "k", UniqueFor: 10 * time.Minute,
+			Attributes: map[string]string{"team": "ops"},
+			Callback:   &queue.Callback{URL: "https://example.com/hook", Method: "PUT", Header: map[string]string{"X-A": "b"}, Timeout: 20 * time.Second}},
+	}
+	f.setSchedule(t, p)
+	got := f.schedule(t, "full")
+	list, err := f.client.Schedules().List(ctx, f.ns, queue.ListSchedulesParams{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("List = %v, %v", list, err)
+	}
+	for _, s := range []queue.Schedule{got, list[0]} {
+		sp, j, want := s.ScheduleParams, s.ScheduleParams.Job, p.Job
+		if sp.Cron != p.Cron || sp.Timezone != p.Timezone || sp.CatchUp != p.CatchUp || sp.Jitter != p.Jitter ||
+			!sp.StartAt.Equal(p.StartAt) || !sp.EndAt.Equal(p.EndAt) || !sp.Paused || !s.NextRun.IsZero() ||
+			j.Queue != want.Queue || string(j.Payload) != string(want.Payload) || j.Priority != want.Priority ||
+			j.Tries != want.Tries || j.TTL != want.TTL || j.TTR != want.TTR || j.Backoff != want.Backoff ||
+			j.UniqueKey != want.UniqueKey || j.UniqueFor != want.UniqueFor || j.Attributes["team"] != "ops" ||
+			j.Callback == nil || j.Callback.URL != want.Callback.URL || j.Callback.Method != "PUT" ||
+			j.Callback.Header["X-A"] != "b" || j.Callback.Timeout != want.Callback.Timeout {
+			t.Errorf("schedule read back = %+v (job %+v, callback %+v), set %+v", sp, j, j.Callback, p)
+		}
+	}
+}
