@@ -163,6 +163,11 @@ func TestScheduleBadInputIs400NamingTheField(t *testing.T) {
 	}
 	r := ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/bad%20name", tok, map[string]any{"every": 60, "job": job})
 	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+	r = ts.public(t, http.MethodPut, "/v1/ns/shop/schedules/"+strings.Repeat("n", 5000), tok, map[string]any{"every": 60, "job": job})
+	wantStatus(t, r, http.StatusBadRequest, "invalid_argument")
+	if r.ErrorField() != "name" || len(r.Body) > 1200 {
+		t.Errorf("a 5000-byte name: %d bytes, %.300s", len(r.Body), r.Body)
+	}
 	r = ts.public(t, http.MethodGet, "/v1/ns/shop/schedules", tok, nil)
 	if !strings.Contains(string(r.Body), `"schedules":[]`) {
 		t.Errorf("after bad input the list is %s, want empty", r.Body)

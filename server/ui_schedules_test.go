@@ -64,9 +64,11 @@ func TestDashboardSchedulesOfANamespaceSession(t *testing.T) {
 		t.Fatalf("a namespace session sees another namespace's schedules:\n%s", r.Body)
 	}
 	wantPage(t, d.get(t, "/ui/schedules?ns=other"), http.StatusForbidden, "one namespace")
-	wantPage(t, d.post(t, "/ui/schedules/other/other-nightly/delete", nil), http.StatusForbidden)
-	if _, err := ts.Queue.Schedules().Get(ctx, "other", "other-nightly"); err != nil {
-		t.Fatalf("another namespace's schedule: %v", err)
+	for _, action := range []string{"pause", "resume", "trigger", "delete"} {
+		wantPage(t, d.post(t, "/ui/schedules/other/other-nightly/"+action, url.Values{"confirm": {"yes"}}), http.StatusForbidden)
+	}
+	if s, err := ts.Queue.Schedules().Get(ctx, "other", "other-nightly"); err != nil || s.Paused || s.Fires != 0 {
+		t.Fatalf("another namespace's schedule: %+v, %v; want it untouched", s, err)
 	}
 	wantRedirect(t, d.post(t, "/ui/schedules/shop/shop-nightly/pause", nil), "/ui/schedules?ns=shop&note=schedule_paused")
 }
