@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,7 +270,7 @@ func TestScheduleKeepsEveryField(t *testing.T) {
 		Job: queue.JobTemplate{Queue: "q", Payload: []byte(`{"x":1}`), Priority: 9, Tries: 4, TTL: time.Hour, TTR: 40 * time.Second,
 			Backoff: queue.Backoff{Base: time.Second, Max: time.Minute}, UniqueKey: "k", UniqueFor: 10 * time.Minute,
 			Attributes: map[string]string{"team": "ops"},
-			Callback:   &queue.Callback{URL: "https://example.com/hook", Method: "PUT", Header: map[string]string{"X-A": "b"}, Timeout: 20 * time.Second}},
+			Callback:   &queue.Callback{URL: "https://example.com/hook", Method: http.MethodPut, Header: map[string]string{"X-A": "b"}, Timeout: 20 * time.Second}},
 	}
 	f.setSchedule(t, p)
 	got := f.schedule(t, "full")
@@ -278,13 +279,13 @@ func TestScheduleKeepsEveryField(t *testing.T) {
 		t.Fatalf("List = %v, %v", list, err)
 	}
 	for _, s := range []queue.Schedule{got, list[0]} {
-		sp, j, want := s.ScheduleParams, s.ScheduleParams.Job, p.Job
+		sp, j, want := s.ScheduleParams, s.Job, p.Job
 		if sp.Cron != p.Cron || sp.Timezone != p.Timezone || sp.CatchUp != p.CatchUp || sp.Jitter != p.Jitter ||
 			!sp.StartAt.Equal(p.StartAt) || !sp.EndAt.Equal(p.EndAt) || !sp.Paused || !s.NextRun.IsZero() ||
 			j.Queue != want.Queue || string(j.Payload) != string(want.Payload) || j.Priority != want.Priority ||
 			j.Tries != want.Tries || j.TTL != want.TTL || j.TTR != want.TTR || j.Backoff != want.Backoff ||
 			j.UniqueKey != want.UniqueKey || j.UniqueFor != want.UniqueFor || j.Attributes["team"] != "ops" ||
-			j.Callback == nil || j.Callback.URL != want.Callback.URL || j.Callback.Method != "PUT" ||
+			j.Callback == nil || j.Callback.URL != want.Callback.URL || j.Callback.Method != http.MethodPut ||
 			j.Callback.Header["X-A"] != "b" || j.Callback.Timeout != want.Callback.Timeout {
 			t.Errorf("schedule read back = %+v (job %+v, callback %+v), set %+v", sp, j, j.Callback, p)
 		}
