@@ -8,12 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/internal/testkit/testwait"
@@ -47,9 +44,9 @@ func benchIdleQueues(b *testing.B, env *redistest.Env) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = c.Close() })
-	before := redisInfoSum(b, env.Client, "memory", "used_memory")
+	before := redistest.InfoSum(b, env.Client, "memory", "used_memory")
 	publishIdle(b, c, n)
-	perQueue := (redisInfoSum(b, env.Client, "memory", "used_memory") - before) / float64(n)
+	perQueue := (redistest.InfoSum(b, env.Client, "memory", "used_memory") - before) / float64(n)
 
 	m := queue.NewMaintainer(c, queue.MaintainerConfig{Logger: quiet})
 	start := time.Now()
@@ -64,9 +61,9 @@ func benchIdleQueues(b *testing.B, env *redistest.Env) {
 	}
 	swept := time.Since(start)
 
-	cpu0 := redisInfoSum(b, env.Client, "cpu", "used_cpu_sys") + redisInfoSum(b, env.Client, "cpu", "used_cpu_user")
-	time.Sleep(window) // the window measured: the idle queues' cost is what Redis spends in it
-	cpu1 := redisInfoSum(b, env.Client, "cpu", "used_cpu_sys") + redisInfoSum(b, env.Client, "cpu", "used_cpu_user")
+	cpu0 := redistest.CPUSeconds(b, env.Client)
+	time.Sleep(window)
+	cpu1 := redistest.CPUSeconds(b, env.Client)
 
 	const wait = 2 * time.Second
 	if _, err := c.Publish(ctx, queue.PublishParams{Namespace: "zz", Queue: "leased", TTR: wait, Tries: 2}); err != nil {
@@ -118,41 +115,6 @@ func waitFor(b *testing.B, cond func() bool) time.Time {
 	b.Helper()
 	testwait.Until(b, 2*time.Minute, "the idle queue's job handled", cond)
 	return time.Now()
-}
-
-// redisInfoSum is a numeric field of an INFO section, summed over the masters of a cluster.
-func redisInfoSum(b *testing.B, rdb redis.UniversalClient, section, field string) float64 {
-	read := func(c redis.Cmdable) (float64, error) {
-		info, err := c.Info(context.Background(), section).Result()
-		if err != nil {
-			return 0, err
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, field+":"); ok {
-				return strconv.ParseFloat(v, 64)
-			}
-		}
-		return 0, fmt.Errorf("INFO %s has no %s", section, field)
-	}
-	var mu sync.Mutex
-	total := 0.0
-	add := func(ctx context.Context, c *redis.Client) error {
-		v, err := read(c)
-		mu.Lock()
-		total += v
-		mu.Unlock()
-		return err
-	}
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(context.Background(), add)
-	} else {
-		total, err = read(rdb)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total
 }
 
 func envInt(name string, def int) int {
