@@ -125,8 +125,8 @@ func (c *Client) maintainQueues(ctx context.Context, now int64, queues []store.Q
 }
 
 // sweepStep indexes about sweepBatch more queues of the registry, unless a sweep completed within
-// the last every (the mark it leaves in Redis): a maintenance step of a queue sets its entry in the
-// due index. Queues whose step fails are in res, as in a pass. It returns how many queues it
+// the last every (the mark it leaves in Redis): it announces the queues' slots (on a Cluster), and
+// a maintenance step of a queue sets its entry in the due index. Queues whose step fails are in res, as in a pass. It returns how many queues it
 // indexed. When the last page of the registry is done it marks the sweep complete for every.
 func (c *Client) sweepStep(ctx context.Context, now int64, every time.Duration, res *MaintainResult) (int, error) {
 	done, err := c.store.IndexSwept(ctx)
@@ -160,6 +160,9 @@ func (c *Client) sweepStep(ctx context.Context, now int64, every time.Duration, 
 		queues := make([]store.QueueName, len(names))
 		for i, q := range names {
 			queues[i] = store.QueueName{Namespace: cur.ns, Queue: q}
+		}
+		if err = c.store.AnnounceQueues(ctx, queues); err != nil {
+			break
 		}
 		for start := 0; start < len(queues); start += maintainChunk {
 			_ = c.maintainQueues(ctx, now, queues[start:min(start+maintainChunk, len(queues))], res)

@@ -8,7 +8,7 @@
 // the entry in the same call (ZADD LT); the thing's housekeeping sets it to its next due time, or
 // removes it. On a standalone server one key holds every entry. On a Cluster a script reaches only
 // keys of one hash slot, so the index has a shard per slot, "<base>:{t}" with t a tag that hashes
-// to the slot (Key), and a pass reads every shard (Shards, Due).
+// to the slot (Key), and a pass reads the shards of the slots in use (slots.go, Due).
 package duework
 
 import (
@@ -39,27 +39,17 @@ func Key(base, key string, cluster bool) string {
 	return base + ":{" + slotTags()[redisx.KeySlot(key)] + "}"
 }
 
-// Shards are the keys of every shard of the index base (see Key).
-func Shards(base string, cluster bool) []string {
-	if !cluster {
-		return []string{base}
-	}
-	tags := slotTags()
-	out := make([]string, len(tags))
-	for i, t := range tags {
-		out[i] = base + ":{" + t + "}"
-	}
-	return out
-}
-
-// Due returns the members of the shards due by Redis's clock, at most limit of each shard, and
-// Redis's time (ms): one TIME and one pipelined round trip.
-func Due(ctx context.Context, rdb redis.UniversalClient, shards []string, limit int) (int64, []string, error) {
-	t, err := rdb.Time(ctx).Result()
+// Due returns the members of the index base due by Redis's clock, at most limit of each shard it
+// reads, and Redis's time (ms): on a standalone server one key, on a Cluster the shards of the
+// slots in use (slots.go). Two round trips.
+func Due(ctx context.Context, rdb redis.UniversalClient, base string, cluster bool, limit int) (int64, []string, error) {
+	now, shards, err := timeAndShards(ctx, rdb, base, cluster)
 	if err != nil {
-		return 0, nil, fmt.Errorf("read Redis's time: %w", err)
+		return 0, nil, err
 	}
-	now := t.UnixMilli()
+	if len(shards) == 0 {
+		return now, nil, nil
+	}
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.StringSliceCmd, len(shards))
 	by := &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(now, 10), Count: int64(limit)}

@@ -36,7 +36,7 @@ func TestKeyIsInTheSlotOfItsThing(t *testing.T) {
 			t.Fatalf("shard %q is not in the slot of %q", shard, thing)
 		}
 	}
-	if shards := Shards("p:due", true); len(shards) != redisx.ClusterSlots {
+	if shards := allShards("p:due"); len(shards) != redisx.ClusterSlots {
 		t.Fatalf("%d shards, want one per slot", len(shards))
 	}
 	if got := Key("p:due", "{x}", false); got != "p:due" {
@@ -54,6 +54,9 @@ func TestDueReadsOnlyWhatIsDue(t *testing.T) {
 		now := time.Now().UnixMilli()
 		add := func(thing string, at int64) string {
 			shard := Key(base, "{"+thing+"}", env.Cluster)
+			if err := Announce(ctx, env.Client, base, env.Cluster, "{"+thing+"}"); err != nil {
+				t.Fatal(err)
+			}
 			if err := env.Client.ZAdd(ctx, shard, redis.Z{Score: float64(at), Member: thing}).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +64,10 @@ func TestDueReadsOnlyWhatIsDue(t *testing.T) {
 		}
 		add("past", now-1000)
 		later := add("later", now+time.Hour.Milliseconds())
-		_, due, err := Due(ctx, env.Client, Shards(base, env.Cluster), 10)
+		if err := MarkAnnounced(ctx, env.Client, base, env.Cluster); err != nil {
+			t.Fatal(err)
+		}
+		_, due, err := Due(ctx, env.Client, base, env.Cluster, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +80,7 @@ func TestDueReadsOnlyWhatIsDue(t *testing.T) {
 		if err := Defer(ctx, env.Client, later, "absent", now-1000); err != nil {
 			t.Fatal(err)
 		}
-		_, due, err = Due(ctx, env.Client, Shards(base, env.Cluster), 10)
+		_, due, err = Due(ctx, env.Client, base, env.Cluster, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

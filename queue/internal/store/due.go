@@ -17,9 +17,10 @@ type Maintained struct {
 
 // DueQueues returns the queues whose entry in the due index is due by Redis's clock (some work of
 // theirs is due, or maintain.lua left work for another step), at most limit of each shard, and
-// Redis's time (ms). One TIME and one pipelined round trip over the index shards (duework.Due).
+// Redis's time (ms). Two round trips: Redis's time (with the slots in use on a Cluster), then the
+// index shards (duework.Due).
 func (s *Store) DueQueues(ctx context.Context, limit int) (int64, []QueueName, error) {
-	now, members, err := duework.Due(ctx, s.rdb, duework.Shards(dueBase(s.cfg.Prefix), s.keys.cluster), limit)
+	now, members, err := duework.Due(ctx, s.rdb, dueBase(s.cfg.Prefix), s.keys.cluster, limit)
 	if err != nil {
 		return now, nil, err
 	}
@@ -79,9 +80,24 @@ func (s *Store) IndexSwept(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
-// MarkIndexSwept records that a sweep of the registry is complete, for the next every.
+// MarkIndexSwept records that a sweep of the registry is complete, for the next every: every
+// registered queue has been indexed and its slot announced (AnnounceQueues).
 func (s *Store) MarkIndexSwept(ctx context.Context, every time.Duration) error {
+	if err := duework.MarkAnnounced(ctx, s.rdb, dueBase(s.cfg.Prefix), s.keys.cluster); err != nil {
+		return err
+	}
 	return s.rdb.Set(ctx, dueSweptKey(s.cfg.Prefix), "1", every).Err()
+}
+
+// AnnounceQueues adds the hash slots of queues to the slots in use of the due index (on a
+// Cluster; duework.Announce): a sweep does it for the queues it visits, which a version of Sluice
+// that did not keep the slots in use registered.
+func (s *Store) AnnounceQueues(ctx context.Context, queues []QueueName) error {
+	keys := make([]string, len(queues))
+	for i, q := range queues {
+		keys[i] = queueBase(s.cfg.Prefix, q.Namespace, q.Queue)
+	}
+	return duework.Announce(ctx, s.rdb, dueBase(s.cfg.Prefix), s.keys.cluster, keys...)
 }
 
 // ScanNamespaces reads one page of the namespaces that have queues (SSCAN): about count names and

@@ -47,7 +47,7 @@ func ParseHashTag(tag string) (QueueName, bool) {
 }
 
 func newQueueKeys(prefix, ns, name string, cluster bool) queueKeys {
-	base := prefix + ":" + HashTag(ns, name) + ":"
+	base := queueBase(prefix, ns, name)
 	k := queueKeys{
 		all: []string{
 			base + "jobs",
@@ -152,7 +152,10 @@ func dueKey(prefix, queueBase string, cluster bool) string {
 	return duework.Key(dueBase(prefix), queueBase, cluster)
 }
 
-// dueBase names the due index of the queues (duework.Shards).
+// queueBase starts the keys of a queue: "<prefix>:{ns:q}:".
+func queueBase(prefix, ns, q string) string { return prefix + ":" + HashTag(ns, q) + ":" }
+
+// dueBase names the due index of the queues (duework.Due).
 func dueBase(prefix string) string { return prefix + ":due" }
 
 // dueMemberQueue reads the queue an entry of the due index names: the member is the queue's notify

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/duework"
 )
 
 // registerEvery is how often a process re-adds a queue it publishes to to the registry, so a queue
@@ -49,6 +51,8 @@ func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool, quot
 	}
 	pipe.SAdd(ctx, namespacesKey(s.cfg.Prefix), ns)
 	pipe.SAdd(ctx, queuesKey(s.cfg.Prefix, ns), q)
+	// The queue's slot is in use before its first job is written (duework.Announce).
+	_ = duework.Announce(ctx, pipe, dueBase(s.cfg.Prefix), s.keys.cluster, queueBase(s.cfg.Prefix, ns, q))
 	if callbacks {
 		pipe.SAdd(ctx, callbackQueuesKey(s.cfg.Prefix), ns+":"+q)
 	}
