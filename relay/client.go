@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/combine"
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/notify"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/internal/tracing"
@@ -41,6 +42,7 @@ type Client struct {
 	slotFrees *combine.Combiner[string, int64]
 
 	scripts *redisx.ScriptRunner // runs relay's scripts on rdb (scripts.go)
+	maint   maintenance          // what maintenance passes carry from one to the next (maintain.go)
 
 	notifyOnce sync.Once
 	notify     *notify.Notifier
@@ -59,7 +61,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		tracer:     tracing.New(cfg.TracerProvider, cfg.TraceLinks),
 		rdb:        rdb,
 		cfg:        cfg,
-		keys:       keyCache{prefix: cfg.Prefix},
+		keys:       keyCache{prefix: cfg.Prefix, cluster: duework.IsCluster(rdb)},
 		reg:        newRegistryKeys(cfg.Prefix),
 		ch:         newChannels(cfg.Prefix),
 		finishedMs: ms(cfg.FinishedRetention),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -227,7 +228,14 @@ func (c *Client) DeleteEndpoint(ctx context.Context, name string) error {
 // Client to apply the change. It reports whether the endpoint existed.
 func (c *Client) changeEndpoint(ctx context.Context, name string, settings any) (bool, error) {
 	r := c.reg
-	res, err := c.scripts.Run(ctx, scriptEndpointSet, []string{r.settings, r.version, r.known}, name, settings, c.ch.settings).Int64Slice()
+	if settings != "" {
+		// The endpoint's hash slot joins the due index's slots in use before any task of it can
+		// make due work (duework.Announce).
+		if err := duework.Announce(ctx, c.rdb, dueBase(c.cfg.Prefix), c.keys.cluster, c.keys.get(name).due()); err != nil {
+			return false, err
+		}
+	}
+	res, err := c.scripts.Run(ctx, scriptEndpointSet, []string{r.settings, r.version, r.known, r.deleted}, name, settings, c.ch.settings).Int64Slice()
 	if err != nil {
 		return false, err
 	}

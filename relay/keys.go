@@ -5,13 +5,16 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
 // endpointKeys are the Redis keys of one endpoint, in the order every endpoint script receives
-// them (lua/lib.lua). All share the hash tag {ep:<name>}, so every script runs on Redis Cluster;
-// a task's id names its endpoint, so a task's hash is found from its id alone.
+// them (lua/lib.lua). All share the hash tag {ep:<name>}, so every script runs on Redis Cluster,
+// but the last: the shard of the due index that holds the endpoint's entry, which is in the
+// endpoint's hash slot (duework.Key). A task's id names its endpoint, so a task's hash is found
+// from its id alone.
 type endpointKeys struct {
 	all  []string
 	idem string // prefix of the idempotency records: idem + hex(scope hash)
@@ -20,7 +23,7 @@ type endpointKeys struct {
 	calls string
 }
 
-func newEndpointKeys(prefix, endpoint string) endpointKeys {
+func newEndpointKeys(prefix, endpoint string, cluster bool) endpointKeys {
 	base := prefix + ":relay:{ep:" + endpoint + "}:"
 	return endpointKeys{idem: base + "idem:", calls: base + "call:", all: []string{
 		base + "queue",
@@ -38,8 +41,15 @@ func newEndpointKeys(prefix, endpoint string) endpointKeys {
 		base + "slots",
 		base + "fair",
 		base + "completions",
+		duework.Key(dueBase(prefix), base, cluster),
 	}}
 }
+
+// dueBase names the due index of the endpoints (duework): member the endpoint's name, score when
+// its next lease, permit, slot or queue deadline ends, or its finished tasks are due to be
+// archived, handed on or trimmed, at or before it. The scripts that make such work lower the entry
+// in the same call; maintain.lua sets it to the next due time, or removes it.
+func dueBase(prefix string) string { return prefix + ":relay:due" }
 
 func (k endpointKeys) task(id string) string { return k.all[10] + id }
 
@@ -47,6 +57,7 @@ func (k endpointKeys) task(id string) string { return k.all[10] + id }
 func (k endpointKeys) call() string        { return k.calls + redisx.NewCallID() }
 func (k endpointKeys) archive() string     { return k.all[9] }
 func (k endpointKeys) completions() string { return k.all[14] }
+func (k endpointKeys) due() string         { return k.all[15] }
 
 // idempotency is the key of the record of one idempotency key: a hash (id, h, pri, ca) that
 // names the task the key first created. It lives under the endpoint's hash tag, so submit.lua
@@ -62,11 +73,18 @@ type registryKeys struct {
 	version  string // bumped on every change
 	known    string // zset name -> last change (ms)
 	applied  string // prefix of applied(version)
+	// deleted: zset name -> when to visit (ms) of the deleted endpoints maintenance has not
+	// forgotten yet (endpoint_set.lua adds, endpoint_forget.lua removes), visited until empty.
+	deleted string
+	// swept exists while every endpoint of known has been visited lately, so the due index holds
+	// what an older version of Sluice (which did not keep it) stored (Client.sweepPage).
+	swept string
 }
 
 func newRegistryKeys(prefix string) registryKeys {
 	base := prefix + ":relay:{relay}:"
-	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known", applied: base + "applied:"}
+	return registryKeys{settings: base + "endpoints", version: base + "version", known: base + "known", applied: base + "applied:",
+		deleted: base + "deleted", swept: base + "due:swept"}
 }
 
 // appliedKey is the set of the Clients that applied the change that made version v (short-lived:
@@ -96,9 +114,10 @@ const maxCachedKeys = 4096
 
 // keyCache keeps the keys of the endpoints a Client used lately.
 type keyCache struct {
-	prefix string
-	mu     sync.RWMutex
-	m      map[string]endpointKeys
+	prefix  string
+	cluster bool // the due index has a shard per hash slot (duework.Key)
+	mu      sync.RWMutex
+	m       map[string]endpointKeys
 }
 
 func (c *keyCache) get(endpoint string) endpointKeys {
@@ -108,7 +127,7 @@ func (c *keyCache) get(endpoint string) endpointKeys {
 	if ok {
 		return k
 	}
-	k = newEndpointKeys(c.prefix, endpoint)
+	k = newEndpointKeys(c.prefix, endpoint, c.cluster)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxCachedKeys {
 		c.m = make(map[string]endpointKeys)

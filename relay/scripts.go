@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
@@ -72,12 +73,14 @@ var onceScripts = map[string]bool{
 // drains a full Redis, and they store a few bytes.
 var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:             "sluice_relay",
+	Helpers:          duework.LuaHelpers(),
 	EvalPrologue:     "bind(KEYS, ARGV)",
 	FunctionPrologue: "bind(KEYS, ARGV)",
 	Scripts: append(redisx.OnceScripts(redisx.Scripts(scriptNames, functionFlags), onceScripts),
 		redisx.LibraryScript{Name: scriptEndpointSet, Flag: "allow-oom", Bare: true},
 		redisx.LibraryScript{Name: scriptEndpointApplied, Flag: "allow-oom", Bare: true},
-		redisx.LibraryScript{Name: scriptEndpointForget, Flag: "allow-oom", Bare: true}),
+		redisx.LibraryScript{Name: scriptEndpointForget, Flag: "allow-oom", Bare: true},
+		duework.MarkScript()),
 })
 
 // run runs an endpoint script with the common ARGV (lib.lua) followed by args: as a library

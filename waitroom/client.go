@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
 	"github.com/sluicehq/sluice/ratelimit"
 )
@@ -33,6 +34,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	rooms map[string]*Room
+
+	cluster bool        // the due index has a shard per hash slot (duework.Key)
+	maint   maintenance // what maintenance passes carry from one to the next (maintainer.go)
 
 	downUntil atomic.Int64 // Unix ns until which Redis is not tried (after an error)
 }
@@ -64,6 +68,7 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 		polls:   polls,
 		page:    builtinPage(),
 		rooms:   make(map[string]*Room),
+		cluster: duework.IsCluster(rdb),
 	}, nil
 }
 

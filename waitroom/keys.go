@@ -3,6 +3,7 @@ package waitroom
 import (
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
@@ -24,6 +25,9 @@ import (
 //	<prefix>:waitroom:{<room>}:call:<id>    string: a release call's answer (redisx.OnceKeys), 60 s
 //	<prefix>:waitroom:{<room>}:proofs       zset: used proof-of-work challenge id -> its expiry (ms)
 //	<prefix>:waitroom:{<room>}:addr:<addr>  string: an address's arrival limit state (GCRA, ms), expiring
+//	<prefix>:waitroom:due[:{<t>}]           zset: room -> when its next visitor goes idle or silent
+//	                                        (ms), at or before it (the due index, dueBase)
+//	<prefix>:waitroom:due:swept             string: the rooms set was swept lately (Sweep)
 //
 // The poll limiter's keys (<prefix>:ratelimit:waitroom_polls:{<room>:<visitor>}) are the ratelimit
 // package's, made from pollLimitKey.
@@ -32,18 +36,30 @@ import (
 // beside the room's script (before and after it on create, before it on delete), and a name
 // listed without settings is skipped; each pass key is written once (SET NX) and only read after.
 
-// roomKeys are a room's keys in the order every script receives them (lua/lib.lua).
+// roomKeys are a room's keys in the order every script receives them (lua/lib.lua); the last is
+// the shard of the due index in the room's hash slot (duework.Key), not under the room's tag.
 type roomKeys []string
 
-func newRoomKeys(prefix, room string) roomKeys {
+func newRoomKeys(prefix, room string, cluster bool) roomKeys {
 	base := prefix + ":waitroom:{" + room + "}:"
 	return roomKeys{
 		base + "config", base + "active", base + "line", base + "seen",
 		base + "since", base + "stats", base + "minutes", base + "waits",
+		duework.Key(dueBase(prefix), base, cluster),
 	}
 }
 
 func (k roomKeys) config() string { return k[0] }
+func (k roomKeys) due() string    { return k[8] }
+
+// dueBase names the due index of the rooms (duework): member the room's name, score when its
+// next admitted visitor goes idle (session_timeout) or waiting visitor silent (queue_timeout), at
+// or before it. The scripts that admit or queue visitors lower the entry in the same call;
+// maintain.lua sets it to the next due time, or removes it when the room holds nobody.
+func dueBase(prefix string) string { return prefix + ":waitroom:due" }
+
+// dueSweptKey exists while every room of the rooms set has been visited lately (duework.Sweep).
+func dueSweptKey(prefix string) string { return dueBase(prefix) + ":swept" }
 
 // once is the keys of a new call of a Once script on the room: its call key (with a new call id)
 // first, then the room's keys.

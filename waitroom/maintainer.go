@@ -16,9 +16,9 @@ type MaintainerConfig struct {
 	Interval time.Duration
 }
 
-// Maintainer runs the housekeeping of every room in the background: visitors who stopped polling
+// Maintainer runs the housekeeping of the rooms in the background: visitors who stopped polling
 // for queue_timeout leave the line, idle slots are freed, counters are trimmed, each in bounded
-// batches; and it refreshes this process's cached settings of the rooms it serves. Any number of
+// batches, in the rooms with something due (Client.MaintainOnce); and it refreshes this process's cached settings of the rooms it serves. Any number of
 // processes may run one: every step is one atomic script.
 type Maintainer struct {
 	startstop.Base
@@ -64,43 +64,4 @@ func (m *Maintainer) run(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// MaintainResult counts what one pass did.
-type MaintainResult struct {
-	Rooms     int // rooms visited
-	Freed     int // idle slots freed
-	Abandoned int // silent visitors removed from lines
-}
-
-// MaintainOnce runs one housekeeping step on every room. A room listed without settings (a
-// delete that stopped half way) is taken off the list.
-func (c *Client) MaintainOnce(ctx context.Context) (MaintainResult, error) {
-	var res MaintainResult
-	names, err := c.Rooms(ctx)
-	if err != nil {
-		return res, err
-	}
-	var errs []error
-	for _, name := range names {
-		r, err := c.Room(name)
-		if err != nil {
-			continue // not a name SetRoom writes
-		}
-		freed, abandoned, err := r.maintain(ctx)
-		switch {
-		case errors.Is(err, ErrRoomNotFound):
-			if err := c.rdb.SRem(ctx, roomsKey(c.cfg.Prefix), name).Err(); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		case err != nil:
-			errs = append(errs, err)
-			continue
-		}
-		res.Rooms++
-		res.Freed += freed
-		res.Abandoned += abandoned
-	}
-	return res, errors.Join(errs...)
 }

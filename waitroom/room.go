@@ -151,7 +151,7 @@ type roomState struct {
 }
 
 func newRoom(c *Client, name string) *Room {
-	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name), touches: newTouchCache(), passes: newPassCache(),
+	return &Room{c: c, name: name, keys: newRoomKeys(c.cfg.Prefix, name, c.cluster), touches: newTouchCache(), passes: newPassCache(),
 		passCookieName: passCookie(name)}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sluicehq/sluice/internal/duework"
 )
 
 // anyVersion makes configure write whatever version the room is at (SetRoom: replace).
@@ -81,9 +83,13 @@ func (c *Client) configure(ctx context.Context, r *Room, cfg RoomConfig, expect 
 	// room's script. It is written before the settings, so a process killed between the two
 	// leaves a listed room without settings (skipped, as any listed name without settings is),
 	// never a room that works but is not listed and so never maintained; and again after them,
-	// so a DeleteRoom that ran in between cannot leave the new settings unlisted.
+	// so a DeleteRoom that ran in between cannot leave the new settings unlisted. The room's hash
+	// slot joins the due index's slots in use with it, before any visitor can make due work.
 	list := func() error {
-		if err := c.rdb.SAdd(ctx, roomsKey(c.cfg.Prefix), r.name).Err(); err != nil {
+		pipe := c.rdb.Pipeline()
+		pipe.SAdd(ctx, roomsKey(c.cfg.Prefix), r.name)
+		_ = duework.Announce(ctx, pipe, dueBase(c.cfg.Prefix), c.cluster, r.keys.config())
+		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("waitroom: list room %s: %w", r.name, err)
 		}
 		return nil

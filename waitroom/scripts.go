@@ -3,6 +3,7 @@ package waitroom
 import (
 	"embed"
 
+	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
 )
 
@@ -40,9 +41,10 @@ var onceScripts = map[string]bool{scriptRelease: true}
 // Redis library and as EVALSHA scripts (redisx.Library, as in the other packages).
 var library = redisx.NewLibraryFromFiles(luaFiles, redisx.LibrarySpec{
 	Name:             "sluice_waitroom",
+	Helpers:          duework.LuaHelpers(),
 	EvalPrologue:     "bind(KEYS)",
 	FunctionPrologue: "bind(KEYS)",
-	Scripts: redisx.OnceScripts(redisx.Scripts([]string{
+	Scripts: append(redisx.OnceScripts(redisx.Scripts([]string{
 		scriptArrive, scriptTouch, scriptRelease, scriptMaintain, scriptConfigure, scriptStats, scriptReset,
-	}, scriptFlags), onceScripts),
+	}, scriptFlags), onceScripts), duework.MarkScript()),
 })

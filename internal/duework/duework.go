@@ -13,6 +13,7 @@ package duework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -109,4 +110,17 @@ func (b *Backoff[K]) Failed(k K) (int, time.Duration) {
 	b.failures[k]++
 	n := b.failures[k]
 	return n, min(RetryMin<<min(n-1, 16), RetryMax)
+}
+
+// Fail handles a failure err of the housekeeping of k, whose entry is member of shard: it counts
+// the failure, moves the entry to the next try (now, Redis's time in ms, plus the backoff; Defer)
+// and returns that time and err with the count and the wait, for the log.
+func (b *Backoff[K]) Fail(ctx context.Context, rdb redis.UniversalClient, k K, shard, member string, now int64, err error) (int64, error) {
+	n, wait := b.Failed(k)
+	at := now + wait.Milliseconds()
+	err = fmt.Errorf("failure %d in a row, next try in %s: %w", n, wait, err)
+	if derr := Defer(ctx, rdb, shard, member, at); derr != nil {
+		err = errors.Join(err, derr)
+	}
+	return at, err
 }

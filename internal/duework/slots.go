@@ -28,8 +28,8 @@ import (
 // thing's slot, so a pass may read only the shards of the set.
 const announcedMark = "complete"
 
-// slotsKey is the set of the slots in use of the index base.
-func slotsKey(base string) string { return base + ":slots" }
+// SlotsKey is the set of the slots in use of the index base (on a Cluster).
+func SlotsKey(base string) string { return base + ":slots" }
 
 // Announce adds the hash slots of keys (a key of each thing, as for Key) to the slots in use of
 // the index base, on a Cluster; on a standalone server it does nothing. c may be a pipeline, whose
@@ -42,7 +42,7 @@ func Announce(ctx context.Context, c redis.Cmdable, base string, cluster bool, k
 	for i, k := range keys {
 		slots[i] = strconv.Itoa(redisx.KeySlot(k))
 	}
-	return c.SAdd(ctx, slotsKey(base), slots...).Err()
+	return c.SAdd(ctx, SlotsKey(base), slots...).Err()
 }
 
 // MarkAnnounced records that every thing of the index base's registry has its slot announced: a
@@ -52,7 +52,7 @@ func MarkAnnounced(ctx context.Context, c redis.Cmdable, base string, cluster bo
 	if !cluster {
 		return nil
 	}
-	return c.SAdd(ctx, slotsKey(base), announcedMark).Err()
+	return c.SAdd(ctx, SlotsKey(base), announcedMark).Err()
 }
 
 // shardsOf are the shards of the index base to read, given the members of its slots set: those of
@@ -98,7 +98,7 @@ func timeAndShards(ctx context.Context, rdb redis.UniversalClient, base string, 
 	}
 	pipe := rdb.Pipeline()
 	t := pipe.Time(ctx)
-	slots := pipe.SMembers(ctx, slotsKey(base))
+	slots := pipe.SMembers(ctx, SlotsKey(base))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, nil, fmt.Errorf("read Redis's time and the slots in use of the due index: %w", err)
 	}

@@ -74,7 +74,7 @@ func TestStandaloneAnnouncesNothing(t *testing.T) {
 	if err := MarkAnnounced(ctx, env.Client, base, false); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := env.Client.Exists(ctx, slotsKey(base)).Result(); err != nil || n != 0 {
+	if n, err := env.Client.Exists(ctx, SlotsKey(base)).Result(); err != nil || n != 0 {
 		t.Fatalf("EXISTS slots = %d, %v; want no key on a standalone server", n, err)
 	}
 }

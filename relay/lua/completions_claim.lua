@@ -20,4 +20,5 @@ for _, id in ipairs(due) do
     redis.call('ZREM', K_DONE, id)
   end
 end
+if #out > 0 then due_at(now + tonumber(ARGV[9])) end
 return out

@@ -36,6 +36,10 @@
 --                            to be handed to the callback queue: its end, or, once claimed
 --                            (completions_claim.lua), the end of the claim; removed when handed
 --                            off (handed_off.lua), so a process that dies mid hand-off loses none
+--   KEYS[16] due     zset   the shard of the due index in the endpoint's slot (keys.go dueBase):
+--                            member the endpoint name (ARGV[3]), score at or before its next
+--                            lease, permit, slot or queue deadline end, or hand-off or trim of its
+--                            finished tasks (due_at); maintain.lua sets it, or removes it
 -- and the same leading ARGV:
 --   ARGV[1] wake channel (PUBLISHed the endpoint name when a task or a slot becomes free)
 --   ARGV[2] prefix of the task channels (PUBLISHed to when a task is permitted or ends)
@@ -58,7 +62,7 @@
 -- cb (completion callback, JSON: url, headers, timeout_ms; absent without one).
 -- The keys and common arguments of the current call, set by bind.
 local K_QUEUE, K_WAIT, K_DELAYED, K_RUN, K_SUBJ, K_SEQ, K_RATE, K_RING, K_COUNTS, K_ARCH, K_TASK, K_STARTS, K_SLOTS, K_FAIR
-local K_DONE
+local K_DONE, K_DUE
 local WAKE, TASK_CHANNEL, ENDPOINT, FINISHED_TTL, FINISHED_TTL_S, READ_TTL, ARCH_MAX, ARCHIVE
 -- What the current call counts, written once at its end (flush).
 local calls_n, calls_ms, ended, ended_any
@@ -67,7 +71,7 @@ local function bind(keys, args)
   K_QUEUE, K_WAIT, K_DELAYED, K_RUN = keys[1], keys[2], keys[3], keys[4]
   K_SUBJ, K_SEQ, K_RATE, K_RING = keys[5], keys[6], keys[7], keys[8]
   K_COUNTS, K_ARCH, K_TASK, K_STARTS = keys[9], keys[10], keys[11], keys[12]
-  K_SLOTS, K_FAIR, K_DONE = keys[13], keys[14], keys[15]
+  K_SLOTS, K_FAIR, K_DONE, K_DUE = keys[13], keys[14], keys[15], keys[16]
   WAKE, TASK_CHANNEL, ENDPOINT = args[1], args[2], args[3]
   FINISHED_TTL, FINISHED_TTL_S, READ_TTL = tonumber(args[4]), args[4], tonumber(args[5])
   ARCH_MAX, ARCHIVE = tonumber(args[6]), args[7] == '1'
@@ -102,6 +106,15 @@ end
 local function int_str(n) return string.format('%d', n) end
 
 local function wake() redis.call('PUBLISH', WAKE, ENDPOINT) end
+
+-- due_at records in the due index that the endpoint has work at t (ms): a lease, permit, slot or
+-- queue deadline ends, or finished tasks are to be handed on. The entry only moves earlier (LT;
+-- added when missing), so it stays at or before the next due time whatever the order of calls;
+-- maintain.lua sets it to that time once it has done what was due, so a maintenance pass visits
+-- only endpoints with something due.
+local function due_at(t)
+  redis.call('ZADD', K_DUE, 'LT', int_str(math.floor(t)), ENDPOINT)
+end
 
 local function notify_task(id, status) redis.call('PUBLISH', TASK_CHANNEL .. id, status) end
 
@@ -139,9 +152,15 @@ local function finish(id, st, now, extra)
     redis.call('HSET', tk, 'st', st, 'ea', at)
   end
   redis.call('PEXPIRE', tk, FINISHED_TTL_S)
-  if ARCHIVE then redis.call('ZADD', K_ARCH, at, id) end
+  if ARCHIVE then
+    redis.call('ZADD', K_ARCH, at, id)
+    due_at(now)
+  end
   -- Marked in the same script as the end: the callback is handed on at least once.
-  if redis.call('HEXISTS', tk, 'cb') == 1 then redis.call('ZADD', K_DONE, at, id) end
+  if redis.call('HEXISTS', tk, 'cb') == 1 then
+    redis.call('ZADD', K_DONE, at, id)
+    due_at(now)
+  end
   ended[st] = (ended[st] or 0) + 1
   ended_any = true
   notify_task(id, st)

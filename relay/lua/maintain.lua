@@ -5,6 +5,9 @@
 -- queue deadline time out; the archive backlog and the completion callbacks not handed on are
 -- trimmed to the finished retention (by then their tasks are gone). With ARGV[9] = 1 the endpoint
 -- was deleted: its waiting tasks are cancelled.
+-- Then it sets the endpoint's entry in the due index (KEYS[16]) to the time its next work is
+-- due (now or earlier when a step left work, or finished tasks wait for the archive), or removes
+-- it when the endpoint has none: a pass visits only endpoints whose entry is due.
 -- KEYS, ARGV[1..7]: lib.lua.
 -- ARGV[8] batch: the most tasks each step handles  [9] deleted endpoint (0|1)
 -- Returns {reaped leases, permits and slots, timed out, cancelled, empty, completions due}: empty
@@ -76,6 +79,9 @@ end
 flush(now)
 redis.call('ZREMRANGEBYSCORE', K_ARCH, '-inf', now - FINISHED_TTL)
 redis.call('ZREMRANGEBYSCORE', K_DONE, '-inf', now - FINISHED_TTL)
+due_set(K_DUE, ENDPOINT, {
+  {K_RUN, 0}, {K_WAIT, 0}, {K_DONE, 0}, {K_ARCH, ARCHIVE and 0 or FINISHED_TTL},
+})
 local empty = 0
 if redis.call('ZCARD', K_WAIT) + redis.call('ZCARD', K_QUEUE) + redis.call('ZCARD', K_DELAYED)
   + redis.call('ZCARD', K_RUN) + redis.call('ZCARD', K_ARCH) + redis.call('ZCARD', K_DONE) == 0 then

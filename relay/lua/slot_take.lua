@@ -22,6 +22,7 @@ local now = math.floor(now_us / 1000) -- as now_ms()
 local n = tonumber(ARGV[14])
 if reap_slots(now, 100) > 0 then wake() end
 local out = {now_us}
+local first_end -- the earliest expiry of a slot this call takes (due_at)
 local fresh = {} -- indexes of the members that need a new slot
 for i = 1, n do
   local member, hold = ARGV[13 + 2 * i], tonumber(ARGV[14 + 2 * i])
@@ -56,8 +57,10 @@ for j, i in ipairs(fresh) do
     local expiry = now + delay + hold
     redis.call('ZADD', K_SLOTS, expiry, member)
     redis.call('ZADD', K_RUN, expiry, member)
+    if not first_end or expiry < first_end then first_end = expiry end
     out[2 * i], out[2 * i + 1] = 0, math.floor(delay * 1000)
   end
 end
 if tokens and #tokens > 0 then rate_store(next_token, now, burst, interval) end
+if first_end then due_at(first_end) end
 return out

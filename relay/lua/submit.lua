@@ -25,6 +25,7 @@ local fair = ARGV[12] == '1'
 local idem_ttl = ARGV[13]
 local n = tonumber(ARGV[14])
 local out = {}
+local queued_any = false
 local waiting = redis.call('ZCARD', K_WAIT)
 local woke = false
 for i = 0, n - 1 do
@@ -75,6 +76,7 @@ for i = 0, n - 1 do
     end
     if subj ~= '' then redis.call('HINCRBY', K_SUBJ, subj, '1') end
     redis.call('ZADD', K_WAIT, qd_s, id)
+    queued_any = true
     redis.call('ZADD', K_QUEUE, score, id)
     waiting = waiting + 1
     local rank = redis.call('ZRANK', K_QUEUE, id)
@@ -90,4 +92,5 @@ end
 -- Every task the rounds order waits at most the queue timeout: rounds unused for that long order
 -- nothing.
 if fair then redis.call('PEXPIRE', K_FAIR, ARGV[11]) end
+if queued_any then due_at(qd) end
 return out

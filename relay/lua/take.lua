@@ -114,6 +114,8 @@ for i = 1, #popped, 2 do
   end
 end
 if fair_tops then fair_started(fair_tops) end
+-- Every lease and permit of this call ends at or after now plus the shorter of the two.
+if started > 0 then due_at(now + math.min(lease, permit_ttl)) end
 if tokens and started < #tokens then next_token = tokens[started + 1] end
 if started > 0 and qps > 0 then rate_store(next_token, now, burst, interval) end
 flush(now)

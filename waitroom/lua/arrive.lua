@@ -10,8 +10,8 @@
 -- its client address (GCRA: arrivals_per_minute, bursts of as many). A refused visitor changes
 -- nothing but what refused it.
 -- KEYS: the room keys (lib.lua), then
---   KEYS[9]  proofs  zset    used challenge id -> its expiry (ms); expires with the newest
---   KEYS[10] addr    string  the client address's limit state (the GCRA's tat, ms); expires
+--   KEYS[10] proofs  zset    used challenge id -> its expiry (ms); expires with the newest
+--   KEYS[11] addr    string  the client address's limit state (the GCRA's tat, ms); expires
 -- ARGV[1] visitor id
 -- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
 -- ARGV[3] batch: the most idle slots freed by this call, and the most visitors ahead looked at
@@ -19,7 +19,7 @@
 -- ARGV[4] grace (ms): a waiting visitor whose last poll is older is silent (skipped)
 -- ARGV[5] arrivals per minute per address when the room sets none (arrivals_per_minute 0);
 --         negative: no limit
--- ARGV[6] 1 when KEYS[10] is a client address's key, 0 when there is no address (no limit)
+-- ARGV[6] 1 when KEYS[11] is a client address's key, 0 when there is no address (no limit)
 -- ARGV[7] the id of the challenge the visitor proved, '' for none
 -- ARGV[8] that challenge's expiry (Unix ms)
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
@@ -54,24 +54,24 @@ local function gate()
   local proof = ARGV[7]
   if above > 0 and redis.call('ZCARD', K_LINE) >= above then
     if proof == '' then return reply(5, 0, 0, 0) end
-    redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
-    if redis.call('ZSCORE', KEYS[9], proof) then return reply(5, 0, 0, 0) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
+    if redis.call('ZSCORE', KEYS[10], proof) then return reply(5, 0, 0, 0) end
   else
     proof = ''
   end
   if rate == 0 then rate = tonumber(ARGV[5]) end
   if rate > 0 and ARGV[6] == '1' then
     local interval = math.floor(60000 / rate)
-    local tat = math.max(tonumber(redis.call('GET', KEYS[10]) or '0'), now)
+    local tat = math.max(tonumber(redis.call('GET', KEYS[11]) or '0'), now)
     if tat + interval - now > interval * rate then
       return reply(4, 0, tat + interval - now - interval * rate, 0)
     end
-    redis.call('SET', KEYS[10], tat + interval, 'PX', tat + interval - now)
+    redis.call('SET', KEYS[11], tat + interval, 'PX', tat + interval - now)
   end
   if proof ~= '' then
     local expires = tonumber(ARGV[8])
-    redis.call('ZADD', KEYS[9], expires, proof)
-    if redis.call('PTTL', KEYS[9]) < expires - now then redis.call('PEXPIRE', KEYS[9], expires - now) end
+    redis.call('ZADD', KEYS[10], expires, proof)
+    if redis.call('PTTL', KEYS[10]) < expires - now then redis.call('PEXPIRE', KEYS[10], expires - now) end
   end
   return nil
 end
@@ -91,6 +91,7 @@ if not waited_before then
   redis.call('HSET', K_SINCE, v, now)
 end
 redis.call('ZADD', K_SEEN, now, v)
+due_at(now + cfg.queue_timeout)
 local since = tonumber(redis.call('HGET', K_SINCE, v) or now)
 if early then
   return reply(3, 0, cfg.open_at - now, now - since)
@@ -143,6 +144,7 @@ if ahead < free then
     redis.call('ZREM', K_SEEN, v)
     redis.call('HDEL', K_SINCE, v)
     redis.call('ZADD', K_ACTIVE, now, v)
+    due_at(now + cfg.session_timeout)
     redis.call('HINCRBY', K_STATS, 'admitted', 1)
     local minute = math.floor(now / 60000)
     redis.call('HSETNX', K_STATS, 'firsta', now)

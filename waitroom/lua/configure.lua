@@ -11,6 +11,8 @@
 -- ARGV[2]: "" to keep the room's applied record (the settings a config file last applied, kept
 --          across every write), or "=" followed by the new record.
 -- ARGV[3..]: field, value pairs (config.go writes every field).
+-- A room holding visitors becomes due now in the due index (due_at): its timeouts may have
+-- shortened, and maintain.lua sets its entry from the new ones.
 -- Returns the new version, or 0 when ARGV[1] named a version that is no longer the room's.
 local version = tonumber(redis.call('HGET', K_CONFIG, 'version') or '0')
 local expect = tonumber(ARGV[1])
@@ -27,4 +29,5 @@ redis.call('HSET', K_CONFIG, 'version', version, unpack(ARGV, 3))
 if applied and applied ~= '' then
   redis.call('HSET', K_CONFIG, 'applied', applied)
 end
+if redis.call('EXISTS', K_ACTIVE, K_SEEN) > 0 then due_at(now_ms()) end
 return version

@@ -21,14 +21,28 @@
 --                            the ETA uses: a room filling its free slots is not a line moving),
 --                            x<m> abandonments
 --   KEYS[8]  waits    list   the waits (ms) of the latest admissions, newest first, at most 101
+--   KEYS[9]  due      zset   the shard of the due index in the room's slot (keys.go dueBase):
+--                            member the room's name, score at or before the time its next
+--                            visitor goes idle or silent (due_at); maintain.lua sets it
 -- Script-specific arguments are in ARGV.
 
 -- The keys of the current call's room, set by bind.
-local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS
+local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS, K_DUE
 
 local function bind(keys)
   K_CONFIG, K_ACTIVE, K_LINE, K_SEEN = keys[1], keys[2], keys[3], keys[4]
-  K_SINCE, K_STATS, K_MINUTES, K_WAITS = keys[5], keys[6], keys[7], keys[8]
+  K_SINCE, K_STATS, K_MINUTES, K_WAITS, K_DUE = keys[5], keys[6], keys[7], keys[8], keys[9]
+end
+
+-- room_name is the room's name, read off its config key ("...:{<room>}:config").
+local function room_name() return string.match(K_CONFIG, '{([^{}]*)}:config$') end
+
+-- due_at records in the due index that the room has work at t (ms): a visitor goes idle or
+-- silent. The entry only moves earlier (LT; added when missing), so it stays at or before the
+-- room's next due time whatever the order of calls; maintain.lua sets it to that time, so a
+-- maintenance pass visits only rooms with something due.
+local function due_at(t)
+  redis.call('ZADD', K_DUE, 'LT', string.format('%d', t), room_name())
 end
 
 -- How many minutes of admissions the ETA looks back at, and how many minute fields are kept.

@@ -18,6 +18,7 @@ free_idle(cfg, now, tonumber(ARGV[2]))
 if cfg.open_at <= now and redis.call('ZCARD', K_LINE) == 0
     and redis.call('ZCARD', K_ACTIVE) < cfg.max_active then
   redis.call('ZADD', K_ACTIVE, now, v)
+  due_at(now + cfg.session_timeout)
   return 2
 end
 return 0
