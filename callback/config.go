@@ -58,14 +58,18 @@ type DelivererConfig struct {
 	// Store applies within about this long. Default 1s.
 	SettingsTTL time.Duration
 
-	// SweepInterval is how often the deliverer visits a page of the queues with callback jobs even
-	// without a notification (a notification lost while the subscription reconnected), going on
-	// from where the last page ended. Default 1s.
-	SweepInterval time.Duration
-	// SweepBatch is about how many queues with callback jobs one sweep visits (one page of the
-	// registry), so a sweep's cost does not grow with the number of such queues: with 1,000 of
-	// them or fewer, each is visited every SweepInterval. Default 1000.
-	SweepBatch int
+	// PollInterval is how often the deliverer reads the callback lanes' due index for lanes with
+	// work due that no notification named (one lost while the subscription reconnected, a job of
+	// a lane it did not visit coming due). Default 500ms.
+	PollInterval time.Duration
+	// Batch is the most lanes one read of the due index takes from each of its shards (one on a
+	// standalone server, one per hash slot on a Cluster); what is left waits for the next read.
+	// It also sizes a step of the sweep of the callback registry. Default 1000.
+	Batch int
+	// SweepEvery is how often the registry of callback queues is swept to index the lanes the due
+	// index may lack (callback jobs stored by a version of Sluice that did not keep it): each
+	// registered lane is marked due once, Batch a read, and visited once. Default 1h.
+	SweepEvery time.Duration
 
 	// ShutdownTimeout is how long Stop lets calls in flight finish before it cancels them (a
 	// cancelled call is retried later, with the same webhook-id). Default 10s.
@@ -89,8 +93,9 @@ func (c DelivererConfig) withDefaults() DelivererConfig {
 	c.Workers = cmp.Or(c.Workers, 32)
 	c.MaxResultBytes = cmp.Or(c.MaxResultBytes, 64<<10)
 	c.SettingsTTL = cmp.Or(c.SettingsTTL, time.Second)
-	c.SweepInterval = cmp.Or(c.SweepInterval, time.Second)
-	c.SweepBatch = cmp.Or(c.SweepBatch, 1000)
+	c.PollInterval = cmp.Or(c.PollInterval, 500*time.Millisecond)
+	c.Batch = cmp.Or(c.Batch, 1000)
+	c.SweepEvery = cmp.Or(c.SweepEvery, time.Hour)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, 10*time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "sluice-callbacks")
 	c.Logger = cmp.Or(c.Logger, slog.Default())
@@ -114,8 +119,9 @@ func (c DelivererConfig) validate() error {
 		{"DestinationConcurrency", c.DestinationConcurrency < 0},
 		{"DestinationRate", c.DestinationRate < 0},
 		{"SettingsTTL", c.SettingsTTL < time.Millisecond},
-		{"SweepInterval", c.SweepInterval < time.Millisecond},
-		{"SweepBatch", c.SweepBatch < 1},
+		{"PollInterval", c.PollInterval < time.Millisecond},
+		{"Batch", c.Batch < 1},
+		{"SweepEvery", c.SweepEvery < time.Second},
 		{"ShutdownTimeout", c.ShutdownTimeout < time.Millisecond},
 	}
 	for _, ch := range checks {

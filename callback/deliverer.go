@@ -69,6 +69,12 @@ type DelivererStats struct {
 	Delivered, Retried, Dead, Expired, Released, Lost int64
 	// InFlight is the number of callback jobs leased and not yet finished.
 	InFlight int
+	// Visits counts the lease calls made on callback lanes (one script call each): lanes the due
+	// index had due, lanes named by notifications, lanes with jobs left. Idle lanes are never
+	// visited.
+	Visits int64
+	// LaneFailures counts the visits that failed (the lane is retried after a backoff).
+	LaneFailures int64
 }
 
 // Deliverer sends due callback jobs (queue.Callback) to their URLs: signed with the Standard
@@ -81,9 +87,11 @@ type DelivererStats struct {
 // is leased by one of them, and a deliverer that dies mid-call loses nothing, since the lease runs
 // out and the job is delivered again with the same webhook-id.
 //
-// It finds work without scanning every queue: scripts announce callback work on one Pub/Sub
-// channel naming the queue, each visit learns when the queue next has something due, and a sweep
-// of the queues that have had callback jobs covers lost notifications.
+// It finds work without looking at idle lanes: the scripts that put a callback job on a queue's
+// callback lane (or schedule one) record the lane in a due index in the same call, which the
+// deliverer reads every PollInterval in bounded batches; they also announce the work on one
+// Pub/Sub channel, so it is sent at once. A lane whose visit fails is logged and tried again after
+// a backoff, never holding up the others.
 type Deliverer struct {
 	startstop.Base // the run's lifecycle: Start subscribes, then Base.Run runs the workers
 
@@ -102,6 +110,9 @@ type Deliverer struct {
 	slots chan struct{}       // one token per leased, unfinished job (capacity Workers)
 
 	delivered, retried, dead, expired, released, lost atomic.Int64
+	visits, laneFailures                              atomic.Int64
+
+	backoff laneBackoff // lanes whose visit failed in a row (lanes.go)
 
 	startMu sync.Mutex // one Start at a time: it subscribes before Base.Run starts the run
 }
@@ -203,8 +214,10 @@ func (d *Deliverer) run(ctx, fetchCtx context.Context, ps *redis.PubSub) {
 	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCalls()
 	jobs := make(chan callbackWork, d.cfg.Workers)
+	due := make(chan dueRead)
 	var listener, workers sync.WaitGroup
 	listener.Go(func() { d.listen(fetchCtx, ps) })
+	listener.Go(func() { d.pollDue(fetchCtx, due) })
 	stopping := func() bool { return fetchCtx.Err() != nil }
 	for range d.cfg.Workers {
 		workers.Go(func() {
@@ -213,7 +226,7 @@ func (d *Deliverer) run(ctx, fetchCtx context.Context, ps *redis.PubSub) {
 			}
 		})
 	}
-	d.fetchLoop(fetchCtx, jobs)
+	d.fetchLoop(fetchCtx, due, jobs)
 	close(jobs)
 	listener.Wait()
 	done := make(chan struct{})
@@ -243,7 +256,7 @@ func (d *Deliverer) Stats() DelivererStats {
 	return DelivererStats{
 		Delivered: d.delivered.Load(), Retried: d.retried.Load(), Dead: d.dead.Load(),
 		Expired: d.expired.Load(), Released: d.released.Load(), Lost: d.lost.Load(),
-		InFlight: len(d.slots),
+		InFlight: len(d.slots), Visits: d.visits.Load(), LaneFailures: d.laneFailures.Load(),
 	}
 }
 
@@ -262,109 +275,9 @@ func (d *Deliverer) listen(ctx context.Context, ps *redis.PubSub) {
 			if ref, ok := queue.ParseCallbackNotification(m.Payload); ok {
 				select {
 				case d.notes <- ref:
-				default: // full: the sweep finds the work
+				default: // full: the due index finds the work
 				}
 			}
-		}
-	}
-}
-
-// fetchLoop leases callback jobs while workers are free: from queues named by notifications, from
-// queues whose next due time has come, and from a page of SweepBatch callback queues once per
-// SweepInterval (the next page each time).
-func (d *Deliverer) fetchLoop(ctx context.Context, jobs chan<- callbackWork) {
-	hot := map[queue.QueueRef]bool{}
-	wakes := map[queue.QueueRef]time.Time{}
-	var nextSweep time.Time
-	var sweepCursor uint64
-	for ctx.Err() == nil {
-		now := time.Now()
-		if !now.Before(nextSweep) {
-			refs, next, err := d.cfg.Queue.ScanCallbackQueues(ctx, sweepCursor, d.cfg.SweepBatch)
-			if err != nil && ctx.Err() == nil {
-				d.cfg.Logger.Warn("callback deliverer: list callback queues", "error", err)
-			}
-			if err == nil {
-				sweepCursor = next
-			}
-			for _, r := range refs {
-				hot[r] = true
-			}
-			nextSweep = now.Add(d.cfg.SweepInterval)
-		}
-		d.drainNotes(hot)
-		for r, at := range wakes {
-			if !now.Before(at) {
-				hot[r] = true
-				delete(wakes, r)
-			}
-		}
-		// With most workers busy, lease again only once a quarter of them are free: leasing for
-		// every call that ends would cost a script call per job when a backlog drains.
-		minLease := max(1, cap(d.slots)/4)
-		full := false
-		for r := range hot {
-			free := cap(d.slots) - len(d.slots)
-			if free < minLease {
-				full = true
-				break
-			}
-			b, err := d.cfg.Queue.ConsumeCallbacks(ctx, r.Namespace, r.Queue, free)
-			if err != nil {
-				if ctx.Err() == nil {
-					d.cfg.Logger.Warn("callback deliverer: lease callback jobs", "namespace", r.Namespace, "queue", r.Queue, "error", err)
-					wakes[r] = now.Add(d.cfg.SweepInterval)
-				}
-				delete(hot, r)
-				continue
-			}
-			received := time.Now()
-			for _, j := range b.Jobs {
-				d.slots <- struct{}{}
-				jobs <- callbackWork{job: j, received: received}
-			}
-			if !b.More {
-				delete(hot, r)
-			}
-			if b.Wake > 0 {
-				at := received.Add(b.Wake)
-				if old, ok := wakes[r]; !ok || at.Before(old) {
-					wakes[r] = at
-				}
-			}
-		}
-		if len(hot) > 0 && !full {
-			continue // queues with more work and room to take it
-		}
-		next := nextSweep
-		for _, at := range wakes {
-			if at.Before(next) {
-				next = at
-			}
-		}
-		timer := time.NewTimer(max(time.Until(next), 0))
-		var freed <-chan struct{}
-		if full {
-			freed = d.freed
-		}
-		select {
-		case <-ctx.Done():
-		case r := <-d.notes:
-			hot[r] = true
-		case <-freed:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
-
-func (d *Deliverer) drainNotes(hot map[queue.QueueRef]bool) {
-	for {
-		select {
-		case r := <-d.notes:
-			hot[r] = true
-		default:
-			return
 		}
 	}
 }

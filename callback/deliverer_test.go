@@ -3,7 +3,6 @@ package callback_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -513,22 +512,4 @@ func TestDelivererStartStopRestart(t *testing.T) {
 	if st := d.Stats(); st.Delivered != 2 {
 		t.Fatalf("stats %+v, want 2 delivered", st)
 	}
-}
-
-// Callback jobs published while no deliverer listened (their notifications lost) are found by the
-// sweep, which visits the queues with callback jobs a page at a time: with 200 such queues and
-// pages of about 10, every one is reached.
-func TestCallbackSweepPagesThroughEveryQueue(t *testing.T) {
-	t.Parallel()
-	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
-		f := newCallbackFixture(t, env)
-		const queues = 200 // past a small set's compact encoding, so SSCAN pages for real
-		for i := range queues {
-			f.publish(t, queue.PublishParams{Queue: fmt.Sprintf("q%03d", i), Callback: f.hook("/sweep")})
-		}
-		f.start(t, callback.DelivererConfig{Workers: 8, SweepInterval: 5 * time.Millisecond, SweepBatch: 10})
-		testwait.Until(t, 60*time.Second, "every queue's callback delivered", func() bool {
-			return len(f.recv.got()) >= queues
-		})
-	})
 }

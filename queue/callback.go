@@ -169,17 +169,6 @@ func (c *Client) CallbackQueues(ctx context.Context) ([]QueueRef, error) {
 	return queueRefs(names), nil
 }
 
-// ScanCallbackQueues reads one page of the queues that have had callback jobs: about count of
-// them, and the cursor of the next page (0 after the last; start with 0). A deliverer sweeps them
-// page by page, so a sweep's cost does not grow with the number of such queues.
-func (c *Client) ScanCallbackQueues(ctx context.Context, cursor uint64, count int) ([]QueueRef, uint64, error) {
-	names, next, err := c.store.ScanCallbackQueues(ctx, cursor, int64(count))
-	if err != nil {
-		return nil, 0, fmt.Errorf("queue: callback queues: %w", err)
-	}
-	return queueRefs(names), next, nil
-}
-
 func queueRefs(names []store.QueueName) []QueueRef {
 	out := make([]QueueRef, len(names))
 	for i, n := range names {

@@ -24,13 +24,7 @@ func (s *Store) DueQueues(ctx context.Context, limit int) (int64, []QueueName, e
 	if err != nil {
 		return now, nil, err
 	}
-	out := make([]QueueName, 0, len(members))
-	for _, member := range members {
-		if q, ok := dueMemberQueue(s.cfg.Prefix, member); ok {
-			out = append(out, q)
-		}
-	}
-	return now, out, nil
+	return now, s.dueMembers(members), nil
 }
 
 // DeferDue moves a queue's entry in the due index to at (Redis's time, ms), when the entry is

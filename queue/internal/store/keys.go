@@ -22,6 +22,9 @@ type queueKeys struct {
 	// ackHead and batchHead start ack_noresult.lua and publish_batch.lua calls the same way: their
 	// five keys, boxed once.
 	ackHead, batchHead []any
+	// laneDue is the shard of the callback lanes' due index the queue's entry lives in
+	// (laneDueKey); the scripts derive it from the due shard's name.
+	laneDue string
 	// callPrefix starts the call keys of the queue's Once scripts (redisx.OnceKeys): the prefix
 	// and a call id name the key that keeps one call's answer for a repeat of it.
 	callPrefix string
@@ -67,6 +70,7 @@ func newQueueKeys(prefix, ns, name string, cluster bool) queueKeys {
 		// publish_ready.lua finds the channel from the jobs key: the same name, "notify" for "jobs".
 		channel:    base + "notify",
 		callPrefix: base + "call:",
+		laneDue:    laneDueKey(prefix, base, cluster),
 	}
 	k.head = make([]any, 0, 2+len(k.all))
 	k.head = append(k.head, len(k.all))
@@ -170,6 +174,26 @@ func dueMemberQueue(prefix, member string) (QueueName, bool) {
 	}
 	return ParseHashTag(tag)
 }
+
+// laneDueKey is the shard of the callback lanes' due index that holds the entry of the queue whose
+// keys start with base: a zset of queues (member: the queue's notify channel, as in the due index)
+// scored at or before the time the queue's callback lane next has work for a deliverer (a job on
+// the lane, a delayed callback job, a lease end). The scripts that put a callback job on the lane
+// or schedule one lower the entry in the same call; consume_callbacks.lua sets it to the lane's
+// next work, or removes it. "<prefix>:callbacks:due", or on a Cluster the shard
+// "<prefix>:callbacks:due:{t}" of the queue's hash slot, the same tag as the due index's (lib.lua
+// derives it from that one's name: lane_key).
+func laneDueKey(prefix, queueBase string, cluster bool) string {
+	return duework.Key(laneDueBase(prefix), queueBase, cluster)
+}
+
+// laneDueBase names the callback lanes' due index (duework.Shards).
+func laneDueBase(prefix string) string { return prefix + ":callbacks:due" }
+
+// laneSweptKey exists while the callback lanes' due index is known to hold every lane of the
+// callback registry with work: a full sweep of the registry (Store.SweepLanes) sets it with a
+// lifetime, as dueSweptKey.
+func laneSweptKey(prefix string) string { return prefix + ":callbacks:due:swept" }
 
 // dueSweptKey exists while the due index is known to hold every queue of the registry: a full
 // sweep (one maintenance step per registered queue, in small batches) sets it with a lifetime, so

@@ -134,12 +134,8 @@ func (s *Store) Pause(ctx context.Context, ns, q string) error {
 	return s.rdb.HSet(ctx, s.keys.get(ns, q).meta(), "paused", "1").Err()
 }
 
-// Resume lets consumers get jobs of a paused queue again and wakes the ones waiting.
+// Resume lets consumers get jobs of a paused queue again, wakes the ones waiting, and marks the
+// queue's callback lane due when jobs wait on it (resume.lua).
 func (s *Store) Resume(ctx context.Context, ns, q string) error {
-	k := s.keys.get(ns, q)
-	if err := s.rdb.HDel(ctx, k.meta(), "paused").Err(); err != nil {
-		return err
-	}
-	// Only a wake-up: a lost one costs waiting consumers at most the queue's WakeupInterval.
-	return s.rdb.Publish(ctx, k.channel, "r").Err()
+	return s.run(ctx, scriptResume, s.keys.get(ns, q)).Err()
 }

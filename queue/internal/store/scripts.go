@@ -47,6 +47,7 @@ const (
 	scriptRunNow         scriptName = "run_now"
 	scriptSetPriority    scriptName = "set_priority"
 	scriptCallbackFinish scriptName = "callback_finish"
+	scriptResume         scriptName = "resume"
 )
 
 var scriptNames = []scriptName{
@@ -54,7 +55,7 @@ var scriptNames = []scriptName{
 	scriptGet, scriptPeek, scriptStats, scriptPurge, scriptDeadList, scriptDeadRespawn,
 	scriptDeadDelete, scriptMaintain, scriptPending, scriptConsumeCallbacks, scriptPublishReady,
 	scriptAckNoResult, scriptPublishBatch, scriptScheduleFire, scriptList, scriptDelayedSplit,
-	scriptRunNow, scriptSetPriority, scriptCallbackFinish, registerScript,
+	scriptRunNow, scriptSetPriority, scriptCallbackFinish, scriptResume, registerScript,
 }
 
 // bareScripts take keys and arguments of their own rather than the queue's whole set (lib.lua's
@@ -77,7 +78,7 @@ var scriptFlags = map[scriptName]string{
 	scriptRelease: "allow-oom", scriptDelete: "allow-oom", scriptPurge: "allow-oom",
 	scriptDeadRespawn: "allow-oom", scriptDeadDelete: "allow-oom", scriptMaintain: "allow-oom",
 	scriptConsumeCallbacks: "allow-oom", scriptRunNow: "allow-oom", scriptSetPriority: "allow-oom",
-	scriptCallbackFinish: "allow-oom",
+	scriptCallbackFinish: "allow-oom", scriptResume: "allow-oom",
 }
 
 // onceScripts change what a caller must hear about and run once per call: each call carries a

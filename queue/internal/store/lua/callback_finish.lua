@@ -2,7 +2,8 @@
 -- step, so the list of tries never disagrees with the job. A delivered try acks the delivery with
 -- the response as the result (as ack.lua with a result does); a failed one nacks it (as nack.lua).
 -- The try is pushed onto the job's list of tries (newest first), which keeps the last keep of
--- them and expires keep_ms after the last try.
+-- them and expires keep_ms after the last try. The lane's entry in the callback lanes' due index
+-- is set from what is left (lane_settle).
 -- KEYS: the queue keys (lib.lua), then KEYS[14]: the job's list of tries.
 -- ARGV[7]: id; ARGV[8]: delivery; ARGV[9]: the try as a JSON object, which gets an "outcome"
 -- member here; ARGV[10]: keep; ARGV[11]: keep_ms; ARGV[12]: 'ack' or 'nack'; ARGV[13]: the
@@ -36,5 +37,6 @@ local tries = KEYS[14]
 redis.call('LPUSH', tries, string.sub(ARGV[9], 1, -2) .. ',"outcome":"' .. outcome .. '"}')
 redis.call('LTRIM', tries, 0, tonumber(ARGV[10]) - 1)
 redis.call('PEXPIRE', tries, ARGV[11])
+lane_settle(now, redis.call('LLEN', callbacks_key()) > 0, next_wake())
 flush_notify()
 return outcome

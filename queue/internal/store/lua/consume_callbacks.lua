@@ -6,8 +6,12 @@
 -- (or in the dead letter) with the same id.
 -- KEYS: the queue keys (lib.lua).
 -- ARGV[7]: count.
+-- Then it sets the lane's entry in the callback lanes' due index (lane_settle in lib.lua): now
+-- while jobs are left on the lane, else the next time housekeeping may bring some (next_wake), or
+-- no entry when nothing is scheduled. A paused queue leases nothing and keeps no entry for its lane
+-- but its next wake: Resume marks the lane due again.
 -- Returns: {now_ms, next_wake_ms (-1: none), more (1: jobs are left),
--- n, job fields...} with 4 fields per job (lease_popped). A paused queue leases nothing.
+-- n, job fields...} with 4 fields per job (lease_popped).
 local now = now_ms()
 local want = tonumber(ARGV[7])
 housekeeping(now)
@@ -20,7 +24,9 @@ if redis.call('HGET', K_META, 'paused') ~= '1' then
 end
 count('consumed', got)
 flush_notify()
-out[2] = next_wake()
+local wake = next_wake()
+lane_settle(now, more == 1, wake)
+out[2] = wake
 out[3] = more
 out[4] = got
 return out

@@ -44,6 +44,8 @@ local BATCH_S
 -- notify_callbacks: the call put jobs on the callback lane or scheduled a new earliest delayed
 -- job (flush_notify tells the deliverers once, on the prefix's callback channel).
 local notify_ready, notify_callbacks
+-- call_now is the call's last now_ms (bind clears it), for lane_due.
+local call_now
 -- Records are cmsgpack arrays. Redis-compatible stores without cmsgpack (the in-process store the
 -- server falls back to) get a plain length-prefixed codec: each field is 'n<number>;' or
 -- 's<length>:<bytes>'. One store only ever holds records of one codec. bind sets msgpack to the
@@ -59,6 +61,7 @@ local function bind(keys, args, codec)
   DEAD_RETENTION, DEAD_MAX = args[3], args[4]
   RESULT_RETENTION, RESULT_MAX = args[5], args[6]
   notify_ready, notify_callbacks = false, false
+  call_now = nil
   msgpack = codec
 end
 
@@ -134,7 +137,8 @@ local function now_ms()
   local t = redis.call('TIME')
   local us = tonumber(t[2])
   now_frac = us % 1000 ~= 0
-  return tonumber(t[1]) * 1000 + math.floor(us / 1000)
+  call_now = tonumber(t[1]) * 1000 + math.floor(us / 1000)
+  return call_now
 end
 
 -- due_in is the time delay_ms after the last now_ms (now), rounded up to a whole ms.
@@ -170,6 +174,24 @@ end
 -- to that time, or removes it, once it has done what was due.
 local function due_at(t)
   redis.call('ZADD', K_DUE, 'LT', ms_str(t), CHANNEL)
+end
+
+-- lane_key is the shard of the callback lanes' due index in the queue's hash slot (keys.go,
+-- laneDueKey): the queues' due index shard (K_DUE, '<prefix>:due' or '<prefix>:due:{t}') with
+-- 'callbacks:due' for 'due', so the same slot. Like callbacks_key it is not passed in KEYS: every
+-- position is taken, and only the calls that touch a callback lane need it.
+local function lane_key()
+  local prefix, shard = string.match(K_DUE, '^(.*):due(.*)$')
+  return prefix .. ':callbacks:due' .. shard
+end
+
+-- lane_due records in the callback lanes' due index that the queue's callback lane has work for a
+-- deliverer at time t (ms): a callback job on the lane (now) or a delayed callback job (its due
+-- time). The entry only moves earlier (LT), as due_at's; consume_callbacks.lua, the deliverer's
+-- visit, sets it to the lane's next work or removes it. A deliverer reads only the due entries,
+-- so idle lanes cost it nothing.
+local function lane_due(t)
+  redis.call('ZADD', lane_key(), 'LT', ms_str(t or call_now or now_ms()), CHANNEL)
 end
 
 -- due_after records a retention end: t + retention (a string of ms; '0' keeps no time bound).
@@ -285,6 +307,7 @@ local function push_ready(id, rec, front)
     else
       redis.call('RPUSH', callbacks_key(), id)
     end
+    lane_due(nil)
     notify_callbacks = true
     return
   end
@@ -337,6 +360,7 @@ local function push_delayed(id, rec, due)
   rec[R_DUE] = due
   if rec[R_EXPIRE] > 0 then redis.call('ZADD', K_EXPIRY, ms_str(rec[R_EXPIRE]), id) end
   if rec[R_EXPIRE] > 0 and rec[R_EXPIRE] < due then due_at(rec[R_EXPIRE]) else due_at(due) end
+  if has_callback(rec) then lane_due(due) end
   if head[2] == nil or due < tonumber(head[2]) then
     if has_callback(rec) then
       notify_callbacks = true
@@ -614,6 +638,21 @@ local function next_wake()
   local l = redis.call('ZRANGE', K_LEASED, '0', '0', 'WITHSCORES')
   if l[2] and (w < 0 or tonumber(l[2]) < w) then w = tonumber(l[2]) end
   return w
+end
+
+-- lane_settle sets the queue's entry in the callback lanes' due index from the lane's state: now
+-- when jobs wait on it (waiting), else its next wake (wake: a delayed job or a lease end, next_wake)
+-- or no entry when nothing is scheduled. Only the calls that know that state set it:
+-- consume_callbacks.lua (a deliverer's visit) and callback_finish.lua (a try's end, so a lane
+-- whose last job was delivered is not visited again at that job's lease end).
+local function lane_settle(now, waiting, wake)
+  if waiting then
+    redis.call('ZADD', lane_key(), ms_str(now), CHANNEL)
+  elseif wake >= 0 then
+    redis.call('ZADD', lane_key(), ms_str(wake), CHANNEL)
+  else
+    redis.call('ZREM', lane_key(), CHANNEL)
+  end
 end
 
 -- The callback channel is one per prefix ('<prefix>:callbacks:notify', callbackChannel in Go), so
