@@ -60,7 +60,9 @@ type DelivererConfig struct {
 
 	// PollInterval is how often the deliverer reads the callback lanes' due index for lanes with
 	// work due that no notification named (one lost while the subscription reconnected, a job of
-	// a lane it did not visit coming due). Default 500ms.
+	// a lane it did not visit coming due). Reads are at least ten times as long apart as the last
+	// one took (a Cluster's index has a shard per hash slot), so polling never takes more than a
+	// tenth of the time. Default 500ms.
 	PollInterval time.Duration
 	// Batch is the most lanes one read of the due index takes from each of its shards (one on a
 	// standalone server, one per hash slot on a Cluster); what is left waits for the next read.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/duework"
-	"github.com/sluicehq/sluice/internal/startstop"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -90,27 +89,34 @@ func (d *Deliverer) fetchLoop(ctx context.Context, due <-chan dueRead, jobs chan
 	}
 }
 
-// pollDue reads the lanes the due index has due (at most Batch of each shard) every PollInterval
-// and hands them to the fetch loop, until ctx ends; while a sweep of the callback registry is
-// under way or may be needed, each read takes its next step. It runs beside the fetch loop, so a
-// slow read (a Cluster's index has a shard per slot) never holds up the lanes already known.
+// pollDue reads the lanes the due index has due (at most Batch of each shard) and hands them to
+// the fetch loop, until ctx ends; while a sweep of the callback registry is under way or may be
+// needed, each read takes its next step. It runs beside the fetch loop, so a slow read never holds
+// up the lanes already known. Reads are PollInterval apart, or ten times as long as the last one
+// took when that is longer: a Cluster's index has a shard per hash slot, and reading all 16,384
+// costs far more than a standalone server's one key, so polling takes at most a tenth of the
+// time whatever it costs.
 func (d *Deliverer) pollDue(ctx context.Context, out chan<- dueRead) {
 	var sweep registrySweep
-	startstop.Every(ctx, d.cfg.PollInterval, func(ctx context.Context) {
-		now := time.Now()
+	for ctx.Err() == nil {
+		start := time.Now()
 		read, err := d.cfg.Queue.DueCallbackLanes(ctx, d.cfg.Batch)
 		if err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("callback deliverer: read the callback lanes' due index", "error", err)
 		}
 		if err == nil && len(read.Lanes) > 0 {
 			select {
-			case out <- dueRead{lanes: read.Lanes, offset: read.Now.Sub(now)}:
+			case out <- dueRead{lanes: read.Lanes, offset: read.Now.Sub(start)}:
 			case <-ctx.Done():
 				return
 			}
 		}
-		d.sweepStep(ctx, &sweep, now)
-	})
+		d.sweepStep(ctx, &sweep, start)
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(d.cfg.PollInterval, 10*time.Since(start))):
+		}
+	}
 }
 
 // registrySweep is where a deliverer's sweep of the callback registry stands.

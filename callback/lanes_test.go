@@ -34,7 +34,7 @@ func (f *cbFixture) publishLanes(t *testing.T, queues []string, p queue.PublishP
 // is recorded, after the receiver answered).
 func waitCounted(t *testing.T, d *callback.Deliverer, n int64) {
 	t.Helper()
-	testwait.Until(t, 60*time.Second, fmt.Sprintf("%d deliveries counted", n), func() bool {
+	testwait.Until(t, 2*time.Minute, fmt.Sprintf("%d deliveries counted", n), func() bool {
 		return d.Stats().Delivered >= n
 	})
 }
@@ -42,7 +42,7 @@ func waitCounted(t *testing.T, d *callback.Deliverer, n int64) {
 // waitDelivered waits until the receiver got a call on each of the paths (under /hooks).
 func (f *cbFixture) waitDelivered(t *testing.T, paths ...string) {
 	t.Helper()
-	testwait.Until(t, 60*time.Second, fmt.Sprintf("calls on %v", paths), func() bool {
+	testwait.Until(t, 2*time.Minute, fmt.Sprintf("calls on %v", paths), func() bool {
 		got := map[string]bool{}
 		for _, c := range f.recv.got() {
 			got[c.path] = true
@@ -135,7 +135,7 @@ func TestCallbackFailingLaneIsIsolatedAndRetried(t *testing.T) {
 		var log testio.Buffer
 		d := f.start(t, callback.DelivererConfig{PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		f.waitDelivered(t, "/aa", "/zz")
-		testwait.Until(t, 30*time.Second, "the failing lane logged", func() bool {
+		testwait.Until(t, 2*time.Minute, "the failing lane logged", func() bool {
 			return strings.Contains(log.String(), "callback lane failed")
 		})
 		for _, want := range []string{"namespace=" + f.ns, "queue=bad", "retry_in=", "WRONGTYPE"} {
@@ -155,13 +155,12 @@ func TestCallbackFailingLaneIsIsolatedAndRetried(t *testing.T) {
 
 // Callback jobs stored without the due index (an older version's, here: the index removed, and
 // no deliverer listening when they were published) are found by the sweep of the callback
-// registry, a page of Batch lanes a read: with 200 such lanes and pages of about 10, every one is
-// reached.
+// registry: with 200 such lanes (past a small set's compact encoding), every one is reached.
 func TestCallbackLanesStoredWithoutTheIndexAreSwept(t *testing.T) {
 	t.Parallel()
 	redistest.Each(t, func(t *testing.T, env *redistest.Env) {
 		f := newCallbackFixture(t, env)
-		const lanes = 200 // past a small set's compact encoding, so SSCAN pages for real
+		const lanes = 200
 		queues := make([]string, lanes)
 		for i := range queues {
 			queues[i] = fmt.Sprintf("q%03d", i)
@@ -170,8 +169,8 @@ func TestCallbackLanesStoredWithoutTheIndexAreSwept(t *testing.T) {
 		if err := redistest.DeletePrefix(ctxT(t), env.Client, env.Prefix+":callbacks:due"); err != nil {
 			t.Fatal(err)
 		}
-		f.start(t, callback.DelivererConfig{Workers: 8, PollInterval: 5 * time.Millisecond, Batch: 10})
-		testwait.Until(t, 60*time.Second, "every lane's callback delivered", func() bool {
+		f.start(t, callback.DelivererConfig{Workers: 8, PollInterval: 5 * time.Millisecond})
+		testwait.Until(t, 2*time.Minute, "every lane's callback delivered", func() bool {
 			return len(f.recv.got()) >= lanes
 		})
 	})
