@@ -68,17 +68,18 @@ func BenchmarkIdleCallbackLanes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// Not testwait: a benchmark's own deadline, with the reason it failed.
 	for end := time.Now().Add(10 * time.Minute); d.Stats().Delivered < int64(n); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			b.Fatalf("%d of %d setup callbacks delivered in 10 minutes", d.Stats().Delivered, n)
 		}
 	}
 
-	time.Sleep(setupTTR + 2*time.Second)
+	time.Sleep(setupTTR + 2*time.Second) // a pause: the setup's leases run out
 
 	b.ResetTimer()
 	cpu0, cmd0 := cpustat.MustRedis(b, env.Client), redisCommands(b, env.Client)
-	time.Sleep(window)
+	time.Sleep(window) // the window measured: the idle lanes' cost is what Redis spends in it
 	cpu, cmds := cpustat.MustRedis(b, env.Client)-cpu0, redisCommands(b, env.Client)-cmd0
 
 	due := time.Now().Add(time.Second)
@@ -119,7 +120,8 @@ func (a *arrivals) add(path string) {
 	a.mu.Unlock()
 }
 
-// wait polls every millisecond, for at most two minutes, for a call on path and returns its time.
+// wait polls every millisecond, for at most two minutes, for a call on path and returns its time
+// (not testwait: the time read is the receiver's, not the poll's).
 func (a *arrivals) wait(b *testing.B, path string) time.Time {
 	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Millisecond) {
 		a.mu.Lock()
