@@ -84,8 +84,6 @@ func BenchmarkAdmittedProxy(b *testing.B) {
 	reportRedisCalls(b, redisCalls, calls0)
 }
 
-// BenchmarkStatusPoll: waiting visitors polling GET /v1/rooms/{room}/status over HTTP (the poll
-// limit and the arrival script: two Redis calls each).
 // BenchmarkBareProxy is the ceiling BenchmarkAdmittedProxy is judged against: a plain
 // httputil.ReverseProxy with the same transport settings in front of the same upstream, with no
 // room at all. On one machine the client, the proxy and the upstream share its cores, so the
@@ -122,6 +120,8 @@ func BenchmarkBareLeanProxy(b *testing.B) {
 	httpbench.Gets(b, site.URL, make([]string, 500), 200)
 }
 
+// BenchmarkStatusPoll: waiting visitors polling GET /v1/rooms/{room}/status over HTTP: one Redis
+// call each (the arrival script, which holds the visitor to its poll limit too).
 func BenchmarkStatusPoll(b *testing.B) {
 	c, _, _ := benchRoom(b, waitroom.Config{PollsPerMinute: 1 << 24}, waitroom.RoomConfig{MaxActive: 1})
 	mux := http.NewServeMux()

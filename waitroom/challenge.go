@@ -52,7 +52,7 @@ func (s signer) signChallenge(room, visitor string, expires, notBefore time.Time
 		b64.EncodeToString([]byte(visitor)), strconv.FormatInt(expires.UnixMilli(), 10),
 		strconv.FormatInt(notBefore.UnixMilli(), 10), strconv.Itoa(difficulty), b64.EncodeToString(salt[:]),
 	}
-	mac := s.mac(s.keys[0], purposeChallenge, room, visitor, parts[1], parts[2], parts[3], parts[4])
+	mac := s.mac(0, purposeChallenge, room, visitor, parts[1], parts[2], parts[3], parts[4])
 	return "c1." + strings.Join(parts, ".") + "." + b64.EncodeToString(mac)
 }
 
@@ -102,11 +102,11 @@ func solves(token, nonce string, difficulty int) bool {
 // or bare and past its not-before time), pending a valid challenge of the visitor not yet proven
 // (the one to keep showing, so a refresh does not restart the wait).
 func (c *Client) requestProof(r *http.Request, room, visitor string, now time.Time) (proof, pending challengeToken) {
-	ck, err := r.Cookie(proofCookie(room))
-	if err != nil {
+	v, ok := cookieValue(r, proofCookie(room))
+	if !ok {
 		return proof, pending
 	}
-	token, nonce, solved := strings.Cut(ck.Value, "~")
+	token, nonce, solved := strings.Cut(v, "~")
 	ch, ok := c.signer.checkChallenge(room, visitor, token, now)
 	switch {
 	case !ok:

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/redisx"
-	"github.com/sluicehq/sluice/ratelimit"
 )
 
 // ErrRoomNotFound is returned for a room that has no settings in Redis.
@@ -28,8 +27,8 @@ type Client struct {
 	cfg     Config
 	scripts *redisx.ScriptRunner
 	signer  signer
-	tokens  *tokenSigner // nil: passes are HMAC passes
-	polls   *ratelimit.Limiter
+	tokens  *tokenSigner       // nil: passes are HMAC passes
+	calls   *callIDs           // the call ids of arrivals (arrive.lua: a poll charged once)
 	page    *template.Template // the built-in waiting page
 
 	mu    sync.Mutex
@@ -50,22 +49,13 @@ func NewClient(rdb redis.UniversalClient, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	polls, err := ratelimit.New(rdb, ratelimit.Config{
-		Limit:  ratelimit.Limit{Rate: cfg.PollsPerMinute, Period: 60_000_000_000, Burst: max(1, cfg.PollsPerMinute/3)},
-		Prefix: cfg.Prefix,
-		Name:   "waitroom_polls",
-		Logger: cfg.Logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("waitroom: poll limiter: %w", err)
-	}
 	return &Client{
 		rdb:     rdb,
 		cfg:     cfg,
 		scripts: redisx.NewScriptRunner(library, rdb, cfg.Logger, "waitroom"),
-		signer:  signer{keys: slices.Clone(cfg.PassKeys)},
+		signer:  newSigner(cfg.PassKeys),
 		tokens:  newTokenSigner(cfg.PassTokenKeys),
-		polls:   polls,
+		calls:   newCallIDs(),
 		page:    builtinPage(),
 		rooms:   make(map[string]*Room),
 		cluster: duework.IsCluster(rdb),

@@ -30,11 +30,11 @@ func (c *Client) newVisitor(w http.ResponseWriter, r *http.Request) string {
 
 // knownVisitor returns the id in the request's visitor cookie, or "" without a valid one.
 func (c *Client) knownVisitor(r *http.Request) string {
-	ck, err := r.Cookie(visitorCookie)
-	if err != nil {
+	v, ok := cookieValue(r, visitorCookie)
+	if !ok {
 		return ""
 	}
-	return c.signer.checkVisitor(ck.Value)
+	return c.signer.checkVisitor(v)
 }
 
 // requestPass returns the request's valid pass of room (a bound one only beside its visitor

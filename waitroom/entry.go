@@ -43,6 +43,7 @@ type entry struct {
 	proofID      string    // the id of a valid proof of work the request carries; "" for none
 	proofExpires time.Time // when that proof's challenge expires
 	binding      string    // the binding of the pass an admission issues (Client.passBinding)
+	poll         bool      // the visitor's poll limit applies (Config.PollsPerMinute)
 }
 
 func (c RoomConfig) validateEntry() error {
@@ -61,8 +62,8 @@ func (c RoomConfig) validateEntry() error {
 }
 
 // admission decides a request that holds no pass: a request without a visitor cookie gets one
-// and state Entering (nothing else happens); a known visitor is limited by its polls
-// (pollLimited: the caller answers as for too many polls), then arrives, guarded by its
+// and state Entering (nothing else happens); a known visitor arrives in one script call that
+// holds it to its poll limit (pollLimited: the caller answers as for too many polls), then to its
 // address's limit and, when the line is long, a proof of work (Challenged: a challenge is set on
 // w for the page to solve).
 func (c *Client) admission(w http.ResponseWriter, r *http.Request, room *Room) (st Status, pollLimited bool, err error) {
@@ -73,21 +74,16 @@ func (c *Client) admission(w http.ResponseWriter, r *http.Request, room *Room) (
 		admissionEvent(r.Context(), st)
 		return st, false, nil
 	}
-	if limited, retry := c.pollLimited(r.Context(), room, visitor); limited {
-		st = Status{Room: room.name, Visitor: visitor, State: Limited, RetryAfter: retry}
-		admissionEvent(r.Context(), st)
-		return st, true, nil
-	}
 	now := time.Now()
 	proof, pending := c.requestProof(r, room.name, visitor, now)
 	st, err = room.arrive(r.Context(), visitor, entry{
 		addr: limitAddr(c.cfg.ClientAddr(r)), proofID: proof.id, proofExpires: proof.expires,
-		binding: c.passBinding(r),
+		binding: c.passBinding(r), poll: true,
 	})
 	if err == nil && st.State == Challenged {
 		c.challenge(w, r, room, &st, pending, now)
 	}
-	return st, false, err
+	return st, st.pollLimited, err
 }
 
 // statusCode is the HTTP status of a page or status answer that admits nobody: 429 for a

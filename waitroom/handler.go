@@ -1,8 +1,6 @@
 package waitroom
 
 import (
-	"context"
-
 	"net/http"
 	"net/url"
 	"strings"
@@ -91,17 +89,6 @@ func StatusURL(room string) string { return "/v1/rooms/" + url.PathEscape(room) 
 // WaitURL is the path of a room's waiting page leading to next.
 func WaitURL(room, next string) string {
 	return "/v1/rooms/" + url.PathEscape(room) + "/wait?next=" + url.QueryEscape(next)
-}
-
-// pollLimited applies the per-visitor poll limit. A limiter error (only an ended ctx: the
-// limiter decides by its failure policy without Redis) lets the poll through.
-func (c *Client) pollLimited(ctx context.Context, room *Room, visitor string) (bool, time.Duration) {
-	res, err := c.polls.Allow(ctx, pollLimitKey(room.name, visitor))
-	if err != nil || res.Allowed {
-		return false, 0
-	}
-	room.pollsLimited.Add(1)
-	return true, res.RetryAfter
 }
 
 func tooManyPolls(w http.ResponseWriter, retry time.Duration) error {

@@ -1,8 +1,6 @@
 package waitroom
 
 import (
-	"strings"
-
 	"github.com/sluicehq/sluice/internal/duework"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/redisx"
@@ -25,12 +23,10 @@ import (
 //	<prefix>:waitroom:{<room>}:call:<id>    string: a release call's answer (redisx.OnceKeys), 60 s
 //	<prefix>:waitroom:{<room>}:proofs       zset: used proof-of-work challenge id -> its expiry (ms)
 //	<prefix>:waitroom:{<room>}:addr:<addr>  string: an address's arrival limit state (GCRA, ms), expiring
+//	<prefix>:waitroom:{<room>}:poll:<visitor>  string: a visitor's poll limit state (GCRA, ms), expiring
 //	<prefix>:waitroom:due[:{<t>}]           zset: room -> when its next visitor goes idle or silent
 //	                                        (ms), at or before it (the due index, dueBase)
 //	<prefix>:waitroom:due:swept             string: the rooms set was swept lately (Sweep)
-//
-// The poll limiter's keys (<prefix>:ratelimit:waitroom_polls:{<room>:<visitor>}) are the ratelimit
-// package's, made from pollLimitKey.
 //
 // The rooms set and the pass keys are the keys outside a room's slot. The rooms set is written
 // beside the room's script (before and after it on create, before it on delete), and a name
@@ -64,15 +60,19 @@ func dueSweptKey(prefix string) string { return dueBase(prefix) + ":swept" }
 // once is the keys of a new call of a Once script on the room: its call key (with a new call id)
 // first, then the room's keys.
 func (k roomKeys) once() []string {
-	return redisx.OnceKeys(strings.TrimSuffix(k.config(), "config")+"call:"+redisx.NewCallID(), k)
+	return redisx.OnceKeys(k.base()+"call:"+redisx.NewCallID(), k)
 }
 
-// arrive is the keys of arrive.lua: the room's, then its used proofs and the arrival limit key
-// of the client address addr ("" for none: a key the script leaves alone).
-func (k roomKeys) arrive(addr string) []string {
-	base := strings.TrimSuffix(k[0], "config")
-	return append(k[:len(k):len(k)], base+"proofs", base+"addr:"+addr)
+// arrive is the keys of arrive.lua: the room's, then its used proofs, the arrival limit key of
+// the client address addr ("" for none: a key the script leaves alone) and the poll limit key of
+// the visitor. The visitor's poll limit lives in the room's slot so that a poll is one call.
+func (k roomKeys) arrive(addr, visitor string) []string {
+	base := k.base()
+	return append(append(make([]string, 0, len(k)+3), k...), base+"proofs", base+"addr:"+addr, base+"poll:"+visitor)
 }
+
+// base is the part of the room's keys before their own names: "<prefix>:waitroom:{<room>}:".
+func (k roomKeys) base() string { return k[0][:len(k[0])-len("config")] }
 
 func roomsKey(prefix string) string { return prefix + ":waitroom:rooms" }
 
@@ -83,10 +83,6 @@ func passKeyKey(prefix string) string { return prefix + ":waitroom:pass_key" }
 // passTokenKeyKey holds the seed of the token pass key the instances sharing a Redis made for
 // themselves (SharedPassTokenKey).
 func passTokenKeyKey(prefix string) string { return prefix + ":waitroom:pass_token_key" }
-
-// pollLimitKey is a visitor's key in the status-poll limiter (a ratelimit key: the limiter puts it
-// in its own key's hash tag). The room is in it: a visitor polls each room on its own budget.
-func pollLimitKey(room, visitor string) string { return room + ":" + visitor }
 
 // nameRule is the rule for room names: they appear in URLs, cookie names and keys.
 const nameRule = "must match ^[-_A-Za-z0-9]+$ and be at most 128 bytes"

@@ -41,11 +41,11 @@ const LeftHeader = "Sluice-Room-Left"
 
 // hasLeft reports whether the request carries a valid, unexpired left cookie of room.
 func (c *Client) hasLeft(r *http.Request, room string) bool {
-	ck, err := r.Cookie(leftCookie(room))
-	if err != nil {
+	v, ok := cookieValue(r, leftCookie(room))
+	if !ok {
 		return false
 	}
-	_, ok := c.signer.checkToken(purposeLeft, room, ck.Value, time.Now())
+	_, ok = c.signer.checkToken(purposeLeft, room, v, time.Now())
 	return ok
 }
 

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"hash"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,31 +26,52 @@ import (
 // HMAC-SHA256. The first key signs; every key verifies (rotation), and macs are
 // compared in constant time. The room is in the pass's mac, not its text: a pass of one room is
 // worthless in another.
-type signer struct{ keys [][]byte }
+//
+// Each key's HMACs are pooled (hmacs[i] for keys[i]): every status poll checks a visitor cookie,
+// and a new HMAC-SHA256 costs two allocations and the key's setup.
+type signer struct {
+	keys  [][]byte
+	hmacs []*sync.Pool
+}
+
+func newSigner(keys [][]byte) signer {
+	s := signer{keys: slices.Clone(keys), hmacs: make([]*sync.Pool, len(keys))}
+	for i, k := range s.keys {
+		s.hmacs[i] = &sync.Pool{New: func() any { return hmac.New(sha256.New, k) }}
+	}
+	return s
+}
 
 var b64 = base64.RawURLEncoding
 
-func (s signer) mac(key []byte, parts ...string) []byte {
-	h := hmac.New(sha256.New, key)
+// mac is the HMAC of parts (joined by zero bytes) under keys[key].
+func (s signer) mac(key int, parts ...string) []byte {
+	h := s.hmacs[key].Get().(hash.Hash)
+	h.Reset()
 	for i, p := range parts {
 		if i > 0 {
 			h.Write([]byte{0})
 		}
 		h.Write([]byte(p))
 	}
-	return h.Sum(nil)
+	sum := h.Sum(nil)
+	s.hmacs[key].Put(h)
+	return sum
 }
 
 // verify reports whether sig is the base64url mac of parts under any key.
 func (s signer) verify(sig string, parts ...string) bool {
-	got, err := b64.DecodeString(sig)
-	if err != nil || len(got) != sha256.Size {
+	var got [sha256.Size]byte
+	if b64.DecodedLen(len(sig)) != len(got) {
+		return false
+	}
+	if _, err := b64.Decode(got[:], []byte(sig)); err != nil {
 		return false
 	}
 	ok := false
-	for _, k := range s.keys {
+	for i := range s.keys {
 		// Every key is tried, so the time taken does not say which one matched.
-		if hmac.Equal(got, s.mac(k, parts...)) {
+		if hmac.Equal(got[:], s.mac(i, parts...)) {
 			ok = true
 		}
 	}
@@ -71,7 +95,7 @@ func validID(id string) bool {
 }
 
 func (s signer) signVisitor(id string) string {
-	return "v1." + id + "." + b64.EncodeToString(s.mac(s.keys[0], "sluice-visitor", id))
+	return "v1." + id + "." + b64.EncodeToString(s.mac(0, "sluice-visitor", id))
 }
 
 // checkVisitor returns the id in a signed visitor cookie, or "" when the value is not one.
@@ -114,7 +138,7 @@ func (s signer) checkPass(room, v string, now time.Time) (Pass, bool) {
 // signToken signs a token of the pass's form for purpose.
 func (s signer) signToken(purpose, room, visitor string, expires time.Time) string {
 	exp := strconv.FormatInt(expires.UnixMilli(), 10)
-	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(s.keys[0], purpose, room, visitor, exp))
+	return "v1." + b64.EncodeToString([]byte(visitor)) + "." + exp + "." + b64.EncodeToString(s.mac(0, purpose, room, visitor, exp))
 }
 
 // checkToken returns what v says when it is a token of purpose for room signed with one of the

@@ -65,9 +65,10 @@ func (c *passCache) putBeside(value string, p Pass, cookie string) {
 }
 
 // cookieValue returns the value of the request's cookie name without parsing every cookie the
-// request carries (as r.Cookie does, allocating each): the proxy's hot path reads one cookie of
-// many. Quotes around the value are dropped, as net/http does; a value it would refuse is
-// returned all the same and fails the signature check.
+// request carries (as r.Cookie does, allocating each): the hot paths (the proxy's pass check, a
+// status poll's visitor cookie) read one signed cookie of many. Quotes around the value are
+// dropped, as net/http does; a value it would refuse is returned all the same and fails the
+// signature check.
 func cookieValue(r *http.Request, name string) (string, bool) {
 	for _, line := range r.Header["Cookie"] {
 		for len(line) > 0 {

@@ -10,7 +10,7 @@ import (
 // a pass verified before, and never past its expiry; anything else goes to the signature check.
 func TestPassCacheTakesOnlyExactVerifiedPasses(t *testing.T) {
 	t.Parallel()
-	s := signer{keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
+	s := newSigner([][]byte{[]byte("0123456789abcdef0123456789abcdef")})
 	now := time.Now()
 	value := s.signPass("shop", "alice", now.Add(time.Minute))
 	p, ok := s.checkPass("shop", value, now)

@@ -97,6 +97,9 @@ type Status struct {
 	// (challenge.go).
 	Challenge     string
 	ChallengeBits int
+	// pollLimited says a Limited status refused a poll of the visitor (too many polls), not its
+	// arrival (its address's limit).
+	pollLimited bool
 }
 
 // Progress is how far along the line the visitor is, from 0 to 1: the share of its expected
@@ -249,9 +252,13 @@ func (r *Room) decideArrival(ctx context.Context, visitor string, e entry) (Stat
 	var shuffle [8]byte
 	_, _ = rand.Read(shuffle[:])
 	ticket := binary.LittleEndian.Uint64(shuffle[:]) >> 12 // below 2^52
-	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys.arrive(e.addr), visitor, ticket, r.c.cfg.Batch,
+	pollRate := 0
+	if e.poll {
+		pollRate = r.c.cfg.PollsPerMinute
+	}
+	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys.arrive(e.addr, visitor), visitor, ticket, r.c.cfg.Batch,
 		r.c.liveGrace().Milliseconds(), r.c.cfg.ArrivalsPerMinute, e.addr != "", e.proofID,
-		e.proofExpires.UnixMilli()).Int64Slice()
+		e.proofExpires.UnixMilli(), pollRate, max(1, pollRate/3), r.c.calls.next()).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Status{}, ctx.Err()
@@ -263,6 +270,11 @@ func (r *Room) decideArrival(ctx context.Context, visitor string, e entry) (Stat
 	if vals[0] == 0 {
 		r.forget()
 		return Status{}, ErrRoomNotFound
+	}
+	if vals[0] == 6 {
+		r.pollsLimited.Add(1)
+		st.State, st.RetryAfter, st.pollLimited = Limited, time.Duration(vals[6])*time.Millisecond, true
+		return st, nil
 	}
 	state, err := r.current(ctx, vals[5])
 	if err != nil {

@@ -5,6 +5,8 @@
 -- the inflow limit (new_users_per_minute, GCRA) allows one more. Only live visitors ahead count
 -- (polled within the grace): a silent visitor keeps its place number but a free slot does not
 -- wait for it; it is dropped at queue_timeout (maintain.lua), or admitted when it polls again.
+-- A status poll is held to its visitor's poll limit first (GCRA: polls_per_minute, bursts of a
+-- third of it), so a poll costs one call; a refused poll changes nothing else.
 -- A visitor new to the line passes a gate first (entry.go): the room's proof-of-work challenge
 -- when the line is challenge_above long or longer (a proof is used once), and the arrival limit of
 -- its client address (GCRA: arrivals_per_minute, bursts of as many). A refused visitor changes
@@ -12,6 +14,8 @@
 -- KEYS: the room keys (lib.lua), then
 --   KEYS[10] proofs  zset    used challenge id -> its expiry (ms); expires with the newest
 --   KEYS[11] addr    string  the client address's limit state (the GCRA's tat, ms); expires
+--   KEYS[12] poll    string  the visitor's poll limit state: "<tat ms> <call id of the poll it
+--                    last charged>"; expires once the visitor may poll a full burst again
 -- ARGV[1] visitor id
 -- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
 -- ARGV[3] batch: the most idle slots freed by this call, and the most visitors ahead looked at
@@ -22,17 +26,44 @@
 -- ARGV[6] 1 when KEYS[11] is a client address's key, 0 when there is no address (no limit)
 -- ARGV[7] the id of the challenge the visitor proved, '' for none
 -- ARGV[8] that challenge's expiry (Unix ms)
+-- ARGV[9] polls per minute per visitor; 0: no poll limit (a library caller's Arrive)
+-- ARGV[10] the poll limit's burst (polls allowed at once)
+-- ARGV[11] the call id: a poll sent again (a lost reply) finds its own id in KEYS[12] and is
+--          not charged twice; the rest of the script is idempotent by the visitor
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
 --          recent_admitted, recent_window_ms}
 --   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room,
 --   4 kept out by the address's limit (opens_in_ms then says when it may add one), 5 the line
---   wants a proof of work this visitor did not bring (or brought used)
+--   wants a proof of work this visitor did not bring (or brought used), 6 the poll was refused
+--   by the visitor's poll limit (opens_in_ms says when it may poll again; nothing else is read)
 --   position is 1-based (0 unless waiting); length the number in line; recent_* the admissions
 --   from the line of the last minutes and the stretch they cover (lib.lua: recent), for the ETA.
 local cfg = read_config()
 if not cfg then return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
 local now = now_ms()
 local v = ARGV[1]
+
+local poll_rate = tonumber(ARGV[9])
+if poll_rate > 0 then
+  local interval = 60000 / poll_rate
+  local tat, charged = now, ''
+  local raw = redis.call('GET', KEYS[12])
+  if raw then
+    local sp = string.find(raw, ' ', 1, true)
+    if sp then
+      tat = math.max(tonumber(string.sub(raw, 1, sp - 1)) or now, now)
+      charged = string.sub(raw, sp + 1)
+    end
+  end
+  if charged ~= ARGV[11] then
+    local next_tat = tat + interval
+    local over = next_tat - now - interval * tonumber(ARGV[10])
+    if over > 0 then return {6, 0, 0, 0, 0, cfg.version, math.ceil(over), 0, 0, 0} end
+    redis.call('SET', KEYS[12], string.format('%.17g', next_tat) .. ' ' .. ARGV[11],
+      'PX', math.ceil(next_tat - now))
+  end
+end
+
 free_idle(cfg, now, tonumber(ARGV[3]))
 
 local function reply(state, position, opens_in, waited)
