@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/startstop"
@@ -400,6 +401,9 @@ func (d *Deliverer) deliver(ctx context.Context, stopping func() bool, w callbac
 		var after *time.Duration
 		if retryAfter > 0 {
 			after = &retryAfter
+		}
+		if span != nil { // the nack keeps the try's span for the next try's to link to
+			report = trace.ContextWithSpan(report, span)
 		}
 		d.nack(report, job, &ev, describeFailure(resp, callErr), after, outcome == outbound.Final)
 	}

@@ -22,7 +22,7 @@ func (d *Deliverer) startCall(ctx context.Context, job *queue.CallbackJob, heade
 	if d.tracer == nil {
 		return ctx, nil, header
 	}
-	return d.tracer.StartCall(ctx, tracing.Carrier(job.Attributes), "callback "+job.Queue, header,
+	return d.tracer.StartCall(ctx, tracing.Carrier(job.Attributes), job.Attributes[queue.AttributePreviousAttempt], "callback "+job.Queue, header,
 		tracing.SystemName, tracing.Destination.String(job.Queue), tracing.Namespace.String(job.Namespace),
 		tracing.OperationType.String("process"), tracing.OperationName.String("callback"),
 		tracing.MessageID.String(job.ID), tracing.DeliveryCount.Int(job.Delivery.Delivery),

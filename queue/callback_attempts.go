@@ -61,7 +61,8 @@ type FinishCallbackParams struct {
 // FinishCallback acks or nacks a callback delivery and records the try in the job's list of
 // attempts, in one script call: the list never shows a try whose outcome was not recorded, nor
 // misses one that was. It returns the outcome ("delivered", or a NackOutcome), or ErrNotFound or
-// ErrLeaseLost (then nothing is recorded).
+// ErrLeaseLost (then nothing is recorded). A failed try's span in ctx (a deliverer that traces)
+// is kept with the job, so the next try's span links to it, as Nack keeps a worker's.
 func (c *Client) FinishCallback(ctx context.Context, p FinishCallbackParams) (string, error) {
 	retry, err := failedDelivery(p.Namespace, p.Queue, p.ID, p.Delivery, p.RetryAfter)
 	if err != nil {
@@ -77,13 +78,16 @@ func (c *Client) FinishCallback(ctx context.Context, p FinishCallbackParams) (st
 	if errText == "" {
 		errText = a.Error
 	}
-	result := p.Result
+	result, span := p.Result, ""
 	if p.Delivered && result == nil {
 		result = []byte{}
 	}
+	if !p.Delivered { // the failed try's span (ctx's), for the next try's span to link to
+		span = c.tracer.AttemptRef(ctx, p.Delivery)
+	}
 	out, err := c.store.FinishCallback(ctx, p.Namespace, p.Queue, p.ID, p.Delivery, store.CallbackTry{
 		Entry: string(entry), Ack: p.Delivered, Result: result, Error: errText, RetryMs: retry, NoRetry: p.NoRetry,
-		Keep: MaxCallbackAttempts, KeepMs: c.cfg.DeadRetention.Milliseconds(),
+		Keep: MaxCallbackAttempts, KeepMs: c.cfg.DeadRetention.Milliseconds(), Span: span,
 	})
 	if err != nil {
 		return "", leaseError("finish callback", err)

@@ -167,26 +167,15 @@ func TestTraceRetriesLinkToThePreviousAttempt(t *testing.T) {
 			t.Errorf("delivery %s: outcome %q, want %q", d, got, outcome)
 		}
 	}
-	if links := followsFrom(byDelivery["1"]); len(links) != 0 {
+	if links := byDelivery["1"].FollowsFrom(); len(links) != 0 {
 		t.Errorf("the first attempt links to %v, want nothing", links)
 	}
 	for d, prev := range map[string]string{"2": "1", "3": "2"} {
-		links := followsFrom(byDelivery[d])
+		links := byDelivery[d].FollowsFrom()
 		if len(links) != 1 || links[0] != traceID+"/"+byDelivery[prev].SpanID {
 			t.Errorf("delivery %s links to %v, want delivery %s's span %s/%s", d, links, prev, traceID, byDelivery[prev].SpanID)
 		}
 	}
-}
-
-// followsFrom lists the spans s links to, as "trace/span".
-func followsFrom(s jaegertest.Span) []string {
-	var out []string
-	for _, r := range s.References {
-		if r.RefType == "FOLLOWS_FROM" {
-			out = append(out, r.TraceID+"/"+r.SpanID)
-		}
-	}
-	return out
 }
 
 // A traced nack whose reply is lost reaches Redis twice and acts once, keeping the failed

@@ -45,7 +45,7 @@ func (d *Dispatcher) startCall(ctx context.Context, j *dispatchJob) (context.Con
 		return ctx, nil
 	}
 	var span trace.Span
-	ctx, span, j.req.Header = d.c.tracer.StartCall(ctx, tracing.HeaderContext(j.req.Header), "dispatch "+j.endpoint.Name, j.req.Header,
+	ctx, span, j.req.Header = d.c.tracer.StartCall(ctx, tracing.HeaderContext(j.req.Header), "", "dispatch "+j.endpoint.Name, j.req.Header,
 		tracing.SystemName, tracing.Destination.String(j.endpoint.Name), tracing.OperationType.String("process"),
 		tracing.OperationName.String("dispatch"), tracing.MessageID.String(j.id), tracing.DeliveryCount.Int(j.attempt),
 		attribute.String("http.request.method", j.req.Method), attribute.String("url.full", j.req.URL))

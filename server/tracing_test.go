@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,11 +38,13 @@ func tracedServer(t *testing.T, j *jaegertest.Jaeger) *testServer {
 	})
 }
 
-// traceRecorder is an HTTP target that keeps the traceparent header of every request.
+// traceRecorder is an HTTP target that keeps the traceparent header of every request. It answers
+// 500 to as many requests as failures says first.
 type traceRecorder struct {
 	*httptest.Server
-	mu   sync.Mutex
-	seen []string
+	mu       sync.Mutex
+	seen     []string
+	failures atomic.Int32
 }
 
 func newTraceRecorder(t *testing.T) *traceRecorder {
@@ -51,6 +54,10 @@ func newTraceRecorder(t *testing.T) *traceRecorder {
 		rec.mu.Lock()
 		rec.seen = append(rec.seen, r.Header.Get("traceparent"))
 		rec.mu.Unlock()
+		if rec.failures.Add(-1) >= 0 {
+			http.Error(w, "not now", http.StatusInternalServerError)
+			return
+		}
 		_, _ = io.WriteString(w, "{}")
 	}))
 	t.Cleanup(rec.Close)
@@ -138,6 +145,40 @@ func TestTraceCallbackToReceiver(t *testing.T) {
 		t.Fatalf("the receiver got trace %s, want the caller's %s", gotTrace, traceID)
 	}
 	wantOutbound(t, j, traceID, spanID, "publish emails", "callback emails", gotParent)
+}
+
+// A callback whose first try fails is tried again in the same trace, and the second try's span
+// links to the first's, so the trace shows every try and leads from each retry to the one before.
+func TestTraceCallbackRetryLinksToTheFailedTry(t *testing.T) {
+	t.Parallel()
+	j := jaegertest.Start(t)
+	ts := tracedServer(t, j)
+	rec := newTraceRecorder(t)
+	rec.failures.Store(1)
+	tok := ts.token(t, "shop", tenant.PermPublish)
+	ts.allowCallbacks(t, rec.URL+"/hooks")
+	header, traceID, _ := newTraceparent()
+	body := `{"payload":{"n":1},"callback":{"url":"` + rec.URL + `/hooks/done"}}`
+	r := ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/emails/jobs", header, []byte(body),
+		"Authorization", "Bearer "+tok, "Content-Type", "application/json")
+	wantStatus(t, r, http.StatusCreated, "")
+	spans := j.WaitTrace(t, traceID, "two callback spans", func(s []jaegertest.Span) bool {
+		return len(jaegertest.All(s, "callback emails")) == 2
+	})
+	tries := map[string]jaegertest.Span{}
+	for _, s := range jaegertest.All(spans, "callback emails") {
+		tries[s.Tag("messaging.sluice.delivery_count")] = s
+	}
+	first, second := tries["1"], tries["2"]
+	if first.Tag("messaging.sluice.outcome") != "retry" || second.Tag("messaging.sluice.outcome") != "ack" {
+		t.Fatalf("tries %+v: want delivery 1 retried and delivery 2 acked", tries)
+	}
+	if links := first.FollowsFrom(); len(links) != 0 {
+		t.Errorf("the first try links to %v, want nothing", links)
+	}
+	if links := second.FollowsFrom(); len(links) != 1 || links[0] != traceID+"/"+first.SpanID {
+		t.Errorf("the second try links to %v, want the first try's span %s/%s", links, traceID, first.SpanID)
+	}
 }
 
 // sendTraced sends a request with a body and a traceparent header to the public listener.

@@ -240,13 +240,14 @@ func ToHeader(ctx context.Context, h propagation.TextMapCarrier) {
 }
 
 // StartCall starts the CLIENT span of an outbound HTTP call made for work whose producer stored
-// carrier (see StartFrom) and returns header cloned with the span's traceparent, for the receiver.
+// carrier (see StartFrom), linked to the failed try before it that previous names (StartAttempt;
+// "" for none), and returns header cloned with the span's traceparent, for the receiver.
 // Tracing off: ctx, a nil span and header itself.
-func (t *Tracer) StartCall(ctx context.Context, carrier Carrier, name string, header http.Header, attrs ...attribute.KeyValue) (context.Context, trace.Span, http.Header) {
+func (t *Tracer) StartCall(ctx context.Context, carrier Carrier, previous, name string, header http.Header, attrs ...attribute.KeyValue) (context.Context, trace.Span, http.Header) {
 	if t == nil {
 		return ctx, nil, header
 	}
-	ctx, span := t.StartFrom(ctx, carrier, name, trace.SpanKindClient, attrs...)
+	ctx, span := t.StartAttempt(ctx, carrier, previous, name, trace.SpanKindClient, attrs...)
 	out := header.Clone()
 	if out == nil {
 		out = http.Header{}

@@ -30,7 +30,7 @@ func TestOffAllocatesNothing(t *testing.T) {
 			t.Fatal("an attempt stored with tracing off")
 		}
 		EndOutcome(span, nil, OutcomeAck)
-		_, span, h := off.StartCall(c, nil, "dispatch e", header)
+		_, span, h := off.StartCall(c, nil, "", "dispatch e", header)
 		EndCall(span, 200, nil, OutcomeAck)
 		if len(h) != 1 {
 			t.Fatalf("header changed with tracing off: %v", h)

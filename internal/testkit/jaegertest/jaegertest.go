@@ -219,6 +219,17 @@ func (s Span) Parent() string {
 	return ""
 }
 
+// FollowsFrom lists the spans s links to (OpenTelemetry links), as "trace/span".
+func (s Span) FollowsFrom() []string {
+	var out []string
+	for _, r := range s.References {
+		if r.RefType == "FOLLOWS_FROM" {
+			out = append(out, r.TraceID+"/"+r.SpanID)
+		}
+	}
+	return out
+}
+
 // Events returns the names of the span's events (Jaeger's logs with an "event" field).
 func (s Span) Events() []string {
 	var out []string

@@ -85,6 +85,9 @@ type CallbackTry struct {
 	// Keep is how many tries a job keeps; KeepMs how long its list of tries lasts after the last.
 	Keep   int
 	KeepMs int64
+	// Span, when not "" and the try failed, is kept in the record as RAttempt (the failed try's
+	// span, for the next try's to link to), as Nack's attempt.
+	Span string
 }
 
 // FinishCallback records one try of a callback job and its outcome in one script call, and returns
@@ -98,7 +101,11 @@ func (s *Store) FinishCallback(ctx context.Context, ns, q, id string, delivery i
 	if t.NoRetry {
 		noRetry = "1"
 	}
-	out, err := s.run(ctx, scriptCallbackFinish, k, id, delivery, t.Entry, t.Keep, t.KeepMs, action, text, t.RetryMs, noRetry).Text()
+	args := []any{id, delivery, t.Entry, t.Keep, t.KeepMs, action, text, t.RetryMs, noRetry}
+	if t.Span != "" && !t.Ack {
+		args = append(args, t.Span)
+	}
+	out, err := s.run(ctx, scriptCallbackFinish, k, args...).Text()
 	return out, scriptError(err)
 }
 

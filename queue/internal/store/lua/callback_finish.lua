@@ -8,7 +8,8 @@
 -- ARGV[7]: id; ARGV[8]: delivery; ARGV[9]: the try as a JSON object, which gets an "outcome"
 -- member here; ARGV[10]: keep; ARGV[11]: keep_ms; ARGV[12]: 'ack' or 'nack'; ARGV[13]: the
 -- result (ack) or the error text (nack); ARGV[14]: retry_ms (-1: the job's backoff);
--- ARGV[15]: no_retry (0|1).
+-- ARGV[15]: no_retry (0|1); ARGV[16], only from a client that traces and only with a nack: the
+-- failed try's span, kept as R_ATTEMPT for the next try's span to link to (as nack.lua keeps it).
 -- Returns: 'delivered', 'retried', 'dead' or 'expired'; error replies 'NOT_FOUND' or 'LEASE_LOST'.
 local now = now_ms()
 local id = ARGV[7]
@@ -31,6 +32,7 @@ if ARGV[12] == 'ack' then
   trim(K_DONE, now, RESULT_RETENTION, RESULT_MAX, nil)
   outcome = 'delivered'
 else
+  rec[R_ATTEMPT] = ARGV[16]
   outcome = fail_delivery(id, rec, delivery, now, ARGV[13], ARGV[14], ARGV[15])
 end
 local tries = KEYS[14]
