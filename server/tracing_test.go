@@ -131,15 +131,8 @@ func TestTraceTaskDispatchToTarget(t *testing.T) {
 func TestTraceCallbackToReceiver(t *testing.T) {
 	t.Parallel()
 	j := jaegertest.Start(t)
-	ts := tracedServer(t, j)
 	rec := newTraceRecorder(t)
-	tok := ts.token(t, "shop", tenant.PermPublish)
-	ts.allowCallbacks(t, rec.URL+"/hooks")
-	header, traceID, spanID := newTraceparent()
-	body := `{"payload":{"n":1},"callback":{"url":"` + rec.URL + `/hooks/done"}}`
-	r := ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/emails/jobs", header, []byte(body),
-		"Authorization", "Bearer "+tok, "Content-Type", "application/json")
-	wantStatus(t, r, http.StatusCreated, "")
+	traceID, spanID := publishTracedCallback(t, j, rec)
 	gotTrace, gotParent := rec.first(t)
 	if gotTrace != traceID {
 		t.Fatalf("the receiver got trace %s, want the caller's %s", gotTrace, traceID)
@@ -152,16 +145,9 @@ func TestTraceCallbackToReceiver(t *testing.T) {
 func TestTraceCallbackRetryLinksToTheFailedTry(t *testing.T) {
 	t.Parallel()
 	j := jaegertest.Start(t)
-	ts := tracedServer(t, j)
 	rec := newTraceRecorder(t)
 	rec.failures.Store(1)
-	tok := ts.token(t, "shop", tenant.PermPublish)
-	ts.allowCallbacks(t, rec.URL+"/hooks")
-	header, traceID, _ := newTraceparent()
-	body := `{"payload":{"n":1},"callback":{"url":"` + rec.URL + `/hooks/done"}}`
-	r := ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/emails/jobs", header, []byte(body),
-		"Authorization", "Bearer "+tok, "Content-Type", "application/json")
-	wantStatus(t, r, http.StatusCreated, "")
+	traceID, _ := publishTracedCallback(t, j, rec)
 	spans := j.WaitTrace(t, traceID, "two callback spans", func(s []jaegertest.Span) bool {
 		return len(jaegertest.All(s, "callback emails")) == 2
 	})
@@ -179,6 +165,21 @@ func TestTraceCallbackRetryLinksToTheFailedTry(t *testing.T) {
 	if links := second.FollowsFrom(); len(links) != 1 || links[0] != traceID+"/"+first.SpanID {
 		t.Errorf("the second try links to %v, want the first try's span %s/%s", links, traceID, first.SpanID)
 	}
+}
+
+// publishTracedCallback publishes, with a new traceparent, a job of queue emails of namespace shop
+// whose callback goes to rec, on a server that traces to j; it returns the caller's trace and span.
+func publishTracedCallback(t *testing.T, j *jaegertest.Jaeger, rec *traceRecorder) (traceID, spanID string) {
+	t.Helper()
+	ts := tracedServer(t, j)
+	tok := ts.token(t, "shop", tenant.PermPublish)
+	ts.allowCallbacks(t, rec.URL+"/hooks")
+	header, traceID, spanID := newTraceparent()
+	body := `{"payload":{"n":1},"callback":{"url":"` + rec.URL + `/hooks/done"}}`
+	r := ts.sendTraced(t, http.MethodPost, "/v1/ns/shop/queues/emails/jobs", header, []byte(body),
+		"Authorization", "Bearer "+tok, "Content-Type", "application/json")
+	wantStatus(t, r, http.StatusCreated, "")
+	return traceID, spanID
 }
 
 // sendTraced sends a request with a body and a traceparent header to the public listener.
