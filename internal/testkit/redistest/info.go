@@ -48,10 +48,3 @@ func InfoSum(tb testing.TB, rdb redis.UniversalClient, section, field string) fl
 	}
 	return total
 }
-
-// CPUSeconds is Redis's own CPU time so far (INFO cpu used_cpu_sys + used_cpu_user), summed over
-// the masters of a cluster.
-func CPUSeconds(tb testing.TB, rdb redis.UniversalClient) float64 {
-	tb.Helper()
-	return InfoSum(tb, rdb, "cpu", "used_cpu_sys") + InfoSum(tb, rdb, "cpu", "used_cpu_user")
-}
