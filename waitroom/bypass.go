@@ -128,12 +128,9 @@ func (b BypassRules) secretMatches(r *http.Request, room string) bool {
 // bypassed reports whether r goes past room by its rules, and counts it. The rules are the
 // cached settings (no Redis call once loaded); a room that cannot be loaded bypasses nothing.
 func (room *Room) bypassed(r *http.Request, target string) bool {
-	st := room.state.Load()
-	if st == nil {
-		var err error
-		if st, err = room.cached(r.Context()); err != nil {
-			return false
-		}
+	st, err := room.cached(r.Context())
+	if err != nil {
+		return false
 	}
 	if st.cfg.Bypass.empty() || !st.cfg.Bypass.matches(r, room.name, target) {
 		return false

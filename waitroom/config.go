@@ -74,7 +74,9 @@ type Config struct {
 
 	// ConfigRefresh is how often the Maintainer reloads the settings of the rooms this process
 	// serves (the admission scripts read max_active and the timeouts from Redis themselves; the
-	// cached copy only serves pages, passes and fail-open). Default 1s.
+	// cached copy only serves pages, passes, bypass rules, the upstream and fail-open). Only the
+	// rooms used since the previous refresh are reloaded; one not used meanwhile reloads at its
+	// next use, so idle rooms cost Redis nothing. Default 1s.
 	ConfigRefresh time.Duration
 
 	// SecureCookies marks the cookies Secure even on plain-HTTP requests (for a TLS-terminating

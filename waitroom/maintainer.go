@@ -18,8 +18,9 @@ type MaintainerConfig struct {
 
 // Maintainer runs the housekeeping of the rooms in the background: visitors who stopped polling
 // for queue_timeout leave the line, idle slots are freed, counters are trimmed, each in bounded
-// batches, in the rooms with something due (Client.MaintainOnce); and it refreshes this process's cached settings of the rooms it serves. Any number of
-// processes may run one: every step is one atomic script.
+// batches, in the rooms with something due (Client.MaintainOnce); and it refreshes this process's cached
+// settings of the rooms it served since the last refresh (a room idle meanwhile reloads at its
+// next use). Any number of processes may run one: every step is one atomic script.
 type Maintainer struct {
 	startstop.Base
 	client *Client
@@ -55,10 +56,7 @@ func (m *Maintainer) run(ctx context.Context) {
 			}
 		case <-refresh.C:
 			for _, r := range m.client.handles() {
-				if r.state.Load() == nil {
-					continue
-				}
-				if _, err := r.load(ctx); err != nil && !errors.Is(err, ErrRoomNotFound) && ctx.Err() == nil {
+				if err := r.refresh(ctx); err != nil && !errors.Is(err, ErrRoomNotFound) && ctx.Err() == nil {
 					m.client.cfg.Logger.Warn("waitroom settings refresh failed", slog.String("room", r.name), slog.Any("error", err))
 				}
 			}

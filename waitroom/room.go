@@ -135,10 +135,14 @@ type Room struct {
 	name string
 	keys roomKeys
 
-	state   atomic.Pointer[roomState] // nil until loaded
-	loadMu  sync.Mutex
-	touches touchCache
-	passes  *passCache
+	state  atomic.Pointer[roomState] // nil until loaded
+	loadMu sync.Mutex
+	// used and stale spare an idle room the Maintainer's settings refresh: a refresh reloads only
+	// the rooms used since the one before and marks the others stale; a stale room reloads at its
+	// next use. 10,000 rooms that nobody visits cost Redis nothing.
+	used, stale atomic.Bool
+	touches     touchCache
+	passes      *passCache
 	// passCookieName is passCookie(name), made once: the hot path reads it on every request.
 	passCookieName string
 
@@ -195,20 +199,46 @@ func (r *Room) load(ctx context.Context) (*roomState, error) {
 	}
 	cfg, version := parseRoomConfig(h)
 	r.store(cfg, version)
+	r.stale.Store(false)
 	return r.state.Load(), nil
 }
 
-// cached returns the cached settings, loading them when there are none yet.
+// cached returns the cached settings, loading them when there are none yet or when the
+// Maintainer marked them stale (the room was not used for a refresh interval). A stale copy is
+// still served when Redis cannot be read: it is what fail-open and passes decide by.
 func (r *Room) cached(ctx context.Context) (*roomState, error) {
-	if st := r.state.Load(); st != nil {
+	if !r.used.Load() {
+		r.used.Store(true)
+	}
+	if st := r.state.Load(); st != nil && !r.stale.Load() {
 		return st, nil
 	}
 	r.loadMu.Lock()
 	defer r.loadMu.Unlock()
-	if st := r.state.Load(); st != nil {
-		return st, nil
+	old := r.state.Load()
+	if old != nil && !r.stale.Load() {
+		return old, nil
 	}
-	return r.load(ctx)
+	st, err := r.load(ctx)
+	if err != nil && old != nil && !errors.Is(err, ErrRoomNotFound) {
+		r.stale.Store(false) // retried at the next refresh, not by every request while Redis is down
+		return old, nil
+	}
+	return st, err
+}
+
+// refresh is the Maintainer's settings refresh of this handle: a reload when the room was used
+// since the last refresh, else a stale mark (no Redis call).
+func (r *Room) refresh(ctx context.Context) error {
+	if r.state.Load() == nil {
+		return nil
+	}
+	if !r.used.Swap(false) {
+		r.stale.Store(true)
+		return nil
+	}
+	_, err := r.load(ctx)
+	return err
 }
 
 // Config returns the room's settings as this process last saw them (at most Config.ConfigRefresh

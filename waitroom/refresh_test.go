@@ -1,0 +1,115 @@
+package waitroom_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redisx"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// settingsReads counts the reads of each room's settings (HGETALL of its config hash) that go
+// through a client.
+type settingsReads struct{ idle, busy atomic.Int64 }
+
+func (*settingsReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *settingsReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "hgetall") {
+			key := cmd.String()
+			switch {
+			case strings.Contains(key, "{idle}"):
+				s.idle.Add(1)
+			case strings.Contains(key, "{busy}"):
+				s.busy.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*settingsReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// The Maintainer's settings refresh reloads the rooms used since the refresh before and reads
+// nothing of a room nobody uses (10,000 idle rooms cost Redis nothing); the idle room reloads at
+// its next use, so a change made meanwhile by another instance is seen at once.
+func TestIdleRoomCostsTheSettingsRefreshNothing(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	ctx := context.Background()
+	keys := [][]byte{testKey()}
+	rdb, err := redisx.NewClient(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	reads := &settingsReads{}
+	rdb.AddHook(reads)
+	c, err := waitroom.NewClient(rdb, waitroom.Config{Prefix: env.Prefix, PassKeys: keys, ConfigRefresh: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newClient(t, env, waitroom.Config{PassKeys: keys})
+	for _, name := range []string{"idle", "busy"} {
+		if _, err := other.SetRoom(ctx, name, waitroom.RoomConfig{MaxActive: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle, busy := handle(t, c, "idle"), handle(t, c, "busy")
+	for _, r := range []*waitroom.Room{idle, busy} {
+		if _, err := r.Config(ctx); err != nil { // the first use loads the settings
+			t.Fatal(err)
+		}
+	}
+	m := waitroom.NewMaintainer(c, waitroom.MaintainerConfig{Interval: time.Hour})
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+
+	// The refresh after the idle room's one use may reload it once; count from after that.
+	refreshed := func() {
+		t.Helper()
+		if _, err := busy.Config(ctx); err != nil { // a use: the next refresh reloads the busy room
+			t.Fatal(err)
+		}
+		n := reads.busy.Load()
+		testwait.Until(t, time.Minute, "a settings refresh of the busy room", func() bool { return reads.busy.Load() > n })
+	}
+	refreshed()
+	refreshed()
+	idleReads := reads.idle.Load()
+	for range 5 {
+		refreshed()
+	}
+	if got := reads.idle.Load() - idleReads; got != 0 {
+		t.Fatalf("five refreshes read the idle room's settings %d times, want 0", got)
+	}
+
+	if _, err := other.SetRoom(ctx, "idle", waitroom.RoomConfig{MaxActive: 1, Language: "zh"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := idle.Config(ctx)
+	if err != nil || cfg.Language != "zh" {
+		t.Fatalf("the idle room's settings at its next use: %+v, %v; want the language set meanwhile (zh)", cfg, err)
+	}
+}
+
+func handle(t *testing.T, c *waitroom.Client, name string) *waitroom.Room {
+	t.Helper()
+	r, err := c.Room(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
