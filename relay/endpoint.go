@@ -157,11 +157,17 @@ func (e Endpoint) validate(pendingCap time.Duration) error {
 	return nil
 }
 
+// maxTargetURL bounds an endpoint's target URL as a callback's URL is bounded: every answer that
+// lists endpoints carries it.
+const maxTargetURL = outbound.MaxCallbackURL
+
 func validTargetURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case raw == "":
 		return fieldErr("target_url", "is required")
+	case len(raw) > maxTargetURL:
+		return fieldErr("target_url", "longer than %d bytes", maxTargetURL)
 	case err != nil:
 		return fieldErr("target_url", "is not a URL: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https":

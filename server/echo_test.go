@@ -2,47 +2,112 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
 
-// A hostile client that sends a 900 KB queue name, room name or namespace gets its
-// refusal in a small body: no error echoes more than about 200 bytes of an input.
+// A hostile client that puts a 900 KB name or field into any route family (the native job and
+// schedule API, the lmstfy-compatible routes, tasks and permits, rooms, the admin API, lmstfy's
+// admin routes, the dashboard) gets its refusal in a small body: no answer echoes more than
+// about 200 bytes of an input, and none is a 5xx.
 func TestErrorBodiesEchoLittleOfHugeInputs(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	tok := ts.token(t, "shop")
-	queueName := strings.Repeat("q", 900<<10)
-	roomName := strings.Repeat("r", 900<<10)
-	for _, c := range []struct {
-		name string
-		r    func() response
-	}{
-		{"consume", func() response {
-			return ts.public(t, http.MethodPost, "/v1/ns/shop/consume", tok, map[string]any{"queues": []string{queueName}})
-		}},
-		{"publish to a queue with spaces", func() response {
-			return ts.public(t, http.MethodPost, "/v1/ns/shop/queues/"+strings.Repeat("a%20", 200<<10)+"/jobs", tok, `{"payload":1}`)
-		}},
-		{"room status", func() response { return ts.public(t, http.MethodGet, "/v1/rooms/"+roomName+"/status", "", nil) }},
-		{"admin room", func() response { return ts.adminDo(t, http.MethodPut, "/v1/rooms/"+roomName, `{"max_active":1}`) }},
-		{"quotas of a namespace", func() response { return ts.adminDo(t, http.MethodGet, "/v1/namespaces/"+queueName+"/quotas", nil) }},
-		{"set quotas of a namespace", func() response {
-			return ts.adminDo(t, http.MethodPut, "/v1/namespaces/"+queueName+"/quotas", map[string]any{"max_queues": 1})
-		}},
-		{"endpoint", func() response {
-			return ts.adminDo(t, http.MethodPut, "/v1/endpoints/"+queueName, map[string]any{"target_url": "http://example.com/"})
-		}},
-		{"namespace", func() response {
-			return ts.adminDo(t, http.MethodPost, "/v1/namespaces", map[string]string{"namespace": queueName})
-		}},
-	} {
-		r := c.r()
-		if r.Status != http.StatusBadRequest && r.Status != http.StatusNotFound {
-			t.Errorf("%s: %d %.300s, want a 400 or 404", c.name, r.Status, r.Body)
+	d := newDashboard(t, ts)
+	d.login(t)
+	huge := strings.Repeat("q", 900<<10)
+	pathHuge, queryHuge := url.PathEscape(huge), url.QueryEscape(huge)
+	public := func(method, path string, body any) func() response {
+		return func() response { return ts.public(t, method, path, tok, body) }
+	}
+	admin := func(method, path string, body any) func() response {
+		return func() response { return ts.adminDo(t, method, path, body) }
+	}
+	lmstfy := func(method, path string) func() response {
+		return func() response {
+			return sendWith(t, noRedirects, method, ts.PublicURL+path, map[string]string{"X-Token": tok}, url.Values{"x": {"1"}})
 		}
-		if len(r.Body) > 1200 {
-			t.Errorf("%s: a %d-byte error body: %.300s", c.name, len(r.Body), r.Body)
+	}
+	page := func(path string) func() response { return func() response { return d.get(t, path) } }
+	job := func(field string, value any) map[string]any { return map[string]any{"payload": 1, field: value} }
+	schedule := func(field string, value any) map[string]any {
+		s := map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1}}
+		s[field] = value
+		return s
+	}
+	for name, send := range map[string]func() response{
+		"consume of a queue":         public(http.MethodPost, "/v1/ns/shop/consume", map[string]any{"queues": []string{huge}}),
+		"consume ttr":                public(http.MethodPost, "/v1/ns/shop/consume", map[string]any{"queues": []string{"q"}, "ttr": huge}),
+		"publish to a queue":         public(http.MethodPost, "/v1/ns/shop/queues/"+strings.Repeat("a%20", 200<<10)+"/jobs", `{"payload":1}`),
+		"publish unique key":         public(http.MethodPost, "/v1/ns/shop/queues/q/jobs", job("unique_key", huge)),
+		"publish attribute name":     public(http.MethodPost, "/v1/ns/shop/queues/q/jobs", job("attributes", map[string]string{huge: "x"})),
+		"publish unknown field":      public(http.MethodPost, "/v1/ns/shop/queues/q/jobs", job(huge, 1)),
+		"publish delay":              public(http.MethodPost, "/v1/ns/shop/queues/q/jobs", job("delay", huge)),
+		"publish callback":           public(http.MethodPost, "/v1/ns/shop/queues/q/jobs", job("callback", map[string]any{"url": "https://" + huge})),
+		"job":                        public(http.MethodGet, "/v1/ns/shop/queues/q/jobs/"+pathHuge, nil),
+		"ack":                        public(http.MethodPost, "/v1/ns/shop/queues/q/jobs/"+pathHuge+"/ack", `{"delivery":1}`),
+		"namespace of a token":       public(http.MethodGet, "/v1/ns/"+pathHuge+"/queues", nil),
+		"jobs of a state":            public(http.MethodGet, "/v1/ns/shop/queues/q/jobs?state="+queryHuge, nil),
+		"dead letter cursor":         public(http.MethodGet, "/v1/ns/shop/queues/q/dead?cursor="+queryHuge, nil),
+		"pause":                      public(http.MethodPost, "/v1/ns/shop/queues/"+pathHuge+"/pause", nil),
+		"schedule name":              public(http.MethodPut, "/v1/ns/shop/schedules/"+pathHuge, schedule("paused", false)),
+		"schedule cron":              public(http.MethodPut, "/v1/ns/shop/schedules/s", schedule("cron", huge)),
+		"schedule time zone":         public(http.MethodPut, "/v1/ns/shop/schedules/s", schedule("timezone", huge)),
+		"schedule queue":             public(http.MethodPut, "/v1/ns/shop/schedules/s", map[string]any{"every": 60, "job": map[string]any{"queue": huge}}),
+		"task endpoint":              public(http.MethodPost, "/v1/tasks", map[string]any{"endpoint": huge}),
+		"task":                       public(http.MethodGet, "/v1/tasks/"+pathHuge, nil),
+		"task cancel":                public(http.MethodPost, "/v1/tasks/"+pathHuge+"/cancel", nil),
+		"permit":                     public(http.MethodPost, "/v1/permits/check", map[string]any{"permit": huge}),
+		"room status":                public(http.MethodGet, "/v1/rooms/"+pathHuge+"/status", nil),
+		"room check":                 public(http.MethodGet, "/v1/rooms/"+pathHuge+"/check", nil),
+		"room release":               public(http.MethodPost, "/v1/rooms/"+pathHuge+"/release", nil),
+		"lmstfy publish to a queue":  lmstfy(http.MethodPut, "/api/shop/"+pathHuge),
+		"lmstfy namespace":           lmstfy(http.MethodPut, "/api/"+pathHuge+"/q"),
+		"lmstfy delay":               lmstfy(http.MethodPut, "/api/shop/q?delay="+queryHuge),
+		"lmstfy consume":             lmstfy(http.MethodGet, "/api/shop/q?ttr="+queryHuge),
+		"lmstfy job":                 lmstfy(http.MethodGet, "/api/shop/q/job/"+pathHuge),
+		"lmstfy dead letter":         lmstfy(http.MethodPut, "/api/shop/q/deadletter?limit="+queryHuge),
+		"admin room":                 admin(http.MethodPut, "/v1/rooms/"+pathHuge, `{"max_active":1}`),
+		"admin room upstream":        admin(http.MethodPut, "/v1/rooms/r", map[string]any{"max_active": 1, "upstream": "https://" + huge}),
+		"admin room reset":           admin(http.MethodPost, "/v1/rooms/"+pathHuge+"/reset", nil),
+		"admin endpoint":             admin(http.MethodPut, "/v1/endpoints/"+pathHuge, map[string]any{"target_url": "http://example.com/"}),
+		"admin endpoint target":      admin(http.MethodPut, "/v1/endpoints/e", map[string]any{"target_url": "https://" + huge}),
+		"admin namespace":            admin(http.MethodPost, "/v1/namespaces", map[string]string{"namespace": huge}),
+		"admin namespace get":        admin(http.MethodGet, "/v1/namespaces/"+pathHuge, nil),
+		"admin namespace delete":     admin(http.MethodDelete, "/v1/namespaces/"+pathHuge, nil),
+		"admin quotas":               admin(http.MethodGet, "/v1/namespaces/"+pathHuge+"/quotas", nil),
+		"admin set quotas":           admin(http.MethodPut, "/v1/namespaces/"+pathHuge+"/quotas", map[string]any{"max_queues": 1}),
+		"admin token description":    admin(http.MethodPost, "/v1/namespaces/shop/tokens", map[string]any{"description": huge}),
+		"admin token":                admin(http.MethodDelete, "/v1/namespaces/shop/tokens/"+pathHuge, nil),
+		"admin token limit":          admin(http.MethodPut, "/v1/namespaces/shop/tokens/"+pathHuge+"/limit", `{"read":1}`),
+		"admin callback settings":    admin(http.MethodGet, "/v1/namespaces/"+pathHuge+"/callbacks", nil),
+		"admin callback destination": admin(http.MethodPost, "/v1/namespaces/shop/callbacks/destinations", map[string]any{"prefix": "https://" + huge}),
+		"lmstfy admin new token":     admin(http.MethodPost, "/token/"+pathHuge, nil),
+		"lmstfy admin description":   admin(http.MethodPost, "/token/shop?description="+queryHuge, nil),
+		"lmstfy admin limit":         admin(http.MethodGet, "/token/shop/"+pathHuge+"/limit", nil),
+		"dashboard namespace":        page("/ui/ns/" + pathHuge),
+		"dashboard queue":            page("/ui/ns/shop/queues/" + pathHuge),
+		"dashboard job":              page("/ui/ns/shop/queues/q/jobs/" + pathHuge),
+		"dashboard unique key":       page("/ui/ns/shop/queues/q?unique_key=" + queryHuge),
+		"dashboard tokens":           page("/ui/tokens?ns=" + queryHuge),
+		"dashboard task":             page("/ui/tasks?id=" + queryHuge),
+		"dashboard endpoint":         page("/ui/endpoints/" + pathHuge),
+		"dashboard room":             page("/ui/rooms/" + pathHuge),
+		"dashboard schedules":        page("/ui/schedules?ns=" + queryHuge),
+		"dashboard live numbers":     page("/ui/api/ns/" + pathHuge),
+		"dashboard action":           func() response { return d.post(t, "/ui/ns/shop/queues/"+pathHuge+"/pause", url.Values{}) },
+		"dashboard login": func() response {
+			return sendWith(t, noRedirects, http.MethodPost, ts.AdminURL+"/ui/login", nil, url.Values{"token": {huge}})
+		},
+	} {
+		r := send()
+		switch {
+		case r.Status < 400 || r.Status >= 500:
+			t.Errorf("%s: %d %.300s, want a refusal", name, r.Status, r.Body)
+		case len(r.Body) > 2048 || strings.Contains(string(r.Body), huge[:256]):
+			t.Errorf("%s: %d, a %d-byte answer echoing %d bytes of the input: %.300s", name, r.Status, len(r.Body), strings.Count(string(r.Body), "q"), r.Body)
 		}
 	}
 }

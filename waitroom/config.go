@@ -188,8 +188,8 @@ type RoomConfig struct {
 	// PassTTL is how long a pass is valid after it was issued or last refreshed. Default
 	// SessionTimeout; at most SessionTimeout, so a pass never outlives its slot's idle timeout.
 	PassTTL time.Duration
-	// Upstream is the URL the reverse proxy (deployment a) forwards admitted requests to. Default
-	// none.
+	// Upstream is the URL the reverse proxy (deployment a) forwards admitted requests to, at most
+	// 2048 bytes. Default none.
 	Upstream string
 	// OpenAt, when set and in the future, is when the room opens: visitors who arrive before wait
 	// on a countdown and are put in random order at the start; later ones queue behind them.
@@ -270,6 +270,9 @@ func (c RoomConfig) validate() error {
 		return err
 	}
 	if c.Upstream != "" {
+		if len(c.Upstream) > maxUpstreamURL {
+			return invalid("upstream", "longer than %d bytes", maxUpstreamURL)
+		}
 		u, err := url.Parse(c.Upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return invalid("upstream", "must be an absolute http or https URL, got %q", c.Upstream)
@@ -342,3 +345,6 @@ func parseRoomConfig(h map[string]string) (cfg RoomConfig, version int64) {
 	// A room written before a setting existed reads as its default.
 	return cfg.withDefaults(), num("version")
 }
+
+// maxUpstreamURL bounds Config.Upstream: every answer that shows a room's settings carries it.
+const maxUpstreamURL = 2048
