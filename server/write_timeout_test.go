@@ -74,3 +74,19 @@ func askAndDoNotRead(t *testing.T, ts *testServer, path, token string) net.Conn 
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
 	return conn
 }
+
+// A long poll waits longer than the write timeout and still gets its whole answer: the write
+// timeout bounds writing an answer, not the wait before it starts (native and lmstfy consumes).
+func TestLongPollOutlastsTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) { c.WriteTimeout = time.Second })
+	token := ts.token(t, "wait")
+	r := do(t, http.MethodPost, ts.PublicURL+"/v1/ns/wait/consume", token, map[string]any{"queues": []string{"q"}, "timeout": 3})
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"jobs":[]`) {
+		t.Fatalf("native consume waiting 3 s with a 1 s write timeout: %d %s, want 200 and no jobs", r.Status, r.Body)
+	}
+	r = sendWith(t, noRedirects, http.MethodGet, ts.PublicURL+"/api/wait/q?timeout=3", map[string]string{"X-Token": token}, nil)
+	if r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), "no job") {
+		t.Fatalf("lmstfy consume waiting 3 s with a 1 s write timeout: %d %s, want lmstfy's 404 no job", r.Status, r.Body)
+	}
+}
