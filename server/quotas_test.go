@@ -249,3 +249,40 @@ func TestNoisyNamespaceMeetsItsStoredBytesQuotaBeforeRedisIsFull(t *testing.T) {
 	}
 	wantStatus(t, ts.public(t, http.MethodGet, "/readyz", "", nil), http.StatusOK, "")
 }
+
+// The lmstfy-compatible routes are held to the same quotas, in lmstfy's error shape: a publish to
+// a new queue past max_queues, a publish, a bulk publish and a republish past max_stored_jobs
+// and a token past max_tokens answer 429 and create nothing.
+func TestQuotasHoldOnTheLmstfyRoutes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	e := lmstfyEnvOn(t, ts)
+	wantStatus(t, ts.adminDo(t, http.MethodPut, "/v1/namespaces/"+e.ns+"/quotas",
+		map[string]any{"max_queues": 2, "max_tokens": 2, "max_stored_jobs": 3}), http.StatusOK, "")
+	refused := func(r response, quota string) {
+		t.Helper()
+		if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "quota "+quota) {
+			t.Fatalf("got %d %s, want 429 naming %s", r.Status, r.Body, quota)
+		}
+	}
+	publish := func(q string) {
+		t.Helper()
+		if r := e.api(t, http.MethodPut, q, []byte("x")); r.Status != http.StatusCreated {
+			t.Fatalf("publish to %s: %d %s", q, r.Status, r.Body)
+		}
+	}
+	publish("a")
+	publish("b")
+	refused(e.api(t, http.MethodPut, "c", []byte("x")), "max_queues")
+	publish("b")
+	refused(e.api(t, http.MethodPut, "a", []byte("x")), "max_stored_jobs")
+	refused(e.api(t, http.MethodPut, "a/bulk", []byte(`["x","y"]`)), "max_stored_jobs")
+	refused(e.api(t, http.MethodPut, "a/job/01M8HTA2D32NCN7CT99RN2SCFR", []byte("x")), "max_stored_jobs")
+	if r := ts.adminDo(t, http.MethodPost, "/token/"+e.ns+"?description=second", nil); r.Status != http.StatusCreated {
+		t.Fatalf("second token: %d %s", r.Status, r.Body)
+	}
+	refused(ts.adminDo(t, http.MethodPost, "/token/"+e.ns+"?description=third", nil), "max_tokens")
+	if a := ts.quotaOf(t, e.ns); a.Usage.Queues != 2 || a.Usage.Tokens != 2 || a.Usage.StoredJobs != 3 {
+		t.Fatalf("usage after the refusals: %+v; want 2 queues, 2 tokens, 3 jobs", a.Usage)
+	}
+}
