@@ -31,6 +31,20 @@ func TestErrorBodiesEchoLittleOfHugeInputs(t *testing.T) {
 		}
 	}
 	page := func(path string) func() response { return func() response { return d.get(t, path) } }
+	// header sends a request whose header name carries half the huge input (the headers of a
+	// request are bounded at 1 MB in all).
+	header := func(method, target, name string, body string) func() response {
+		return func() response {
+			req, err := http.NewRequestWithContext(ctxT(t), method, target, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set(name, huge[:450<<10])
+			return exchange(t, noRedirects, req)
+		}
+	}
 	job := func(field string, value any) map[string]any { return map[string]any{"payload": 1, field: value} }
 	schedule := func(field string, value any) map[string]any {
 		s := map[string]any{"every": 60, "job": map[string]any{"queue": "q", "payload": 1}}
@@ -60,6 +74,10 @@ func TestErrorBodiesEchoLittleOfHugeInputs(t *testing.T) {
 		"task":                       public(http.MethodGet, "/v1/tasks/"+pathHuge, nil),
 		"task cancel":                public(http.MethodPost, "/v1/tasks/"+pathHuge+"/cancel", nil),
 		"permit":                     public(http.MethodPost, "/v1/permits/check", map[string]any{"permit": huge}),
+		"task idempotency key":       header(http.MethodPost, ts.PublicURL+"/v1/tasks", "Idempotency-Key", `{"endpoint":"e"}`),
+		"bearer token":               header(http.MethodGet, ts.PublicURL+"/v1/ns/shop/queues", "Authorization", ""),
+		"lmstfy token":               header(http.MethodGet, ts.PublicURL+"/api/shop/q?timeout=0", "X-Token", ""),
+		"admin bearer token":         header(http.MethodGet, ts.AdminURL+"/v1/namespaces", "Authorization", ""),
 		"room status":                public(http.MethodGet, "/v1/rooms/"+pathHuge+"/status", nil),
 		"room check":                 public(http.MethodGet, "/v1/rooms/"+pathHuge+"/check", nil),
 		"room release":               public(http.MethodPost, "/v1/rooms/"+pathHuge+"/release", nil),
