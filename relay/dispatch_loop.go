@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -12,12 +13,14 @@ import (
 
 // loop decides when to ask Redis for each endpoint's next tasks: at once after a full batch, at
 // the time the rate limit or a retry names, on a wake-up (a task submitted to an empty queue, a
-// slot freed), when a worker frees up, and at least every PollInterval. It returns when stop is
-// closed or ctx ends.
+// slot freed; every endpoint when the subscription came back after a lost connection), when a
+// worker frees up, and for an endpoint with nothing to take at least every WakeupInterval. It
+// returns when stop is closed or ctx ends.
 func (d *Dispatcher) loop(ctx context.Context, stop <-chan struct{}, w *notify.Waiter, jobs chan<- dispatchJob) {
 	due := make(map[string]time.Time)
 	needWorkers := make(map[string]bool) // endpoints whose next task waits for a free worker
 	var version int64                    // of the endpoint settings last seen
+	resubscribed := w.Resubscribed()     // wake-ups may have been lost when this changes
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -47,6 +50,10 @@ func (d *Dispatcher) loop(ctx context.Context, stop <-chan struct{}, w *notify.W
 				version = snap.version
 				clear(due)
 			}
+		}
+		if r := w.Resubscribed(); r != resubscribed {
+			resubscribed = r
+			clear(due)
 		}
 		seen := make(map[string]bool, len(eps))
 		for _, e := range eps {
@@ -180,7 +187,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, e Endpoint, n, free int, jobs
 		return now, false
 	case hint > 0:
 		return now.Add(time.Duration(hint) * time.Millisecond), false
-	default:
-		return now.Add(d.cfg.PollInterval), false
+	default: // nothing to take until a wake-up says so
+		return now.Add(jittered(d.cfg.WakeupInterval)), false
 	}
+}
+
+// jittered returns a duration between three quarters of d and d, so that endpoints found idle
+// together are not all asked again together.
+func jittered(d time.Duration) time.Duration {
+	return d - rand.N(d/4+1)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -77,7 +78,14 @@ type Waiter struct {
 	// fn, when set, gets every message's payload first. It runs under the notifier's lock and
 	// must not block.
 	fn func(payload string)
+	// resubscribed counts the subscription's returns after a lost connection (see Resubscribed).
+	resubscribed atomic.Uint64
 }
+
+// Resubscribed counts how often the subscription came back after a lost connection. A waiter that
+// keys its work on payloads (fn) learns from a change of it that payloads may have been lost
+// meanwhile and everything must be looked at again; C is signalled as well.
+func (w *Waiter) Resubscribed() uint64 { return w.resubscribed.Load() }
 
 // New returns a Notifier on rdb. It subscribes at the first Register.
 func New(rdb redis.UniversalClient, cfg Config) *Notifier {
@@ -274,6 +282,9 @@ func (n *Notifier) dispatch(msg any) {
 // read payloads. The caller holds the Notifier's lock.
 func (s *subscription) wake(payload *string) {
 	for w := range s.waiters {
+		if payload == nil {
+			w.resubscribed.Add(1)
+		}
 		if w.fn != nil && payload != nil {
 			w.fn(*payload)
 		}

@@ -205,4 +205,19 @@ func TestResubscribeAfterALostConnectionWakesWaiters(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the resubscription after a lost connection did not wake the waiter")
 	}
+	// A waiter that keys its work on payloads learns that some may have been lost.
+	if got := w.Resubscribed(); got != 1 {
+		t.Fatalf("Resubscribed() = %d after one lost connection, want 1", got)
+	}
+	if err := env.Client.Publish(ctx, env.Prefix+":lost", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a message after the resubscription did not wake the waiter")
+	}
+	if got := w.Resubscribed(); got != 1 {
+		t.Fatalf("Resubscribed() = %d after a message, want it unchanged (1)", got)
+	}
 }
