@@ -21,7 +21,11 @@ import (
 
 // benchCallbacks sets up a namespace whose callbacks go to a local no-op receiver.
 func benchCallbacks(b *testing.B) (*redistest.Env, *queue.Client, *httptest.Server, *atomic.Int64) {
-	env := redistest.New(b)
+	return benchCallbacksOn(b, redistest.New(b))
+}
+
+// benchCallbacksOn is benchCallbacks on the Redis of env (a standalone server or a Cluster).
+func benchCallbacksOn(b *testing.B, env *redistest.Env) (*redistest.Env, *queue.Client, *httptest.Server, *atomic.Int64) {
 	q, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix})
 	if err != nil {
 		b.Fatal(err)

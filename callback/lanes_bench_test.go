@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/callback"
-	"github.com/sluicehq/sluice/internal/benchkit/cpustat"
+	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 
@@ -29,11 +28,18 @@ import (
 // and how late a callback is delivered: one delayed 1 s into the last lane while the deliverer
 // runs (its notification arrives), and one published into the middle lane while no deliverer runs
 // (its notification is lost), counted from the start of a new deliverer. It uses only APIs an
-// older version has too, so the same file measures it side by side (docs/benchmarks.md).
+// older version has too, so the same file measures it side by side (docs/benchmarks.md). It runs
+// on a standalone server and on a 3-master Cluster (Redis's CPU and commands summed over the
+// masters).
 func BenchmarkIdleCallbackLanes(b *testing.B) {
+	b.Run("standalone", func(b *testing.B) { benchIdleCallbackLanes(b, redistest.New(b)) })
+	b.Run("cluster", func(b *testing.B) { benchIdleCallbackLanes(b, redistest.NewCluster(b)) })
+}
+
+func benchIdleCallbackLanes(b *testing.B, env *redistest.Env) {
 	n := benchEnvInt("SLUICE_BENCH_IDLE_LANES", 10000)
 	window := benchEnvDuration("SLUICE_BENCH_IDLE_WINDOW", 30*time.Second)
-	env, q, _, _ := benchCallbacks(b)
+	env, q, _, _ := benchCallbacksOn(b, env)
 	ctx := context.Background()
 	arrived := newArrivals()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,9 +84,9 @@ func BenchmarkIdleCallbackLanes(b *testing.B) {
 	time.Sleep(setupTTR + 2*time.Second) // a pause: the setup's leases run out
 
 	b.ResetTimer()
-	cpu0, cmd0 := cpustat.MustRedis(b, env.Client), redisCommands(b, env.Client)
+	cpu0, cmd0 := redistest.CPUSeconds(b, env.Client), redisCommands(b, env.Client)
 	time.Sleep(window) // the window measured: the idle lanes' cost is what Redis spends in it
-	cpu, cmds := cpustat.MustRedis(b, env.Client)-cpu0, redisCommands(b, env.Client)-cmd0
+	cpu, cmds := redistest.CPUSeconds(b, env.Client)-cpu0, redisCommands(b, env.Client)-cmd0
 
 	due := time.Now().Add(time.Second)
 	if _, err := q.Publish(ctx, queue.PublishParams{Namespace: "bench", Queue: lane(n - 1), Callback: hook("/delayed"), RunAt: due}); err != nil {
@@ -98,7 +104,7 @@ func BenchmarkIdleCallbackLanes(b *testing.B) {
 	b.StopTimer()
 
 	b.ReportMetric(float64(n), "lanes")
-	b.ReportMetric(100*cpu.Seconds()/window.Seconds(), "redis-cpu-%")
+	b.ReportMetric(100*cpu/window.Seconds(), "redis-cpu-%")
 	b.ReportMetric(float64(cmds)/window.Seconds(), "redis-cmds/s")
 	b.ReportMetric(float64(delayed.Milliseconds()), "delayed-late-ms")
 	b.ReportMetric(float64(unannounced.Milliseconds()), "unannounced-ms")
@@ -135,23 +141,10 @@ func (a *arrivals) wait(b *testing.B, path string) time.Time {
 	return time.Time{}
 }
 
-// redisCommands is the number of commands the Redis server has run (INFO stats).
+// redisCommands is the number of commands the Redis server has run (INFO stats), summed over the
+// masters of a Cluster.
 func redisCommands(b *testing.B, rdb redis.UniversalClient) int64 {
-	info, err := rdb.Info(context.Background(), "stats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-	}
-	b.Fatal("INFO stats has no total_commands_processed")
-	return 0
+	return int64(redistest.InfoSum(b, rdb, "stats", "total_commands_processed"))
 }
 
 func benchEnvInt(name string, def int) int {

@@ -97,6 +97,12 @@ func TestSweepCallbackLanesMarksTheRegistryOnce(t *testing.T) {
 		if got := f.dueLanes(t); len(got) != 0 {
 			t.Fatalf("due lanes %v, want none before the sweep", got)
 		}
+		// On a Cluster, as an older version left it: no lane's hash slot announced in the slots
+		// in use of the lanes' index (a read of the index then visits every shard).
+		slots := env.Prefix + ":callbacks:due:slots"
+		if err := env.Client.Del(ctx, slots).Err(); err != nil {
+			t.Fatal(err)
+		}
 		marked := 0
 		for cursor, first := uint64(0), true; first || cursor != 0; first = false {
 			next, n, err := f.client.SweepCallbackLanes(ctx, cursor, 2, time.Hour)
@@ -110,6 +116,23 @@ func TestSweepCallbackLanesMarksTheRegistryOnce(t *testing.T) {
 		}
 		if next, n, err := f.client.SweepCallbackLanes(ctx, 0, 2, time.Hour); err != nil || next != 0 || n != 0 {
 			t.Fatalf("a sweep after a complete one = %d, %d, %v; want nothing done", next, n, err)
+		}
+		if env.Cluster {
+			// The sweep announced the lanes' slots and marked the set complete: from now on a read
+			// visits only the shards of the slots in use.
+			members, err := env.Client.SMembers(ctx, slots).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(members, "complete") || len(members) < 2 || len(members) > 4 {
+				t.Fatalf("slots in use after the sweep: %v, want 1 to 3 slots and the mark", members)
+			}
+		}
+		// A lane registered after that is read too: its slot is announced where its queue is
+		// registered for callbacks, before its first callback job is written.
+		f.publish(t, queue.PublishParams{Queue: "d", Callback: cb})
+		if got := f.dueLanes(t); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+			t.Fatalf("due lanes %v, want a, b, c and the new lane d", got)
 		}
 	})
 }

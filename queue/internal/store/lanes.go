@@ -64,15 +64,24 @@ func (s *Store) SweepLanes(ctx context.Context, cursor uint64, count int64, ever
 		}
 		now := float64(t.UnixMilli())
 		pipe := s.rdb.Pipeline()
-		for _, q := range names {
+		bases := make([]string, len(names))
+		for i, q := range names {
 			k := s.keys.get(q.Namespace, q.Queue)
 			pipe.ZAddArgs(ctx, k.laneDue, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: now, Member: k.channel}}})
+			bases[i] = queueBase(s.cfg.Prefix, q.Namespace, q.Queue)
 		}
+		// The slots of lanes registered by a version that did not announce them (duework.Announce).
+		_ = duework.Announce(ctx, pipe, laneDueBase(s.cfg.Prefix), s.keys.cluster, bases...)
 		if _, err := pipe.Exec(ctx); err != nil {
 			return cursor, 0, err
 		}
 	}
 	if next == 0 {
+		// Every lane's slot is announced now: a read of the index (on a Cluster) visits only the
+		// shards of the slots in use, not all 16,384.
+		if err := duework.MarkAnnounced(ctx, s.rdb, laneDueBase(s.cfg.Prefix), s.keys.cluster); err != nil {
+			return cursor, len(names), err
+		}
 		if err := s.rdb.Set(ctx, laneSweptKey(s.cfg.Prefix), "1", every).Err(); err != nil {
 			return cursor, len(names), err
 		}

@@ -55,6 +55,8 @@ func (s *Store) Register(ctx context.Context, ns, q string, callbacks bool, quot
 	_ = duework.Announce(ctx, pipe, dueBase(s.cfg.Prefix), s.keys.cluster, queueBase(s.cfg.Prefix, ns, q))
 	if callbacks {
 		pipe.SAdd(ctx, callbackQueuesKey(s.cfg.Prefix), ns+":"+q)
+		// So is its callback lane's, in the lanes' due index.
+		_ = duework.Announce(ctx, pipe, laneDueBase(s.cfg.Prefix), s.keys.cluster, queueBase(s.cfg.Prefix, ns, q))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, err
