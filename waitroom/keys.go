@@ -20,6 +20,7 @@ import (
 //	<prefix>:waitroom:{<room>}:stats        hash: counters and the inflow limit's state
 //	<prefix>:waitroom:{<room>}:minutes      hash: admissions and abandonments per minute (last minutes)
 //	<prefix>:waitroom:{<room>}:waits        list: the waits of the latest 101 admissions
+//	<prefix>:waitroom:{<room>}:released     zset: released visitor -> until (ms): its passes are refused
 //	<prefix>:waitroom:{<room>}:call:<id>    string: a release call's answer (redisx.OnceKeys), 60 s
 //	<prefix>:waitroom:{<room>}:proofs       zset: used proof-of-work challenge id -> its expiry (ms)
 //	<prefix>:waitroom:{<room>}:addr:<addr>  string: an address's arrival limit state (GCRA, ms), expiring
@@ -32,7 +33,7 @@ import (
 // beside the room's script (before and after it on create, before it on delete), and a name
 // listed without settings is skipped; each pass key is written once (SET NX) and only read after.
 
-// roomKeys are a room's keys in the order every script receives them (lua/lib.lua); the last is
+// roomKeys are a room's keys in the order every script receives them (lua/lib.lua); the ninth is
 // the shard of the due index in the room's hash slot (duework.Key), not under the room's tag.
 type roomKeys []string
 
@@ -41,7 +42,7 @@ func newRoomKeys(prefix, room string, cluster bool) roomKeys {
 	return roomKeys{
 		base + "config", base + "active", base + "line", base + "seen",
 		base + "since", base + "stats", base + "minutes", base + "waits",
-		duework.Key(dueBase(prefix), base, cluster),
+		duework.Key(dueBase(prefix), base, cluster), base + "released",
 	}
 }
 

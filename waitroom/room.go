@@ -288,7 +288,7 @@ func (r *Room) decideArrival(ctx context.Context, visitor string, e entry) (Stat
 	}
 	vals, err := r.c.scripts.Run(ctx, scriptArrive, r.keys.arrive(e.addr, visitor), visitor, ticket, r.c.cfg.Batch,
 		r.c.liveGrace().Milliseconds(), r.c.cfg.ArrivalsPerMinute, e.addr != "", e.proofID,
-		e.proofExpires.UnixMilli(), pollRate, max(1, pollRate/3), r.c.calls.next()).Int64Slice()
+		e.proofExpires.UnixMilli(), pollRate, max(1, pollRate/3), r.c.calls.next(), r.c.cfg.LeftWindow.Milliseconds()).Int64Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Status{}, ctx.Err()
@@ -334,6 +334,8 @@ func (r *Room) decideArrival(ctx context.Context, visitor string, e entry) (Stat
 	case 5:
 		st.State = Challenged
 		r.challenged.Add(1)
+	case 7:
+		st.State = Left
 	default:
 		st.State = NotOpen
 		r.waiting.Add(1)
@@ -412,7 +414,9 @@ func (r *Room) checkPass(value string, req *http.Request) (Pass, bool) {
 // Config.TouchInterval per visitor and process, and reports whether the visitor still holds a
 // slot, with a refreshed pass when Redis was asked (empty otherwise: the old one stands). A
 // visitor whose slot was freed gets one back only when one is free and nobody waits; otherwise it
-// must queue again. While Redis cannot be reached the pass alone decides.
+// must queue again. A visitor released (Release) gets none back: its passes are refused until
+// the room's session_timeout and a minute have passed, or it is admitted again. While Redis
+// cannot be reached the pass alone decides.
 func (r *Room) Touch(ctx context.Context, visitor string) (held bool, pass string, expires time.Time, err error) {
 	return r.touch(ctx, visitor, "")
 }
@@ -438,7 +442,7 @@ func (r *Room) touch(ctx context.Context, visitor, binding string) (held bool, p
 	case -1:
 		r.forget()
 		return false, "", time.Time{}, ErrRoomNotFound
-	case 0:
+	case 0, 3: // no slot, or released lately (touch.lua): the pass is refused
 		r.touches.forget(visitor)
 		return false, "", time.Time{}, nil
 	}

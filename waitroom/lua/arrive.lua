@@ -12,9 +12,9 @@
 -- its client address (GCRA: arrivals_per_minute, bursts of as many). A refused visitor changes
 -- nothing but what refused it.
 -- KEYS: the room keys (lib.lua), then
---   KEYS[10] proofs  zset    used challenge id -> its expiry (ms); expires with the newest
---   KEYS[11] addr    string  the client address's limit state (the GCRA's tat, ms); expires
---   KEYS[12] poll    string  the visitor's poll limit state: "<tat ms> <call id of the poll it
+--   KEYS[11] proofs  zset    used challenge id -> its expiry (ms); expires with the newest
+--   KEYS[12] addr    string  the client address's limit state (the GCRA's tat, ms); expires
+--   KEYS[13] poll    string  the visitor's poll limit state: "<tat ms> <call id of the poll it
 --                    last charged>"; expires once the visitor may poll a full burst again
 -- ARGV[1] visitor id
 -- ARGV[2] the visitor's shuffle ticket if it arrives before open_at (integer in [0, 2^52))
@@ -23,19 +23,21 @@
 -- ARGV[4] grace (ms): a waiting visitor whose last poll is older is silent (skipped)
 -- ARGV[5] arrivals per minute per address when the room sets none (arrivals_per_minute 0);
 --         negative: no limit
--- ARGV[6] 1 when KEYS[11] is a client address's key, 0 when there is no address (no limit)
+-- ARGV[6] 1 when KEYS[12] is a client address's key, 0 when there is no address (no limit)
 -- ARGV[7] the id of the challenge the visitor proved, '' for none
 -- ARGV[8] that challenge's expiry (Unix ms)
 -- ARGV[9] polls per minute per visitor; 0: no poll limit (a library caller's Arrive)
 -- ARGV[10] the poll limit's burst (polls allowed at once)
--- ARGV[11] the call id: a poll sent again (a lost reply) finds its own id in KEYS[12] and is
+-- ARGV[11] the call id: a poll sent again (a lost reply) finds its own id in KEYS[13] and is
 --          not charged twice; the rest of the script is idempotent by the visitor
+-- ARGV[12] the left window (ms): how long after its release a visitor's arrivals answer "left"
 -- Returns {state, position, length, active, max_active, version, opens_in_ms, waited_ms,
 --          recent_admitted, recent_window_ms}
 --   state 1 admitted (now or before), 2 waiting, 3 waiting for open_at, 0 no such room,
 --   4 kept out by the address's limit (opens_in_ms then says when it may add one), 5 the line
 --   wants a proof of work this visitor did not bring (or brought used), 6 the poll was refused
---   by the visitor's poll limit (opens_in_ms says when it may poll again; nothing else is read)
+--   by the visitor's poll limit (opens_in_ms says when it may poll again; nothing else is read),
+--   7 the visitor was released within the left window (it has left; nothing is written)
 --   position is 1-based (0 unless waiting); length the number in line; recent_* the admissions
 --   from the line of the last minutes and the stretch they cover (lib.lua: recent), for the ETA.
 local cfg = read_config()
@@ -47,7 +49,7 @@ local poll_rate = tonumber(ARGV[9])
 if poll_rate > 0 then
   local interval = 60000 / poll_rate
   local tat, charged = now, ''
-  local raw = redis.call('GET', KEYS[12])
+  local raw = redis.call('GET', KEYS[13])
   if raw then
     local sp = string.find(raw, ' ', 1, true)
     if sp then
@@ -59,7 +61,7 @@ if poll_rate > 0 then
     local next_tat = tat + interval
     local over = next_tat - now - interval * tonumber(ARGV[10])
     if over > 0 then return {6, 0, 0, 0, 0, cfg.version, math.ceil(over), 0, 0, 0} end
-    redis.call('SET', KEYS[12], string.format('%.17g', next_tat) .. ' ' .. ARGV[11],
+    redis.call('SET', KEYS[13], string.format('%.17g', next_tat) .. ' ' .. ARGV[11],
       'PX', math.ceil(next_tat - now))
   end
 end
@@ -77,6 +79,11 @@ if redis.call('ZSCORE', K_ACTIVE, v) then
   return reply(1, 0, 0, 0)
 end
 
+-- A visitor released within the left window has left: it does not queue again yet, whatever
+-- cookies its client kept (release.lua).
+local released = redis.call('ZSCORE', K_RELEASED, v)
+if released and tonumber(released) + tonumber(ARGV[12]) > now then return reply(7, 0, 0, 0) end
+
 -- gate returns nil when a new visitor may join the line (its proof and its address's arrival
 -- are then recorded), else the reply that keeps it out.
 local function gate()
@@ -85,24 +92,24 @@ local function gate()
   local proof = ARGV[7]
   if above > 0 and redis.call('ZCARD', K_LINE) >= above then
     if proof == '' then return reply(5, 0, 0, 0) end
-    redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
-    if redis.call('ZSCORE', KEYS[10], proof) then return reply(5, 0, 0, 0) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
+    if redis.call('ZSCORE', KEYS[11], proof) then return reply(5, 0, 0, 0) end
   else
     proof = ''
   end
   if rate == 0 then rate = tonumber(ARGV[5]) end
   if rate > 0 and ARGV[6] == '1' then
     local interval = math.floor(60000 / rate)
-    local tat = math.max(tonumber(redis.call('GET', KEYS[11]) or '0'), now)
+    local tat = math.max(tonumber(redis.call('GET', KEYS[12]) or '0'), now)
     if tat + interval - now > interval * rate then
       return reply(4, 0, tat + interval - now - interval * rate, 0)
     end
-    redis.call('SET', KEYS[11], tat + interval, 'PX', tat + interval - now)
+    redis.call('SET', KEYS[12], tat + interval, 'PX', tat + interval - now)
   end
   if proof ~= '' then
     local expires = tonumber(ARGV[8])
-    redis.call('ZADD', KEYS[10], expires, proof)
-    if redis.call('PTTL', KEYS[10]) < expires - now then redis.call('PEXPIRE', KEYS[10], expires - now) end
+    redis.call('ZADD', KEYS[11], expires, proof)
+    if redis.call('PTTL', KEYS[11]) < expires - now then redis.call('PEXPIRE', KEYS[11], expires - now) end
   end
   return nil
 end
@@ -175,6 +182,7 @@ if ahead < free then
     redis.call('ZREM', K_SEEN, v)
     redis.call('HDEL', K_SINCE, v)
     redis.call('ZADD', K_ACTIVE, now, v)
+    redis.call('ZREM', K_RELEASED, v) -- admitted again: its passes are good again
     due_at(now + cfg.session_timeout)
     redis.call('HINCRBY', K_STATS, 'admitted', 1)
     local minute = math.floor(now / 60000)

@@ -24,15 +24,25 @@
 --   KEYS[9]  due      zset   the shard of the due index in the room's slot (keys.go dueBase):
 --                            member the room's name, score at or before the time its next
 --                            visitor goes idle or silent (due_at); maintain.lua sets it
+--   KEYS[10] released zset   visitor -> release time (ms): admitted visitors released lately.
+--                            Their passes are refused for session_timeout and a minute (longer
+--                            than any pass lives; touch.lua), and their arrivals answered "left"
+--                            for the left window (arrive.lua); an admission clears the mark.
+--                            release.lua trims it and it expires with its latest mark
+-- RELEASED_REFUSED_MS is how much longer than session_timeout a released visitor's passes are
+-- refused: more than any pass outlives its last renewal.
 -- Script-specific arguments are in ARGV.
 
 -- The keys of the current call's room, set by bind.
-local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS, K_DUE
+local K_CONFIG, K_ACTIVE, K_LINE, K_SEEN, K_SINCE, K_STATS, K_MINUTES, K_WAITS, K_DUE, K_RELEASED
 
 local function bind(keys)
   K_CONFIG, K_ACTIVE, K_LINE, K_SEEN = keys[1], keys[2], keys[3], keys[4]
   K_SINCE, K_STATS, K_MINUTES, K_WAITS, K_DUE = keys[5], keys[6], keys[7], keys[8], keys[9]
+  K_RELEASED = keys[10]
 end
+
+local RELEASED_REFUSED_MS = 60000
 
 -- room_name is the room's name, read off its config key ("...:{<room>}:config").
 local function room_name() return string.match(K_CONFIG, '{([^{}]*)}:config$') end
