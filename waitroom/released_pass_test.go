@@ -138,7 +138,7 @@ func TestReleasedVisitorKeepingItsCookiesIsRefused(t *testing.T) {
 		// passes admit her again.
 		testwait.UntilNil(t, time.Minute, func() error {
 			if st, err := room.Arrive(context.Background(), p.Visitor); err != nil || st.State != waitroom.Admitted {
-				return fmt.Errorf("alice after the window: %+v, %v", st, err)
+				return fmt.Errorf("alice after the window: %+v, %w", st, err)
 			}
 			return nil
 		})
