@@ -88,19 +88,36 @@ func TestRoomBadSettingsChangeNothing(t *testing.T) {
 		{"fail_open", "yes"},
 		{"arrivals_per_minute", -2}, {"challenge_above", -1}, {"challenge_bits", 99}, {"challenge_wait", 9999},
 		{"colour", "red"},
+		{"site_name", 5}, {"site_name", strings.Repeat("a", 101)},
+		{"logo_url", "javascript:alert(1)"}, {"logo_url", "http://cdn.example/logo.png"},
+		{"bypass", "everything"}, {"bypass", map[string]any{"paths": []string{"static/"}}},
+		{"bypass", map[string]any{"user_agents": []string{" "}}}, {"bypass", map[string]any{"secret": "short"}},
 	} {
+		want := bad.field // a bypass rule's error names the rule: bypass.paths
+		if rule, ok := bad.value.(map[string]any); ok {
+			for name := range rule {
+				want += "." + name
+			}
+		}
 		for _, method := range []string{http.MethodPut, http.MethodPatch} {
 			body := map[string]any{bad.field: bad.value}
 			if method == http.MethodPut && bad.field != "max_active" {
 				body["max_active"] = 3
 			}
 			r := ts.adminDo(t, method, "/v1/rooms/shop", body)
-			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_argument" || r.ErrorField() != bad.field {
-				t.Errorf("%s %s=%v: %d %s, want 400 naming %s", method, bad.field, bad.value, r.Status, r.Body, bad.field)
+			if r.Status != http.StatusBadRequest || r.ErrorCode() != "invalid_argument" || r.ErrorField() != want {
+				t.Errorf("%s %s=%v: %d %s, want 400 naming %s", method, bad.field, bad.value, r.Status, r.Body, want)
 			}
 			if bad.value == "<p>{{.Spot}}</p>" && !strings.Contains(string(r.Body), "Spot") {
 				t.Errorf("%s: the template error does not name the field: %s", method, r.Body)
 			}
+		}
+	}
+	// A body that is no object: a null merge patch would mean "replace the room with nothing".
+	for _, body := range []string{"null", "[]", `"x"`} {
+		r := ts.adminDo(t, http.MethodPatch, "/v1/rooms/shop", body)
+		if r.Status != http.StatusBadRequest || r.ErrorField() != "body" {
+			t.Errorf("PATCH %s: %d %s, want 400 naming body", body, r.Status, r.Body)
 		}
 	}
 	if after := mustJSON(roomSettings(t, ts, "shop")); after != before {

@@ -89,6 +89,11 @@ func (a *API) patch(w http.ResponseWriter, r *http.Request) error {
 	if err := httpapi.DecodeBody(r, &p); err != nil {
 		return err
 	}
+	if p == nil {
+		// A null merge patch would replace the whole room with nothing (RFC 7396): refused, so
+		// that a client's empty value never reads as "changed nothing" or "deleted".
+		return httpapi.InvalidArg("body", "want a JSON object, got null")
+	}
 	cfg, err := a.client.UpdateRoom(r.Context(), name, func(cur waitroom.RoomUpdate) (waitroom.RoomUpdate, error) {
 		if !cur.Found {
 			return cur, waitroom.ErrRoomNotFound
