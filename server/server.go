@@ -100,6 +100,9 @@ type Server struct {
 	// Serve starts them; it stops them in reverse once the listeners have drained.
 	services []startstop.Service
 
+	// deleteScans are where this instance's namespace deletions stand in their queue registries.
+	deleteScans deleteScans
+
 	public http.Handler
 	admin  http.Handler
 	// publicAddr is the public listener's address once Serve has it (the dashboard's hints show
@@ -182,6 +185,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.tokens.UseQuotas(s.quotas)
 	s.deletions = tenant.NewDeletionStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL)
 	s.deleteInline = time.Second
+	s.deleteScans.batch = deleteQueueBatch
 	s.tokens.UseDeletions(s.deletions)
 	s.limits = tenant.NewLimitStore(s.rdb, cfg.Prefix, cfg.TokenCacheTTL, s.log)
 	// Tokens written before each namespace had its token index get their entries (a batch per
