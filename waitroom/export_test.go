@@ -25,3 +25,6 @@ func DueKeyOf(c *Client, room string) string {
 
 // DueSlotsKey is the set of the hash slots in use of the rooms' due index (on a Cluster).
 func DueSlotsKey(c *Client) string { return duework.SlotsKey(dueBase(c.cfg.Prefix)) }
+
+// MaintainerRefreshes is how many settings refreshes the Maintainer has done.
+func MaintainerRefreshes(m *Maintainer) int64 { return m.refreshes.Load() }

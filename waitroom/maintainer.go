@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/startstop"
@@ -25,6 +26,8 @@ type Maintainer struct {
 	startstop.Base
 	client *Client
 	cfg    MaintainerConfig
+	// refreshes counts the settings refreshes done (for tests: how many have passed).
+	refreshes atomic.Int64
 }
 
 var _ startstop.Service = (*Maintainer)(nil)
@@ -60,6 +63,7 @@ func (m *Maintainer) run(ctx context.Context) {
 					m.client.cfg.Logger.Warn("waitroom settings refresh failed", slog.String("room", r.name), slog.Any("error", err))
 				}
 			}
+			m.refreshes.Add(1)
 		}
 	}
 }

@@ -77,23 +77,27 @@ func TestIdleRoomCostsTheSettingsRefreshNothing(t *testing.T) {
 	}
 	defer m.Stop()
 
-	// The refresh after the idle room's one use may reload it once; count from after that.
-	refreshed := func() {
+	// refreshes waits for n more settings refreshes, using the busy room meanwhile, so that
+	// each refresh finds it used.
+	refreshes := func(n int64) {
 		t.Helper()
-		if _, err := busy.Config(ctx); err != nil { // a use: the next refresh reloads the busy room
-			t.Fatal(err)
-		}
-		n := reads.busy.Load()
-		testwait.Until(t, time.Minute, "a settings refresh of the busy room", func() bool { return reads.busy.Load() > n })
+		until := waitroom.MaintainerRefreshes(m) + n
+		testwait.Until(t, 2*time.Minute, "settings refreshes", func() bool {
+			if _, err := busy.Config(ctx); err != nil { // a use: a refresh reloads the busy room
+				t.Fatal(err)
+			}
+			return waitroom.MaintainerRefreshes(m) >= until
+		})
 	}
-	refreshed()
-	refreshed()
-	idleReads := reads.idle.Load()
-	for range 5 {
-		refreshed()
-	}
+	// The refresh after the idle room's one use may reload it once; count from after that.
+	refreshes(2)
+	idleReads, busyReads := reads.idle.Load(), reads.busy.Load()
+	refreshes(5)
 	if got := reads.idle.Load() - idleReads; got != 0 {
 		t.Fatalf("five refreshes read the idle room's settings %d times, want 0", got)
+	}
+	if reads.busy.Load() == busyReads {
+		t.Fatal("five refreshes did not read the busy room's settings, which was used meanwhile")
 	}
 
 	if _, err := other.SetRoom(ctx, "idle", waitroom.RoomConfig{MaxActive: 1, Language: "zh"}); err != nil {
