@@ -361,7 +361,7 @@ func BenchmarkIdleWaiters(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = rdb.Close() })
-			calls := &scriptCalls{}
+			calls := scriptCalls()
 			rdb.AddHook(calls)
 			qc, err := queue.NewClient(rdb, queue.Config{Prefix: env.Prefix, WakeupInterval: c.wakeup})
 			if err != nil {
@@ -378,13 +378,13 @@ func BenchmarkIdleWaiters(b *testing.B) {
 				})
 			}
 			b.Cleanup(func() { cancel(); wg.Wait() })
-			testwait.Until(b, time.Minute, "every waiter's first look", func() bool { return calls.n.Load() >= waiters })
+			testwait.Until(b, time.Minute, "every waiter's first look", func() bool { return calls.Count() >= waiters })
 			const window = 40 * time.Second
 			var perSecond float64
 			for b.Loop() {
-				before := calls.n.Load()
+				before := calls.Count()
 				time.Sleep(window) // the window measured: idle waiting, nothing else happens
-				perSecond = float64(calls.n.Load()-before) / window.Seconds()
+				perSecond = float64(calls.Count()-before) / window.Seconds()
 			}
 			b.ReportMetric(perSecond, "script-calls/s")
 		})

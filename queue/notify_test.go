@@ -218,31 +218,14 @@ func (s *notifySubscriber) received(t *testing.T) []string {
 }
 
 // scriptCalls counts the script calls (FCALL, EVALSHA, EVAL) a client sends, alone or pipelined.
-type scriptCalls struct{ n atomic.Int64 }
-
-func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		s.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			s.count(cmd)
+func scriptCalls() *redistest.Counter {
+	return &redistest.Counter{Match: func(cmd redis.Cmder) bool {
+		switch cmd.Name() {
+		case "fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro":
+			return true
 		}
-		return next(ctx, cmds)
-	}
-}
-
-func (s *scriptCalls) count(cmd redis.Cmder) {
-	switch cmd.Name() {
-	case "fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro":
-		s.n.Add(1)
-	}
+		return false
+	}}
 }
 
 // Idle waiting costs Redis one look per wait, however long the wait: consumers blocked on empty
@@ -257,7 +240,7 @@ func TestIdleWaitersLookOncePerWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = rdb.Close() })
-		calls := &scriptCalls{}
+		calls := scriptCalls()
 		rdb.AddHook(calls)
 		c, err := queue.NewClient(rdb, queue.Config{Prefix: env.Prefix})
 		if err != nil {
@@ -277,7 +260,7 @@ func TestIdleWaitersLookOncePerWait(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if n := calls.n.Load(); n != waiters {
+		if n := calls.Count(); n != waiters {
 			t.Fatalf("%d waits that ran out made %d script calls, want one each", waiters, n)
 		}
 
@@ -289,7 +272,7 @@ func TestIdleWaitersLookOncePerWait(t *testing.T) {
 			}
 			woken <- got
 		}()
-		testwait.Until(t, time.Minute, "the waiter's first look", func() bool { return calls.n.Load() == waiters+1 })
+		testwait.Until(t, time.Minute, "the waiter's first look", func() bool { return calls.Count() == waiters+1 })
 		testwait.Until(t, time.Minute, "the waiter's subscription", func() bool {
 			return numSub(t, env, env.Prefix+":{ns:woken}:notify") == 1
 		})

@@ -2,8 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,50 +13,18 @@ import (
 	"github.com/sluicehq/sluice/relay"
 )
 
-// endpointCalls counts the commands that go through a client and name one endpoint's keys.
-type endpointCalls struct {
-	tag string // the endpoint's hash tag, {ep:<name>}
-	n   atomic.Int64
-}
-
-func (*endpointCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (e *endpointCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		e.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (e *endpointCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			e.count(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (e *endpointCalls) count(cmd redis.Cmder) {
-	for _, a := range cmd.Args() {
-		if s, ok := a.(string); ok && strings.Contains(s, e.tag) {
-			e.n.Add(1)
-			return
-		}
-	}
-}
-
 // dispatcherWithCounter runs a Dispatcher on a Client of its own whose commands that name the
 // endpoint's keys are counted, and waits for its first sweep of the endpoints.
 // Its connections carry the client name clientName.
-func dispatcherWithCounter(t *testing.T, env *redistest.Env, endpoint, clientName string, cfg relay.DispatcherConfig) *endpointCalls {
+func dispatcherWithCounter(t *testing.T, env *redistest.Env, endpoint, clientName string, cfg relay.DispatcherConfig) *redistest.Counter {
 	t.Helper()
 	rdb, err := redisx.NewClient(env.URL + "?client_name=" + clientName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	calls := &endpointCalls{tag: "{ep:" + endpoint + "}"}
+	tag := "{ep:" + endpoint + "}"
+	calls := &redistest.Counter{Match: func(cmd redis.Cmder) bool { return redistest.NamesKey(cmd, tag) }}
 	rdb.AddHook(calls)
 	c, err := relay.NewClient(rdb, relay.Config{Prefix: env.Prefix, PermitKeys: [][]byte{testKey}, RefreshInterval: 50 * time.Millisecond})
 	if err != nil {
@@ -88,11 +54,11 @@ func TestIdleEndpointCostsTheDispatcherNoRedisCall(t *testing.T) {
 	// The dispatcher's first look at the idle endpoint may still be under way; count from a
 	// moment after the busy endpoint's first task is done.
 	runTask(t, submitter, "busy")
-	before := calls.n.Load()
+	before := calls.Count()
 	for range 5 {
 		runTask(t, submitter, "busy")
 	}
-	if got := calls.n.Load() - before; got != 0 {
+	if got := calls.Count() - before; got != 0 {
 		t.Fatalf("while 5 tasks of another endpoint ran, the dispatcher made %d calls about the idle one, want 0", got)
 	}
 
@@ -113,29 +79,13 @@ func TestDispatcherLooksAtEveryEndpointAfterALostSubscription(t *testing.T) {
 	name := "lost-subscription-" + env.Prefix
 	calls := dispatcherWithCounter(t, env, "idle", name, relay.DispatcherConfig{WakeupInterval: time.Hour})
 	runTask(t, submitter, "busy")
-	before := calls.n.Load()
+	before := calls.Count()
 
-	ctx := ctxT(t)
-	list, err := env.Client.ClientList(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	killed := 0
-	for line := range strings.SplitSeq(list, "\n") {
-		if !strings.Contains(line, " name="+name+" ") || !strings.Contains(line, " sub=1 ") {
-			continue
-		}
-		id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
-		if err := env.Client.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
-			t.Fatal(err)
-		}
-		killed++
-	}
-	if killed == 0 {
-		t.Fatalf("no subscription connection named %s:\n%s", name, list)
+	if killed := redistest.KillSubscriptions(t, env, name); killed == 0 {
+		t.Fatalf("no subscription connection named %s", name)
 	}
 	testwait.Until(t, time.Minute, "a look at the idle endpoint after the subscription came back", func() bool {
-		return calls.n.Load() > before
+		return calls.Count() > before
 	})
 	runTask(t, submitter, "idle") // and wake-ups work again
 }

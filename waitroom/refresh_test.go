@@ -3,7 +3,6 @@ package waitroom_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,29 +14,12 @@ import (
 	"github.com/sluicehq/sluice/waitroom"
 )
 
-// settingsReads counts the reads of each room's settings (HGETALL of its config hash) that go
+// settingsReads counts the reads of a room's settings (HGETALL of its config hash) that go
 // through a client.
-type settingsReads struct{ idle, busy atomic.Int64 }
-
-func (*settingsReads) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s *settingsReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if strings.EqualFold(cmd.Name(), "hgetall") {
-			key := cmd.String()
-			switch {
-			case strings.Contains(key, "{idle}"):
-				s.idle.Add(1)
-			case strings.Contains(key, "{busy}"):
-				s.busy.Add(1)
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (*settingsReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+func settingsReads(room string) *redistest.Counter {
+	return &redistest.Counter{Match: func(cmd redis.Cmder) bool {
+		return strings.EqualFold(cmd.Name(), "hgetall") && redistest.NamesKey(cmd, "{"+room+"}")
+	}}
 }
 
 // The Maintainer's settings refresh reloads the rooms used since the refresh before and reads
@@ -53,8 +35,9 @@ func TestIdleRoomCostsTheSettingsRefreshNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	reads := &settingsReads{}
-	rdb.AddHook(reads)
+	idleReads, busyReads := settingsReads("idle"), settingsReads("busy")
+	rdb.AddHook(idleReads)
+	rdb.AddHook(busyReads)
 	c, err := waitroom.NewClient(rdb, waitroom.Config{Prefix: env.Prefix, PassKeys: keys, ConfigRefresh: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -91,12 +74,12 @@ func TestIdleRoomCostsTheSettingsRefreshNothing(t *testing.T) {
 	}
 	// The refresh after the idle room's one use may reload it once; count from after that.
 	refreshes(2)
-	idleReads, busyReads := reads.idle.Load(), reads.busy.Load()
+	idleBefore, busyBefore := idleReads.Count(), busyReads.Count()
 	refreshes(5)
-	if got := reads.idle.Load() - idleReads; got != 0 {
+	if got := idleReads.Count() - idleBefore; got != 0 {
 		t.Fatalf("five refreshes read the idle room's settings %d times, want 0", got)
 	}
-	if reads.busy.Load() == busyReads {
+	if busyReads.Count() == busyBefore {
 		t.Fatal("five refreshes did not read the busy room's settings, which was used meanwhile")
 	}
 

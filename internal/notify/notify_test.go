@@ -182,23 +182,9 @@ func TestResubscribeAfterALostConnectionWakesWaiters(t *testing.T) {
 		t.Fatal("woken before anything happened")
 	default:
 	}
-	killed := 0
-	list, err := env.Client.ClientList(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(list, "\n") {
-		if !strings.Contains(line, " name="+name+" ") || !strings.Contains(line, " sub=1 ") {
-			continue
-		}
-		id, _, _ := strings.Cut(strings.TrimPrefix(line, "id="), " ")
-		if err := env.Client.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
-			t.Fatal(err)
-		}
-		killed++
-	}
+	killed := redistest.KillSubscriptions(t, env, name)
 	if killed != 1 {
-		t.Fatalf("killed %d subscription connections named %s, want 1:\n%s", killed, name, list)
+		t.Fatalf("killed %d subscription connections named %s, want 1", killed, name)
 	}
 	select {
 	case <-w.C:
