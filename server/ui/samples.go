@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,4 +101,30 @@ func parseHistogram(s string) queue.ProcessingTimes {
 		}
 	}
 	return p
+}
+
+// fillUnchanged gives each slot between two samples with the same counters the earlier sample's
+// counters: a quiet queue, sampled only every quietEvery (Sampler), did nothing in between, so
+// its chart shows zeros there rather than no data. The oldest ready job's age goes linearly from
+// one sample's to the other's (a job nobody takes ages so); processing times stay unknown.
+func fillUnchanged(samples map[int64]sample) {
+	slots := make([]int64, 0, len(samples))
+	for m := range samples {
+		slots = append(slots, m)
+	}
+	slices.Sort(slots)
+	for i := 1; i < len(slots); i++ {
+		a, b := samples[slots[i-1]], samples[slots[i]]
+		if a.c != b.c || slots[i]-slots[i-1] > 2*daySlots { // a day chart's span at most
+			continue
+		}
+		span := slots[i] - slots[i-1]
+		for m := slots[i-1] + 1; m < slots[i]; m++ {
+			oldest := a.oldest
+			if a.oldest >= 0 && b.oldest >= 0 {
+				oldest = a.oldest + (b.oldest-a.oldest)*time.Duration(m-slots[i-1])/time.Duration(span)
+			}
+			samples[m] = sample{c: a.c, oldest: oldest}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,18 +30,52 @@ const (
 // Sampler records, for every queue, the cumulative published, acked and failed counters once a
 // minute in a hash of at most an hour of samples, and once a daySlot in a hash of at most a day;
 // the charts draw throughput from their differences.
-// The hot path (publish, ack) pays nothing for it, and the cost is one small script per queue per
-// SampleInterval.
+// The hot path (publish, ack) pays nothing for it. A queue that moves costs one small script per
+// SampleInterval; a quiet one (counters and ready, delayed and leased jobs unchanged since its
+// sample before) is
+// sampled every quietEvery only, and the charts read its unchanged stretch as zeros
+// (fillUnchanged): 100,000 idle queues cost a few hundred calls a second, not tens of thousands.
 type Sampler struct {
 	startstop.Base
 	cfg     Config
 	scripts *redisx.ScriptRunner
+
+	mu    sync.Mutex
+	quiet map[sampledQueue]sampledState // what this process last sampled of each queue
+}
+
+// quietEvery is how often a quiet queue is sampled: often enough that each daySlot has a sample
+// (the day chart stays whole) and a queue that starts moving again shows on the hour chart
+// within it.
+const quietEvery = 5 * time.Minute
+
+// maxSampled bounds Sampler.quiet: past it the map starts over (every queue is sampled once
+// more, then found quiet again); deleted queues' entries go so.
+const maxSampled = 1_000_000
+
+type sampledQueue struct{ ns, queue string }
+
+type sampledState struct {
+	shape queueShape
+	next  time.Time // when it is sampled again; zero: at every pass
+}
+
+// queueShape is what a sample of a queue must find unchanged for the queue to count as quiet:
+// its counters and how many jobs are ready, delayed and leased. A queue nobody touches keeps its
+// shape while its oldest ready job ages (fillUnchanged draws that age).
+type queueShape struct {
+	c                      counters
+	ready, delayed, leased int64
+}
+
+func shapeOf(st queue.Stats) queueShape {
+	return queueShape{c: countersOf(st), ready: st.Ready, delayed: st.Delayed, leased: st.Leased}
 }
 
 var _ startstop.Service = (*Sampler)(nil)
 
 func newSampler(cfg Config, scripts *redisx.ScriptRunner) *Sampler {
-	return &Sampler{cfg: cfg, scripts: scripts}
+	return &Sampler{cfg: cfg, scripts: scripts, quiet: make(map[sampledQueue]sampledState)}
 }
 
 // Start samples at once and then every SampleInterval until Stop or ctx ends. A second Start
@@ -98,9 +133,45 @@ func eachPage(read func(after string) (queue.QueuesPageResult, error), use func(
 	}
 }
 
-// sample records the current minute's sample of the queues names of namespace ns.
+// due returns the queues of names to sample now: all but the quiet ones sampled within quietEvery.
+func (s *Sampler) due(ns string, names []string, now time.Time) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		if st, ok := s.quiet[sampledQueue{ns, name}]; ok && now.Before(st.next) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// sampled remembers what was sampled of the queues names at now: a queue whose shape did not
+// change since its sample before is quiet until now+quietEvery.
+func (s *Sampler) sampled(ns string, names []string, stats []queue.Stats, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.quiet) >= maxSampled {
+		clear(s.quiet)
+	}
+	for i, name := range names {
+		k, shape := sampledQueue{ns, name}, shapeOf(stats[i])
+		st := sampledState{shape: shape}
+		if prev, ok := s.quiet[k]; ok && prev.shape == shape {
+			st.next = now.Add(quietEvery)
+		}
+		s.quiet[k] = st
+	}
+}
+
+// sample records the current minute's sample of the queues names of namespace ns that are due.
 func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
 	q := s.cfg.Queue
+	now := time.Now()
+	if names = s.due(ns, names, now); len(names) == 0 {
+		return nil
+	}
 	stats, err := q.StatsMany(ctx, ns, names)
 	if err != nil {
 		return err
@@ -121,6 +192,7 @@ func (s *Sampler) sample(ctx context.Context, ns string, names []string) error {
 			return fmt.Errorf("ui: sample %s: %w", ns, err)
 		}
 	}
+	s.sampled(ns, names, stats, now)
 	return nil
 }
 
@@ -185,6 +257,7 @@ func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string
 			end.acks = st.ProcessingTimes.Sub(kept.hist) // the current slot so far
 		}
 		samples[now+1] = end // the current slot ends now
+		fillUnchanged(samples)
 		s := series{Published: make([]int64, sp.n), Acked: make([]int64, sp.n), Failed: make([]int64, sp.n),
 			P50: make([]time.Duration, sp.n), P99: make([]time.Duration, sp.n), Oldest: make([]time.Duration, sp.n)}
 		for j := range sp.n {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 	"github.com/sluicehq/sluice/server/tenant"
@@ -17,7 +19,7 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func setup(t *testing.T, env *redistest.Env) (*UI, *queue.Client) {
+func setup(t testing.TB, env *redistest.Env) (*UI, *queue.Client) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q, err := queue.NewClient(env.Client, queue.Config{Prefix: env.Prefix, Logger: log})
@@ -232,5 +234,101 @@ func TestSampleKeepsProcessingTimesSinceTheSampleBefore(t *testing.T) {
 			t.Errorf("the hour's acks: %d, want 112", n)
 		}
 		break
+	}
+}
+
+// A quiet queue (counters and ready, delayed and leased jobs unchanged: here one ready job nobody
+// takes) is sampled every quietEvery, not at every pass; one that moves is sampled at every pass
+// again once it is due.
+func TestSamplerSkipsQuietQueues(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	u, q := setup(t, env)
+	ctx := ctxT(t)
+	samples := &redistest.Counter{Match: func(cmd redis.Cmder) bool { return redistest.NamesKey(cmd, ":ui:throughput:{ns:q}") }}
+	env.Client.AddHook(samples)
+	if _, err := q.Publish(ctx, queue.PublishParams{Namespace: "ns", Queue: "q", Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	pass := func() int64 {
+		t.Helper()
+		n := samples.Count()
+		if err := u.sampler.SampleOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return samples.Count() - n
+	}
+	if n := pass(); n == 0 {
+		t.Fatal("the first pass did not sample the queue")
+	}
+	if n := pass(); n == 0 {
+		t.Fatal("the second pass (the queue's first quiet one) did not sample it")
+	}
+	for range 3 {
+		if n := pass(); n != 0 {
+			t.Fatalf("a pass sampled the quiet queue (%d commands), want none until quietEvery", n)
+		}
+	}
+	// It moves (its job is taken); once it is due again (quietEvery later: moved here), it is
+	// sampled at every pass.
+	if jobs, err := q.Consume(ctx, queue.ConsumeParams{Namespace: "ns", Queues: []string{"q"}, TTR: time.Minute}); err != nil || len(jobs) != 1 {
+		t.Fatalf("consume: %v %v", jobs, err)
+	}
+	u.sampler.mu.Lock()
+	for k, st := range u.sampler.quiet {
+		st.next = time.Now().Add(-time.Second)
+		u.sampler.quiet[k] = st
+	}
+	u.sampler.mu.Unlock()
+	for range 2 {
+		if n := pass(); n == 0 {
+			t.Fatal("a pass did not sample the queue that moved")
+		}
+	}
+}
+
+// An unchanged stretch between two samples (a quiet queue's) reads as zeros, not as no data; a
+// stretch whose counters moved stays unknown.
+func TestThroughputFillsUnchangedStretches(t *testing.T) {
+	t.Parallel()
+	env := redistest.New(t)
+	u, _ := setup(t, env)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		queue string
+		live  queue.Stats
+		want  string
+	}{
+		{"quiet", queue.Stats{Published: 5, Acked: 5}, "[0 0 0 0 0 0 0 0 0 0]"},
+		{"moved", queue.Stats{Published: 9, Acked: 5}, "[0 0 0 0 0 -1 -1 -1 -1 -1]"},
+	} {
+		key := env.Prefix + ":ui:throughput:{ns:" + tc.queue + "}"
+		for {
+			now, err := env.Client.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := now.Unix() / 60
+			f := func(d int64) string { return strconv.FormatInt(m-d, 10) }
+			if err := env.Client.HSet(ctx, key, f(12), "5:5:0:60000:?", f(4), "5:5:0:540000:?").Err(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := u.throughput(ctx, hourSpan, "ns", []string{tc.queue}, []queue.Stats{tc.live})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after, _ := env.Client.Time(ctx).Result(); after.Unix()/60 != m {
+				continue // the minute turned mid-test
+			}
+			if got := fmt.Sprint(s[0].Published[window-10:]); got != tc.want {
+				t.Fatalf("%s: published per minute %s, want %s", tc.queue, got, tc.want)
+			}
+			// The oldest ready job's age between the two samples (1 min at m-12, 9 min at m-4)
+			// grows a minute a minute: 7 min at m-6, the end of minute m-7.
+			if got := s[0].Oldest[window-8]; got != 7*time.Minute {
+				t.Fatalf("%s: oldest ready at the end of minute m-7 %s, want 7m", tc.queue, got)
+			}
+			break
+		}
 	}
 }
