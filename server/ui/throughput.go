@@ -58,6 +58,27 @@ type sampledQueue struct{ ns, queue string }
 type sampledState struct {
 	shape queueShape
 	next  time.Time // when it is sampled again; zero: at every pass
+	// watched is until when a dashboard page shows the queue: it is sampled at every pass then,
+	// so the page's current minute has its sample however quiet the queue was.
+	watched time.Time
+}
+
+// watchFor is how long a dashboard page's read of a queue keeps it sampled at every pass: the
+// pages read again every few seconds while they are open.
+const watchFor = time.Minute
+
+// watch keeps the queues of namespace ns sampled at every pass for watchFor: a dashboard page
+// shows them.
+func (s *Sampler) watch(ns string, names []string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		k := sampledQueue{ns, name}
+		st := s.quiet[k]
+		st.next, st.watched = time.Time{}, now.Add(watchFor)
+		s.quiet[k] = st
+	}
 }
 
 // queueShape is what a sample of a queue must find unchanged for the queue to count as quiet:
@@ -157,8 +178,9 @@ func (s *Sampler) sampled(ns string, names []string, stats []queue.Stats, now ti
 	}
 	for i, name := range names {
 		k, shape := sampledQueue{ns, name}, shapeOf(stats[i])
-		st := sampledState{shape: shape}
-		if prev, ok := s.quiet[k]; ok && prev.shape == shape {
+		prev, ok := s.quiet[k]
+		st := sampledState{shape: shape, watched: prev.watched}
+		if ok && prev.shape == shape && !now.Before(prev.watched) {
 			st.next = now.Add(quietEvery)
 		}
 		s.quiet[k] = st
@@ -239,6 +261,7 @@ type series struct {
 // throughput reads the samples of the queues (one pipelined HGETALL each, of at most sp.n+3
 // fields) and turns them into series over sp ending with the current slot, whose end is cur.
 func (u *UI) throughput(ctx context.Context, sp span, ns string, queues []string, cur []queue.Stats) ([]series, error) {
+	u.sampler.watch(ns, queues)
 	pipe := u.cfg.Redis.Pipeline()
 	tm := pipe.Time(ctx)
 	cmds := make([]*redis.MapStringStringCmd, len(queues))
