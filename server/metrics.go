@@ -70,7 +70,15 @@ func newMetrics(s *Server) *metrics {
 		scrapeCollector{descs: relayDescs, collect: s.collectRelay},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		scrapeCollector{descs: queueDescs, collect: s.collectQueues},
-		scrapeCollector{descs: roomDescs, collect: s.collectRooms})
+		scrapeCollector{descs: roomDescs, collect: s.collectRooms},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_http_lean_requests_total",
+			Help: "Requests of proxy_rooms that the public listener's lean loop served (also counted in sluice_http_requests_total).",
+		}, func() float64 { return float64(s.leanStats().LeanRequests) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_http_handed_off_connections_total",
+			Help: "Public connections the lean loop handed to net/http (a request it does not serve, and the rest of its connection).",
+		}, func() float64 { return float64(s.leanStats().HandedOff) }))
 	m.callbacks = newCallbackMetrics(m.reg)
 	return m
 }

@@ -207,19 +207,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 	errs := errorMap()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-Id")
-		if !saneRequestID(id) {
-			id = s.requestIDs.next()
-		}
-		w.Header().Set("X-Request-Id", id)
-		st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard}
-		st.Client, st.HTTPS = s.proxies.client(r)
-		r = r.WithContext(httpapi.WithState(r.Context(), st))
-		rc := http.NewResponseController(w)
-		sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout, large: s.large, client: st.Client}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
-		}
+		sw, r := s.begin(w, r, errs)
 		inflight.Inc()
 		defer inflight.Dec()
 		defer s.finish(sw, r, listener, start)
@@ -241,6 +229,11 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 				return
 			}
 		}
+		if proxy, pattern := s.roomProxyRoute(mux, r, admin); proxy != nil {
+			r.Pattern = pattern // the proxy's answers are the upstream's: none is the mux's own
+			proxy.ServeHTTP(sw, r)
+			return
+		}
 		sw.req = r
 		mux.ServeHTTP(sw, r)
 		sw.req = nil
@@ -261,13 +254,37 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 	})
 }
 
+// begin is the start of wrap's work on a request: its id (X-Request-Id, kept when sane), its
+// state (httpapi.RequestState), the writer that bounds and records the answer, and the body limit.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, errs httpapi.ErrorMap) (*statusWriter, *http.Request) {
+	id := r.Header.Get("X-Request-Id")
+	if !saneRequestID(id) {
+		id = s.requestIDs.next()
+	}
+	w.Header().Set("X-Request-Id", id)
+	st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard}
+	st.Client, st.HTTPS = s.proxies.client(r)
+	r = r.WithContext(httpapi.WithState(r.Context(), st))
+	rc := http.NewResponseController(w)
+	sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout, large: s.large, client: st.Client}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
+	}
+	return sw, r
+}
+
 // finish recovers a panic of the handler (answering 500 internal when nothing was written yet),
 // then records the request's metrics and access log.
 func (s *Server) finish(sw *statusWriter, r *http.Request, listener string, start time.Time) {
+	s.record(sw, r, listener, start, recover())
+}
+
+// record is finish with the panic recovered (nil: none).
+func (s *Server) record(sw *statusWriter, r *http.Request, listener string, start time.Time, v any) {
 	sw.req = nil
 	defer sw.releaseLarge()
 	sw.extendWriteDeadline() // for what net/http writes after the handler: the last buffered bytes
-	if v := recover(); v != nil {
+	if v != nil {
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)
 		}

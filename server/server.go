@@ -105,6 +105,11 @@ type Server struct {
 
 	public http.Handler
 	admin  http.Handler
+	// hasRoomProxies is set when proxy_rooms mounts a room's proxy on the public listener;
+	// publicLean then serves the proxies' requests on the lean loop (lean.go).
+	hasRoomProxies bool
+	publicLean     *leanPublic
+	leanServer     atomic.Pointer[waitroom.ProxyServer] // the public listener's, once Serve made it
 	// publicAddr is the public listener's address once Serve has it (the dashboard's hints show
 	// it).
 	publicAddr atomic.Pointer[string]
@@ -238,6 +243,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.public = s.traced(s.wrap("public", pub, false))
+	if s.hasRoomProxies = s.rooms.HasProxies(); s.hasRoomProxies {
+		s.publicLean = s.newLeanPublic(pub)
+	}
 	s.admin = s.wrap("admin", s.adminMux(), true)
 	return s, nil
 }
@@ -365,9 +373,9 @@ func (s *Server) Run(ctx context.Context) error {
 // (maintainers, deliverer, sampler, dispatcher), which it started before it listened. The
 // listeners are closed when it returns.
 func (s *Server) Serve(ctx context.Context, public, admin net.Listener) error {
-	servers := []*http.Server{
-		{Handler: s.public, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
-		{Handler: s.admin, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
+	servers := []httpServer{
+		s.publicServer(&http.Server{Handler: s.public, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}),
+		&http.Server{Handler: s.admin, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, IdleTimeout: s.cfg.IdleTimeout, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)},
 	}
 	listeners := []net.Listener{public, admin}
 	addr := public.Addr().String()

@@ -144,13 +144,23 @@ func (s *Server) traced(next http.Handler) http.Handler {
 	}
 	t := tracing.New(s.tracer, false)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := tracing.FromHeader(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := t.Start(ctx, r.Method, trace.SpanKindServer,
-			attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
-		sw := &tracedStatus{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
-		tracing.End(span, nil, attribute.Int("http.response.status_code", sw.status))
+		w, r, ts, end := startServerSpan(t, w, r)
+		next.ServeHTTP(w, r)
+		end(ts.status)
 	})
+}
+
+// startServerSpan starts r's SERVER span (its traceparent header is the parent) and returns the
+// writer and request to serve r with, the writer that records the answer's status, and the
+// function that ends the span with that status.
+func startServerSpan(t *tracing.Tracer, w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, *tracedStatus, func(int)) {
+	ctx := tracing.FromHeader(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := t.Start(ctx, r.Method, trace.SpanKindServer,
+		attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))
+	ts := &tracedStatus{ResponseWriter: w, status: http.StatusOK}
+	return ts, r.WithContext(ctx), ts, func(status int) {
+		tracing.End(span, nil, attribute.Int("http.response.status_code", status))
+	}
 }
 
 // tracedStatus records the status a handler writes, for the SERVER span.

@@ -57,6 +57,15 @@ func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
 // answer blocks until the write timeout or the close.
 func askAndDoNotRead(t *testing.T, ts *testServer, path, token string) net.Conn {
 	t.Helper()
+	conn := dialSmallBuffer(t, ts)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
+	return conn
+}
+
+// dialSmallBuffer connects to ts's public listener with a small receive buffer (set before
+// connecting), closed when the test ends.
+func dialSmallBuffer(t *testing.T, ts *testServer) net.Conn {
+	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {
@@ -71,7 +80,6 @@ func askAndDoNotRead(t *testing.T, ts *testServer, path, token string) net.Conn 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n\r\n", path, token)
 	return conn
 }
 

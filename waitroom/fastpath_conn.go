@@ -212,7 +212,7 @@ func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
 	*req = http.Request{}
 	if !served {
 		if w.status != 0 || w.wroteHeader {
-			return true, leanHandOff // cannot happen (serveLean wrote and said no): end the connection
+			return true, leanHandOff // cannot happen (ServeLean wrote and said no): end the connection
 		}
 		return false, leanHandOff
 	}
@@ -240,7 +240,7 @@ func (lc *leanConn) run(w *leanWriter, req *http.Request) (served, aborted bool)
 			}
 		}
 	}()
-	return lc.s.lean.serveLean(w, req), false
+	return lc.s.lean.ServeLean(w, req), false
 }
 
 func (lc *leanConn) logf(format string, args ...any) {

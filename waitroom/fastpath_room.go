@@ -2,14 +2,14 @@ package waitroom
 
 import "net/http"
 
-// serveLean serves, on the lean loop, the requests Proxy's middleware lets through without
+// ServeLean serves, on the lean loop, the requests Proxy's middleware lets through without
 // writing anything of its own: a request its bypass rules match, and an admitted visitor's
 // request (a valid pass, its keep-alive not due or confirmed by Redis). Everything else (a
 // status poll, a visitor with no pass or an invalid one, a pass Redis no longer holds, a room
 // gone) is net/http's, which decides it from the start. Such a request's pass is checked twice:
 // the lean loop takes its count of a refused pass back, and a keep-alive that Redis refused is
 // asked again (once more a refusal, or the place a visitor gets back when one was freed).
-func (m *middleware) serveLean(w http.ResponseWriter, r *http.Request) bool {
+func (m *middleware) ServeLean(w http.ResponseWriter, r *http.Request) bool {
 	if _, ok := m.next.(*proxy); !ok {
 		return false // only the room's own proxy is served here
 	}
@@ -41,9 +41,9 @@ func (m *middleware) serveLean(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// serveLean serves every request the lean parser took, but those for an https upstream (which
+// ServeLean serves every request the lean parser took, but those for an https upstream (which
 // http.Transport speaks HTTP/2 to).
-func (p *upstreamProxy) serveLean(w http.ResponseWriter, r *http.Request) bool {
+func (p *upstreamProxy) ServeLean(w http.ResponseWriter, r *http.Request) bool {
 	if !p.lean {
 		return false
 	}

@@ -28,7 +28,7 @@ import (
 // the lean loop had never seen it.
 type ProxyServer struct {
 	hs      *http.Server
-	lean    leanHandler
+	lean    LeanHandler
 	handoff *handoffListener
 
 	// timeouts, from hs: the lean loop applies them as net/http would.
@@ -43,10 +43,12 @@ type ProxyServer struct {
 	leanRequests, handedOff atomic.Int64
 }
 
-// leanHandler is a handler the lean loop can serve a request with: serveLean serves r on w, or
-// reports false having written nothing, and the connection goes to net/http.
-type leanHandler interface {
-	serveLean(w http.ResponseWriter, r *http.Request) bool
+// LeanHandler is a handler the lean loop can serve a request with. ServeLean serves r on w and
+// reports true, or reports false having written nothing (the header fields it set are dropped),
+// and then the connection, r first, goes to net/http. Proxy's handler is one; NewLeanServer
+// takes any, such as a server's own middleware around it.
+type LeanHandler interface {
+	ServeLean(w http.ResponseWriter, r *http.Request) bool
 }
 
 // NewProxyServer returns a server of room's proxy. hs configures it: its timeouts
@@ -59,10 +61,16 @@ func NewProxyServer(room *Room, hs *http.Server) *ProxyServer {
 	}
 	h := Proxy(room)
 	hs.Handler = h
-	return newLeanServer(h.(leanHandler), hs)
+	return NewLeanServer(h.(LeanHandler), hs)
 }
 
-func newLeanServer(lean leanHandler, hs *http.Server) *ProxyServer {
+// NewLeanServer returns a server whose lean loop serves requests with lean, and whose hs serves
+// the connections lean declines (hs.Handler must then answer those requests as lean would have:
+// the lean loop is a faster path to the same answers, never a different one). hs's timeouts
+// apply to the lean loop too, as in NewProxyServer. A server that mounts Proxy among routes of
+// its own uses it with a LeanHandler that routes a request to the proxy's ServeLean and declines
+// every other.
+func NewLeanServer(lean LeanHandler, hs *http.Server) *ProxyServer {
 	return &ProxyServer{
 		hs: hs, lean: lean, handoff: newHandoffListener(),
 		readTimeout: hs.ReadTimeout, readHeaderTimeout: cmp.Or(hs.ReadHeaderTimeout, hs.ReadTimeout),

@@ -1,105 +1,18 @@
 package waitroom_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/testkit/rawhttp"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
-
-// echoUpstream answers every request with what it read (method, target, body) and records it,
-// so a request smuggled past a proxy shows in the answers and in the record.
-type echoUpstream struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen []string
-}
-
-func newEchoUpstream(t *testing.T) *echoUpstream {
-	t.Helper()
-	u := &echoUpstream{}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		line := fmt.Sprintf("%s %s body=%q te=%v cl=%d", r.Method, r.URL.RequestURI(), body, r.TransferEncoding, r.ContentLength)
-		u.mu.Lock()
-		u.seen = append(u.seen, line)
-		u.mu.Unlock()
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = io.WriteString(w, line)
-	}))
-	t.Cleanup(u.Close)
-	return u
-}
-
-func (u *echoUpstream) requests() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return slices.Clone(u.seen)
-}
-
-var isoTime = regexp.MustCompile(`\d{4}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)?`)
-
-// exchangeRaw writes raw on a new connection to addr and returns every response read until the
-// server closes the connection (or a generous deadline), each as "status | header | body", the
-// Date field left out.
-func exchangeRaw(t *testing.T, addr string, raw string) []string {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	_, _ = io.WriteString(c, raw) // a server may close before it read it all (a header too long)
-	if !strings.HasSuffix(raw, "\r\n\r\n") && !strings.HasSuffix(raw, "\n\n") {
-		_ = c.(*net.TCPConn).CloseWrite() // a truncated request: the server sees its end
-	}
-	all, _ := io.ReadAll(c) // until the server closes (every case ends with Connection: close) or the deadline
-	br := bufio.NewReader(bytes.NewReader(all))
-	var out []string
-	for {
-		res, err := http.ReadResponse(br, nil)
-		if err != nil {
-			if len(all) > 0 && !errors.Is(err, io.EOF) {
-				out = append(out, "unreadable: "+err.Error())
-			}
-			return out
-		}
-		body, err := io.ReadAll(res.Body)
-		_ = res.Body.Close()
-		if err != nil {
-			body = append(body, " (broken: "+err.Error()+")"...)
-		}
-		res.Header.Del("Date")
-		res.Header.Del("Content-Length") // the body is compared, and its times may differ in length
-		keys := make([]string, 0, len(res.Header))
-		for k, vv := range res.Header {
-			if k == "Set-Cookie" { // random visitor ids and expiry times: the cookies' names only
-				for i, v := range vv {
-					vv[i], _, _ = strings.Cut(v, "=")
-				}
-			}
-			keys = append(keys, k+"="+strings.Join(vv, ","))
-		}
-		slices.Sort(keys)
-		body = isoTime.ReplaceAll(body, []byte("TIME"))
-		out = append(out, fmt.Sprintf("%d | %s | %s | trailer %v", res.StatusCode, strings.Join(keys, " "), body, res.Trailer))
-	}
-}
 
 // TestLeanLoopSmugglingAttempts sends hostile byte streams to a room's proxy served by a
 // ProxyServer and to the same proxy served by net/http alone, each with its own (identical)
@@ -113,7 +26,7 @@ func TestLeanLoopSmugglingAttempts(t *testing.T) {
 	// No keep-alive during the test: the pass alone decides, so both sides see the same room
 	// whatever the order in which the cases run.
 	c := newClient(t, env, waitroom.Config{TouchInterval: time.Hour})
-	upLean, upPlain := newEchoUpstream(t), newEchoUpstream(t)
+	upLean, upPlain := rawhttp.NewEchoUpstream(t), rawhttp.NewEchoUpstream(t)
 	newRoomNamed(t, c, "lean7", waitroom.RoomConfig{MaxActive: 10, Upstream: upLean.URL})
 	newRoomNamed(t, c, "net7", waitroom.RoomConfig{MaxActive: 10, Upstream: upPlain.URL})
 	roomLean, roomPlain := mustRoom(t, c, "lean7"), mustRoom(t, c, "net7")
@@ -122,61 +35,7 @@ func TestLeanLoopSmugglingAttempts(t *testing.T) {
 	t.Cleanup(plain.Close)
 	passLean, passPlain := admittedCookie(t, lean.URL), admittedCookie(t, plain.URL)
 
-	const end = "GET /end HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nConnection: close\r\n\r\n"
-	get := func(path string) string { return "GET " + path + " HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" }
-	cases := map[string]string{
-		"plain pipelined":          get("/a") + get("/b?x=1") + end,
-		"CL and TE":                "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"TE and CL":                "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: chunked\r\nContent-Length: 40\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nX: " + end,
-		"TE chunked":               "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + end,
-		"TE chunk extension":       "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=\"1\"\r\nhello\r\n0\r\n\r\n" + end,
-		"TE space before colon":    "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding : chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + end,
-		"TE tab value":             "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding:\tchunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + end,
-		"TE obs-fold":              "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding:\r\n chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + end,
-		"TE xchunked":              "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: xchunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + end,
-		"TE identity, chunked":     "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n" + end,
-		"TE twice":                 "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n" + end,
-		"double CL":                "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!" + end,
-		"double CL equal":          "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello" + end,
-		"CL list":                  "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 5, 5\r\n\r\nhello" + end,
-		"CL plus sign":             "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: +5\r\n\r\nhello" + end,
-		"CL negative":              "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: -1\r\n\r\n" + end,
-		"CL hex":                   "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 0x5\r\n\r\nhello" + end,
-		"CL body":                  "POST /form HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 5\r\n\r\nhello" + get("/after") + end,
-		"CL body with request":     "POST /form HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 38\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: shop\r\n\r\n" + end,
-		"CL over the lean bound":   "POST /big HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nContent-Length: 70000\r\n\r\n" + strings.Repeat("b", 70000) + end,
-		"bare LF in header":        "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-A: 1\nTransfer-Encoding: chunked\r\n\r\n" + end,
-		"bare LF line ends":        "GET /a HTTP/1.1\nHost: shop\nCookie: PASS\n\n" + end,
-		"bare CR in header":        "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-A: 1\rX-B: 2\r\n\r\n" + end,
-		"NUL in value":             "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-A: 1\x002\r\n\r\n" + end,
-		"space in name":            "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX A: 1\r\n\r\n" + end,
-		"obs-fold":                 "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-A: 1\r\n 2\r\n\r\n" + end,
-		"non-ASCII value":          "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-A: caf\xc3\xa9\r\n\r\n" + end,
-		"header over lean bound":   "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-Long: " + strings.Repeat("x", 20000) + "\r\n\r\n" + end,
-		"header over net/http's":   "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nX-Long: " + strings.Repeat("x", 1100000) + "\r\n\r\n",
-		"HTTP/1.0":                 "GET /a HTTP/1.0\r\nHost: shop\r\nCookie: PASS\r\n\r\n",
-		"HTTP/1.0 keep-alive":      "GET /a HTTP/1.0\r\nHost: shop\r\nCookie: PASS\r\nConnection: keep-alive\r\n\r\n" + end,
-		"absolute form":            "GET http://evil/a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"asterisk":                 "OPTIONS * HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"lowercase method":         "get /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"no Host":                  "GET /a HTTP/1.1\r\nCookie: PASS\r\n\r\n" + end,
-		"two Hosts":                "GET /a HTTP/1.1\r\nHost: shop\r\nHost: evil\r\nCookie: PASS\r\n\r\n" + end,
-		"bad Host":                 "GET /a HTTP/1.1\r\nHost: sh op/\r\nCookie: PASS\r\n\r\n" + end,
-		"Connection close":         "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nConnection: close\r\n\r\n" + get("/never"),
-		"Connection keep-alive":    "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nConnection: keep-alive\r\n\r\n" + end,
-		"Connection names a field": "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nConnection: X-Secret\r\nX-Secret: 1\r\n\r\n" + end,
-		"Upgrade":                  "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n" + end,
-		"Expect":                   "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello" + end,
-		"control in target":        "GET /a\x01b HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"bad escape in target":     "GET /a%zz?q=%zz;x HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"double slash target":      "GET //evil/a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-		"lean then hand-off":       get("/first") + "POST /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" + end,
-		"lean then poll":           get("/first") + "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\nSluice-Room-Poll: 1\r\nAccept: application/json\r\n\r\n" + end,
-		"no pass":                  "GET /a HTTP/1.1\r\nHost: shop\r\n\r\n" + end,
-		"forged pass":              "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: sluice_pass_ROOM=v1.eA.99999999999999.AAAA\r\n\r\n" + end,
-		"truncated":                "GET /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n",
-		"HEAD":                     "HEAD /a HTTP/1.1\r\nHost: shop\r\nCookie: PASS\r\n\r\n" + end,
-	}
+	cases := rawhttp.HostileStreams()
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -184,8 +43,8 @@ func TestLeanLoopSmugglingAttempts(t *testing.T) {
 				s := strings.ReplaceAll(raw, "PASS", pass)
 				return strings.ReplaceAll(s, "ROOM", room)
 			}
-			gotLean := exchangeRaw(t, hostOf(t, lean.URL), fill("lean7", passLean))
-			gotPlain := exchangeRaw(t, hostOf(t, plain.URL), fill("net7", passPlain))
+			gotLean := rawhttp.Exchange(t, hostOf(t, lean.URL), fill("lean7", passLean))
+			gotPlain := rawhttp.Exchange(t, hostOf(t, plain.URL), fill("net7", passPlain))
 			if !slices.Equal(normalizeRoom(gotLean, "lean7"), normalizeRoom(gotPlain, "net7")) {
 				t.Fatalf("answers differ\nlean loop: %q\nnet/http:  %q", gotLean, gotPlain)
 			}
@@ -195,15 +54,15 @@ func TestLeanLoopSmugglingAttempts(t *testing.T) {
 		})
 	}
 	t.Cleanup(func() {
-		if l, p := upLean.requests(), upPlain.requests(); !sameMultiset(l, p) {
+		if l, p := upLean.Requests(), upPlain.Requests(); !sameMultiset(l, p) {
 			t.Errorf("the upstreams read different requests\nlean loop: %q\nnet/http:  %q", l, p)
 		}
 		if n := lean.Server.Stats().LeanRequests; n < 8 {
 			t.Errorf("the lean loop served %d requests: the comparison did not exercise it", n)
 		}
 		// A request inside a body stays a body.
-		if !slices.ContainsFunc(upLean.requests(), func(r string) bool { return strings.HasPrefix(r, `POST /form body="GET /smuggled`) }) {
-			t.Errorf("the body holding a request did not reach the upstream as a body: %q", upLean.requests())
+		if !slices.ContainsFunc(upLean.Requests(), func(r string) bool { return strings.HasPrefix(r, `POST /form body="GET /smuggled`) }) {
+			t.Errorf("the body holding a request did not reach the upstream as a body: %q", upLean.Requests())
 		}
 	})
 }

@@ -178,7 +178,9 @@ func (w *releaseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Proxy is deployment a: the room in front of a reverse proxy to the room's Upstream (read from
 // its settings at each request, so a change of upstream applies at once). The upstream frees a
-// slot with the "Sluice-Room: release" response header.
+// slot with the "Sluice-Room: release" response header. The handler is also a LeanHandler: a
+// ProxyServer, or a NewLeanServer whose handler routes to it, serves the requests of admitted
+// visitors on its lean loop.
 func Proxy(room *Room) http.Handler {
 	p := &proxy{room: room}
 	return Middleware(room, p)

@@ -135,7 +135,7 @@ func newTestProxy(t *testing.T, target *url.URL, cfg upstreamProxyConfig) (*upst
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := newLeanServer(p, &http.Server{Handler: p})
+	srv := NewLeanServer(p, &http.Server{Handler: p})
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		_ = srv.Close()

@@ -88,6 +88,9 @@ func (a *API) MountProxies(mux *http.ServeMux) error {
 	return nil
 }
 
+// HasProxies reports whether MountProxies mounts any room's proxy.
+func (a *API) HasProxies() bool { return len(a.cfg.ProxyHosts) > 0 }
+
 // ParseProxyHosts reads "host=room,host=room" ("*=room" for every host).
 func ParseProxyHosts(s string) (map[string]string, error) {
 	out := make(map[string]string)

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/tracing"
+	"github.com/sluicehq/sluice/server/internal/httpapi"
+	"github.com/sluicehq/sluice/waitroom"
+)
+
+// The public listener serves proxy_rooms (rooms.API.MountProxies) on the waiting room's lean loop
+// (waitroom.NewLeanServer): an admitted visitor's keep-alive requests through a room's reverse
+// proxy skip net/http's server, which costs more CPU than the room itself. Each connection starts
+// in the lean loop; a request the mux routes to a room's proxy, and that the proxy serves on the
+// lean loop (an admitted visitor's, a bypassed one), goes through the same steps as wrap gives
+// every request: its id, its state, the per-write deadline, the body limit, the bound on large
+// answers, panic recovery, the request metrics and access log, and with tracing on its SERVER
+// span. Any other request (the API, a status poll, a visitor still waiting) hands its connection
+// to net/http and s.public, which serves it and the rest of the connection. Without proxy_rooms
+// the listener is net/http's alone.
+
+// httpServer is what Serve runs on a listener: an *http.Server or a *waitroom.ProxyServer.
+type httpServer interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
+	Close() error
+}
+
+// publicServer returns the server of the public listener, configured as hs.
+func (s *Server) publicServer(hs *http.Server) httpServer {
+	if s.publicLean == nil {
+		return hs
+	}
+	ps := waitroom.NewLeanServer(s.publicLean, hs)
+	s.leanServer.Store(ps)
+	return ps
+}
+
+// leanStats counts the lean loop's requests and hand-offs (zeros without proxy_rooms).
+func (s *Server) leanStats() waitroom.ProxyServerStats {
+	if ps := s.leanServer.Load(); ps != nil {
+		return ps.Stats()
+	}
+	return waitroom.ProxyServerStats{}
+}
+
+// roomProxy is a room's proxy as the mux holds it (waitroom.Proxy's handler).
+type roomProxy interface {
+	http.Handler
+	waitroom.LeanHandler
+}
+
+// roomProxyRoute returns the room proxy r goes to and its pattern, or nil when r's route is not a
+// room's proxy (always on the admin listener, and when there are no proxy_rooms).
+func (s *Server) roomProxyRoute(mux *http.ServeMux, r *http.Request, admin bool) (roomProxy, string) {
+	if admin || !s.hasRoomProxies {
+		return nil, ""
+	}
+	h, pattern := mux.Handler(r)
+	proxy, ok := h.(roomProxy)
+	if !ok {
+		return nil, ""
+	}
+	return proxy, pattern
+}
+
+// leanPublic is the public listener's waitroom.LeanHandler.
+type leanPublic struct {
+	s      *Server
+	mux    *http.ServeMux
+	errs   httpapi.ErrorMap
+	tracer *tracing.Tracer // nil: tracing off
+}
+
+func (s *Server) newLeanPublic(mux *http.ServeMux) *leanPublic {
+	l := &leanPublic{s: s, mux: mux, errs: errorMap()}
+	if s.tracer != nil {
+		l.tracer = tracing.New(s.tracer, false)
+	}
+	return l
+}
+
+// ServeLean serves r when the mux routes it to a room's proxy and the proxy serves it on the
+// lean loop; else it declines, having recorded nothing, and net/http serves r through s.public.
+func (l *leanPublic) ServeLean(w http.ResponseWriter, r *http.Request) (served bool) {
+	proxy, pattern := l.s.roomProxyRoute(l.mux, r, false)
+	if proxy == nil {
+		return false
+	}
+	start := time.Now()
+	r.Pattern = pattern
+	if l.tracer != nil {
+		// The span is ended only when the request is served here: a declined request's span is
+		// dropped unended (nothing exports it), and net/http's traced handler starts the one
+		// that counts.
+		var ts *tracedStatus
+		var end func(int)
+		w, r, ts, end = startServerSpan(l.tracer, w, r)
+		defer func() {
+			if served {
+				end(ts.status)
+			}
+		}()
+	}
+	sw, r := l.s.begin(w, r, l.errs)
+	inflight := l.s.metrics.inflight.WithLabelValues("public")
+	inflight.Inc()
+	defer inflight.Dec()
+	defer l.s.finishLean(sw, r, start, &served)
+	return proxy.ServeLean(sw, r)
+}
+
+// finishLean is finish for a request the lean loop offered: a declined one (no panic, nothing
+// served) is not recorded, net/http records it; a panic counts as served (its answer, if any,
+// was written here).
+func (s *Server) finishLean(sw *statusWriter, r *http.Request, start time.Time, served *bool) {
+	v := recover()
+	if v == nil && !*served {
+		sw.releaseLarge()
+		return
+	}
+	*served = true
+	s.record(sw, r, "public", start, v)
+}
