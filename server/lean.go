@@ -4,10 +4,14 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluicehq/sluice/internal/tracing"
-	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -16,7 +20,7 @@ import (
 // proxy skip net/http's server, which costs more CPU than the room itself. Each connection starts
 // in the lean loop; a request the mux routes to a room's proxy, and that the proxy serves on the
 // lean loop (an admitted visitor's, a bypassed one), goes through the same steps as wrap gives
-// every request: its id, its state, the per-write deadline, the body limit, the bound on large
+// every request: its id, the per-write deadline, the body limit, the bound on large
 // answers, panic recovery, the request metrics and access log, and with tracing on its SERVER
 // span. Any other request (the API, a status poll, a visitor still waiting) hands its connection
 // to net/http and s.public, which serves it and the rest of the connection. Without proxy_rooms
@@ -69,14 +73,15 @@ func (s *Server) roomProxyRoute(mux *http.ServeMux, r *http.Request, admin bool)
 
 // leanPublic is the public listener's waitroom.LeanHandler.
 type leanPublic struct {
-	s      *Server
-	mux    *http.ServeMux
-	errs   httpapi.ErrorMap
-	tracer *tracing.Tracer // nil: tracing off
+	s        *Server
+	mux      *http.ServeMux
+	routes   routeCache
+	inflight prometheus.Gauge
+	tracer   *tracing.Tracer // nil: tracing off
 }
 
 func (s *Server) newLeanPublic(mux *http.ServeMux) *leanPublic {
-	l := &leanPublic{s: s, mux: mux, errs: errorMap()}
+	l := &leanPublic{s: s, mux: mux, inflight: s.metrics.inflight.WithLabelValues("public")}
 	if s.tracer != nil {
 		l.tracer = tracing.New(s.tracer, false)
 	}
@@ -86,7 +91,7 @@ func (s *Server) newLeanPublic(mux *http.ServeMux) *leanPublic {
 // ServeLean serves r when the mux routes it to a room's proxy and the proxy serves it on the
 // lean loop; else it declines, having recorded nothing, and net/http serves r through s.public.
 func (l *leanPublic) ServeLean(w http.ResponseWriter, r *http.Request) (served bool) {
-	proxy, pattern := l.s.roomProxyRoute(l.mux, r, false)
+	proxy, pattern := l.routes.route(l.mux, r)
 	if proxy == nil {
 		return false
 	}
@@ -105,10 +110,9 @@ func (l *leanPublic) ServeLean(w http.ResponseWriter, r *http.Request) (served b
 			}
 		}()
 	}
-	sw, r := l.s.begin(w, r, l.errs)
-	inflight := l.s.metrics.inflight.WithLabelValues("public")
-	inflight.Inc()
-	defer inflight.Dec()
+	sw, _ := l.s.startAnswer(w, r) // the proxy reads no httpapi.RequestState: none is made
+	l.inflight.Inc()
+	defer l.inflight.Dec()
 	defer l.s.finishLean(sw, r, start, &served)
 	return proxy.ServeLean(sw, r)
 }
@@ -124,4 +128,48 @@ func (s *Server) finishLean(sw *statusWriter, r *http.Request, start time.Time, 
 	}
 	*served = true
 	s.record(sw, r, "public", start, v)
+}
+
+// routeCache remembers where the public mux routes a method, host and path, so that an admitted
+// visitor's requests, which go to a handful of pages and assets, skip the mux's pattern matching
+// (the mux allocates as it tries the API's patterns with wildcards). It holds at most
+// routeCacheSize routes and starts over when full: requests for ever new paths cost what they
+// cost without it.
+type routeCache struct {
+	routes sync.Map // routeKey -> cachedRoute
+	size   atomic.Int64
+}
+
+// routeCacheSize bounds a routeCache.
+const routeCacheSize = 4096
+
+// routeKey is what the mux routes a request by (the path escaped too: patterns match segments).
+type routeKey struct{ method, host, path, rawPath string }
+
+type cachedRoute struct {
+	proxy   roomProxy // nil: not a room's proxy
+	pattern string
+}
+
+// route returns the room proxy r goes to and its pattern, or nil when r's route is not a room's
+// proxy.
+func (c *routeCache) route(mux *http.ServeMux, r *http.Request) (roomProxy, string) {
+	key := routeKey{r.Method, r.Host, r.URL.Path, r.URL.RawPath}
+	if v, ok := c.routes.Load(key); ok {
+		cr := v.(cachedRoute)
+		return cr.proxy, cr.pattern
+	}
+	var cr cachedRoute
+	h, pattern := mux.Handler(r)
+	if proxy, ok := h.(roomProxy); ok {
+		cr = cachedRoute{proxy: proxy, pattern: pattern}
+	}
+	if c.size.Add(1) > routeCacheSize {
+		c.routes.Clear()
+		c.size.Store(1)
+	}
+	// The key's strings are cut from the request's header block: copies keep it from being held.
+	key = routeKey{strings.Clone(key.method), strings.Clone(key.host), strings.Clone(key.path), strings.Clone(key.rawPath)}
+	c.routes.Store(key, cr)
+	return cr.proxy, cr.pattern
 }

@@ -63,6 +63,7 @@ func (g *requestIDs) next() string {
 // registry's shape instead: muxStatus is then the status the mux chose.
 type statusWriter struct {
 	http.ResponseWriter
+	id        string // the request's id (X-Request-Id)
 	req       *http.Request
 	status    int
 	muxStatus int
@@ -254,23 +255,31 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 	})
 }
 
-// begin is the start of wrap's work on a request: its id (X-Request-Id, kept when sane), its
-// state (httpapi.RequestState), the writer that bounds and records the answer, and the body limit.
+// begin is the start of wrap's work on a request: startAnswer's, and the request's state
+// (httpapi.RequestState) for the API's handlers.
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, errs httpapi.ErrorMap) (*statusWriter, *http.Request) {
+	sw, https := s.startAnswer(w, r)
+	st := &httpapi.RequestState{ID: sw.id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard,
+		Client: sw.client, HTTPS: https}
+	return sw, r.WithContext(httpapi.WithState(r.Context(), st))
+}
+
+// startAnswer is what every request gets, a room proxy's too: its id (X-Request-Id, kept when
+// sane), the writer that bounds and records the answer, and the body limit. https reports
+// whether the client came over TLS (proxies.client).
+func (s *Server) startAnswer(w http.ResponseWriter, r *http.Request) (sw *statusWriter, https bool) {
 	id := r.Header.Get("X-Request-Id")
 	if !saneRequestID(id) {
 		id = s.requestIDs.next()
 	}
 	w.Header().Set("X-Request-Id", id)
-	st := &httpapi.RequestState{ID: id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard}
-	st.Client, st.HTTPS = s.proxies.client(r)
-	r = r.WithContext(httpapi.WithState(r.Context(), st))
+	client, https := s.proxies.client(r)
 	rc := http.NewResponseController(w)
-	sw := &statusWriter{ResponseWriter: w, rc: rc, writeTimeout: s.cfg.WriteTimeout, large: s.large, client: st.Client}
+	sw = &statusWriter{ResponseWriter: w, id: id, rc: rc, writeTimeout: s.cfg.WriteTimeout, large: s.large, client: client}
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
 	}
-	return sw, r
+	return sw, https
 }
 
 // finish recovers a panic of the handler (answering 500 internal when nothing was written yet),
@@ -288,7 +297,7 @@ func (s *Server) record(sw *statusWriter, r *http.Request, listener string, star
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)
 		}
-		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", httpapi.RequestID(r.Context()),
+		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", sw.id,
 			"stack", string(debug.Stack()))
 		if sw.status == 0 {
 			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeInternal, Message: "internal error"})
@@ -306,7 +315,7 @@ func (s *Server) record(sw *statusWriter, r *http.Request, listener string, star
 	s.metrics.observeRequest(listener, route, status, elapsed)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
-			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", httpapi.RequestID(r.Context()))
+			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", sw.id)
 	}
 }
 

@@ -16,13 +16,17 @@ import (
 	"github.com/sluicehq/sluice/server/internal/httpapi"
 	"github.com/sluicehq/sluice/server/tenant"
 
+	"github.com/sluicehq/sluice/internal/benchkit/splitload"
 	"github.com/sluicehq/sluice/internal/testkit/jaegertest"
 	"github.com/sluicehq/sluice/internal/testkit/mysqltest"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/queue"
 )
 
-func TestMain(m *testing.M) { redistest.Main(m, mysqltest.Stop, jaegertest.Stop) }
+func TestMain(m *testing.M) {
+	splitload.MaybeClient() // the load client of a split benchmark (rooms_bench_test.go) exits here
+	redistest.Main(m, mysqltest.Stop, jaegertest.Stop)
+}
 
 // testAdminToken is the test servers' admin token: strong enough for Config.validate.
 const testAdminToken = "test-admin-token-4f9c2a7e1b"

@@ -27,14 +27,18 @@ type leanConn struct {
 	r, w int
 	out  *bufio.Writer
 
-	parsed   leanRequest
-	strs     []string
-	base     *http.Request // carries the connection's context; each request is a copy of it
-	req      http.Request
-	body     bytes.Reader
-	writer   leanWriter
-	remote   string
-	deadline bool // a read deadline is set
+	parsed leanRequest
+	strs   []string
+	base   *http.Request // carries the connection's context; each request is a copy of it
+	req    http.Request
+	body   bytes.Reader
+	writer leanWriter
+	remote string
+
+	// readDeadline and writeDeadline are the deadlines set on c (zero: none); idleDeadline is set
+	// while the read deadline is the idle wait's (fastpath_deadline.go).
+	readDeadline, writeDeadline time.Time
+	idleDeadline                bool
 
 	dateSec int64
 	dateStr string
@@ -109,16 +113,13 @@ func (lc *leanConn) serve() {
 // loop's (leanHandOff), or the connection ended (leanMore).
 func (lc *leanConn) readRequest() leanOutcome {
 	s := lc.s
+	var headerBy time.Time // the header's bound, set on the connection once a read must wait for more of it
 	for first := true; ; first = false {
 		if lc.r == lc.w {
 			lc.r, lc.w = 0, 0
 			if first {
 				lc.idle.Store(true)
-				if s.idleTimeout > 0 {
-					lc.setReadDeadline(time.Now().Add(s.idleTimeout))
-				} else if lc.deadline {
-					lc.setReadDeadline(time.Time{})
-				}
+				lc.setIdleDeadline()
 			}
 		} else {
 			outcome := parseLeanRequest(lc.buf[lc.r:lc.w], &lc.parsed, &lc.strs)
@@ -129,6 +130,10 @@ func (lc *leanConn) readRequest() leanOutcome {
 				return leanHandOff
 			}
 		}
+		if !headerBy.IsZero() {
+			lc.setReadDeadline(headerBy)
+			headerBy = time.Time{}
+		}
 		if !lc.fill() {
 			if lc.r < lc.w {
 				return leanHandOff // a partial request, then an error: net/http answers it as it would
@@ -138,7 +143,7 @@ func (lc *leanConn) readRequest() leanOutcome {
 		if lc.idle.Load() {
 			lc.idle.Store(false)
 			if s.readHeaderTimeout > 0 {
-				lc.setReadDeadline(time.Now().Add(s.readHeaderTimeout))
+				headerBy = time.Now().Add(s.readHeaderTimeout)
 			}
 		}
 	}
@@ -176,11 +181,6 @@ func (lc *leanConn) fill() bool {
 	return n > 0 || err == nil
 }
 
-func (lc *leanConn) setReadDeadline(t time.Time) {
-	lc.deadline = !t.IsZero()
-	_ = lc.c.SetReadDeadline(t)
-}
-
 // serveRequest serves the parsed request, or reports that it was not served (nothing written:
 // leanHandOff). After a served request, leanOK means the connection can serve another.
 func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
@@ -189,11 +189,11 @@ func (lc *leanConn) serveRequest() (served bool, next leanOutcome) {
 	if !ok {
 		return false, leanHandOff
 	}
-	if lc.deadline && lc.s.readTimeout == 0 {
+	if !lc.readDeadline.IsZero() && !lc.idleDeadline && lc.s.readTimeout == 0 {
 		lc.setReadDeadline(time.Time{}) // the header's bound ends with the header, as in net/http
 	}
 	if lc.s.writeTimeout > 0 {
-		_ = lc.c.SetWriteDeadline(time.Now().Add(lc.s.writeTimeout))
+		lc.setWriteDeadline(time.Now().Add(lc.s.writeTimeout))
 	}
 	req := &lc.req
 	*req = *lc.base
@@ -259,6 +259,9 @@ func (lc *leanConn) logf(format string, args ...any) {
 func (lc *leanConn) watchClient() {
 	if lc.watch != nil {
 		return
+	}
+	if !lc.readDeadline.IsZero() {
+		lc.setReadDeadline(time.Time{}) // the idle wait's bound, left in place (fastpath_deadline.go)
 	}
 	lc.watch = make(chan struct{})
 	go func() {

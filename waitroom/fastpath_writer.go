@@ -139,10 +139,17 @@ func (w *leanWriter) FlushError() error {
 func (w *leanWriter) Flush() { _ = w.FlushError() }
 
 // SetReadDeadline and SetWriteDeadline are http.ResponseController's.
-func (w *leanWriter) SetReadDeadline(t time.Time) error { return w.conn.c.SetReadDeadline(t) }
+func (w *leanWriter) SetReadDeadline(t time.Time) error {
+	w.conn.setReadDeadline(t)
+	return nil
+}
 
-// SetWriteDeadline is http.ResponseController's.
-func (w *leanWriter) SetWriteDeadline(t time.Time) error { return w.conn.c.SetWriteDeadline(t) }
+// SetWriteDeadline is http.ResponseController's (a deadline barely later than the one set is
+// left as it is: fastpath_deadline.go).
+func (w *leanWriter) SetWriteDeadline(t time.Time) error {
+	w.conn.setWriteDeadline(t)
+	return nil
+}
 
 // writeHeader writes the status line and header, and the body held back. final: the handler has
 // ended, so a held-back body is the whole body.

@@ -7,18 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/benchkit/splitload"
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(loadClientEnv); spec != "" {
-		// This process is the load client of a split benchmark (bench_split_test.go).
-		os.Exit(loadClientMain(spec))
-	}
+	splitload.MaybeClient() // the load client of a split benchmark (bench_split_test.go) exits here
 	redistest.Main(m)
 }
 
