@@ -65,6 +65,7 @@ type upstreamConn struct {
 	net.Conn
 	br        *bufio.Reader
 	idleSince time.Time
+	lean      leanResponse // the response read last, when readLean read it (upstream_response.go)
 }
 
 const (
@@ -230,9 +231,12 @@ func (p *upstreamProxy) exchange(ctx context.Context, w http.ResponseWriter, c *
 		return nil, errBeforeResponse{err}
 	}
 	for n := 0; ; n++ {
-		res, err := http.ReadResponse(c.br, in) // it reads the method only (HEAD: no body)
-		if err != nil {
-			return nil, err
+		res, ok := c.lean.readLean(c.br, in)
+		if !ok {
+			var err error
+			if res, err = http.ReadResponse(c.br, in); err != nil { // it reads the method only (HEAD: no body)
+				return nil, err
+			}
 		}
 		if res.StatusCode >= 200 {
 			if werr != nil {

@@ -195,13 +195,21 @@ func validFieldName(k string) bool {
 		return false
 	}
 	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !tokenBytes[k[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// tokenBytes are the bytes of an RFC 9110 token: every visible ASCII character but the
+// delimiters (a table: each header field's name is checked, on every request and answer).
+var tokenBytes = func() (t [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		t[c] = !strings.ContainsRune(`"(),/:;<=>?@[\]{}`, c)
+	}
+	return t
+}()
 
 func isCTL(r rune) bool { return r < ' ' || r == 0x7f }
 
