@@ -83,11 +83,13 @@ func TestReadLeanAnswersAsReadResponse(t *testing.T) {
 				}
 				return
 			}
+			defer got.Body.Close()
 			wbr := bufio.NewReader(strings.NewReader(raw))
 			want, err := http.ReadResponse(wbr, in)
 			if err != nil {
 				t.Fatalf("http.ReadResponse refused what readLean took: %v", err)
 			}
+			defer want.Body.Close()
 			if got.StatusCode != want.StatusCode || got.Status != want.Status || got.ContentLength != want.ContentLength ||
 				got.Close != want.Close || !reflect.DeepEqual(got.Header, want.Header) {
 				t.Fatalf("readLean: %d %q len %d close %v %v\nReadResponse: %d %q len %d close %v %v", got.StatusCode, got.Status,
