@@ -19,10 +19,10 @@ import (
 // (waitroom.NewLeanServer): an admitted visitor's keep-alive requests through a room's reverse
 // proxy skip net/http's server, which costs more CPU than the room itself. Each connection starts
 // in the lean loop; a request the mux routes to a room's proxy, and that the proxy serves on the
-// lean loop (an admitted visitor's, a bypassed one), goes through the same steps as wrap gives
-// every request: its id, the per-write deadline, the body limit, the bound on large
-// answers, panic recovery, the request metrics and access log, and with tracing on its SERVER
-// span. Any other request (the API, a status poll, a visitor still waiting) hands its connection
+// lean loop (an admitted visitor's, a bypassed one), goes through the same steps as wrap gives a
+// room proxy's request on net/http: its id, the per-write deadline, the body limit, panic
+// recovery, the request metrics and access log, and with tracing on its SERVER span. Any other
+// request (the API, a status poll, a visitor still waiting) hands its connection
 // to net/http and s.public, which serves it and the rest of the connection. Without proxy_rooms
 // the listener is net/http's alone.
 
@@ -111,6 +111,7 @@ func (l *leanPublic) ServeLean(w http.ResponseWriter, r *http.Request) (served b
 		}()
 	}
 	sw, _ := l.s.startAnswer(w, r) // the proxy reads no httpapi.RequestState: none is made
+	sw.forProxy()
 	l.inflight.Inc()
 	defer l.inflight.Dec()
 	defer l.s.finishLean(sw, r, start, &served)

@@ -63,7 +63,7 @@ func (g *requestIDs) next() string {
 // registry's shape instead: muxStatus is then the status the mux chose.
 type statusWriter struct {
 	http.ResponseWriter
-	id        string // the request's id (X-Request-Id)
+	id        [1]string // the request's id (X-Request-Id), as its header value
 	req       *http.Request
 	status    int
 	muxStatus int
@@ -81,6 +81,13 @@ type statusWriter struct {
 	client      netip.Addr
 	dropBody    bool
 	deadlineSet time.Time // when extendWriteDeadline last moved the deadline
+}
+
+// forProxy makes w the writer of a room proxy's answer: the upstream's answer, whose status is
+// its own (never the mux's) and which is not held to the bound on large answers (it is streamed
+// through a fixed buffer; see docs/server.md, "Concurrent large answers").
+func (w *statusWriter) forProxy() {
+	w.req, w.large = nil, nil
 }
 
 // extendWriteDeadline gives the write about to start WriteTimeout to reach the client. The
@@ -233,6 +240,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 		}
 		if proxy, pattern := s.roomProxyRoute(mux, r, admin); proxy != nil {
 			r.Pattern = pattern // the proxy's answers are the upstream's: none is the mux's own
+			sw.forProxy()
 			proxy.ServeHTTP(sw, r)
 			return
 		}
@@ -260,7 +268,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 // (httpapi.RequestState) for the API's handlers.
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, errs httpapi.ErrorMap) (*statusWriter, *http.Request) {
 	sw, https := s.startAnswer(w, r)
-	st := &httpapi.RequestState{ID: sw.id, Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard,
+	st := &httpapi.RequestState{ID: sw.id[0], Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard,
 		Client: sw.client, HTTPS: https}
 	return sw, r.WithContext(httpapi.WithState(r.Context(), st))
 }
@@ -273,10 +281,11 @@ func (s *Server) startAnswer(w http.ResponseWriter, r *http.Request) (sw *status
 	if !saneRequestID(id) {
 		id = s.requestIDs.next()
 	}
-	w.Header().Set("X-Request-Id", id)
 	client, https := s.proxies.client(r)
-	sw = &statusWriter{ResponseWriter: w, id: id, rcv: *http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout, large: s.large, client: client}
+	sw = &statusWriter{ResponseWriter: w, rcv: *http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout, large: s.large, client: client}
 	sw.rc = &sw.rcv
+	sw.id[0] = id
+	w.Header()["X-Request-Id"] = sw.id[:] // the header's value slice is sw's: one allocation less
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = http.MaxBytesReader(sw, &deadlineBody{ReadCloser: r.Body, rc: sw.rc, timeout: s.cfg.BodyReadTimeout}, s.cfg.MaxBodyBytes)
 	}
@@ -298,7 +307,7 @@ func (s *Server) record(sw *statusWriter, r *http.Request, listener string, star
 		if v == http.ErrAbortHandler { //nolint:errorlint // sentinel value of panic
 			panic(v)
 		}
-		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", sw.id,
+		s.log.ErrorContext(r.Context(), "panic serving request", "panic", v, "request_id", sw.id[0],
 			"stack", string(debug.Stack()))
 		if sw.status == 0 {
 			httpapi.WriteError(sw, r, &httpapi.Error{Code: httpapi.CodeInternal, Message: "internal error"})
@@ -316,7 +325,7 @@ func (s *Server) record(sw *statusWriter, r *http.Request, listener string, star
 	s.metrics.observeRequest(listener, route, status, elapsed)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		s.log.DebugContext(r.Context(), "request", "listener", listener, "method", r.Method, "route", route,
-			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", sw.id)
+			"status", status, "duration_ms", float64(elapsed.Microseconds())/1000, "request_id", sw.id[0])
 	}
 }
 

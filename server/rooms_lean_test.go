@@ -351,3 +351,47 @@ func TestRoomProxyLeanRequestFinishesAtShutdown(t *testing.T) {
 		t.Fatal("the lean loop did not serve the request")
 	}
 }
+
+// A room proxy's large answers are the upstream's: one address receiving many of them at once
+// (a page's images) gets every one, on the lean loop and on net/http, where an API answer over the
+// same bound would be refused.
+func TestRoomProxyLargeAnswersAreNotRefused(t *testing.T) {
+	t.Parallel()
+	const size = 64 << 10
+	release := make(chan struct{})
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/enter" {
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		_, _ = w.Write(make([]byte, size/2))
+		http.NewResponseController(w).Flush()
+		<-release
+		_, _ = w.Write(make([]byte, size/2))
+	}))
+	t.Cleanup(app.Close)
+	ts := proxyRoomServer(t, app.URL, func(c *Config) { c.LargeResponseBytes, c.MaxLargeResponsesPerClient = 1024, 1 })
+	plain := httptest.NewServer(ts.srv.PublicHandler())
+	t.Cleanup(plain.Close)
+	cookie := map[string]string{"Cookie": admittedCookie(t, ts)}
+	const each = 3
+	answers := make(chan response, 2*each)
+	for _, base := range []string{ts.PublicURL, plain.URL} {
+		for i := range each {
+			go func() {
+				answers <- sendWith(t, freshClient(t), http.MethodGet, fmt.Sprintf("%s/image%d", base, i), cookie, nil)
+			}()
+		}
+	}
+	testwait.Until(t, 10*time.Second, "every answer to start", func() bool {
+		var g dto.Metric
+		_ = ts.srv.metrics.inflight.WithLabelValues("public").Write(&g)
+		return g.GetGauge().GetValue() == 2*each
+	})
+	close(release)
+	for range 2 * each {
+		if r := <-answers; r.Status != http.StatusOK || len(r.Body) != size {
+			t.Fatalf("a large proxied answer: %d, %d bytes", r.Status, len(r.Body))
+		}
+	}
+}

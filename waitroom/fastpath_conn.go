@@ -39,6 +39,7 @@ type leanConn struct {
 	// while the read deadline is the idle wait's (fastpath_deadline.go).
 	readDeadline, writeDeadline time.Time
 	idleDeadline                bool
+	writeSpan                   time.Duration // how far ahead writeDeadline was when it was set
 
 	dateSec int64
 	dateStr string

@@ -39,11 +39,16 @@ func (lc *leanConn) setReadDeadline(t time.Time) {
 }
 
 // setWriteDeadline sets the connection's write deadline to t, or leaves the one set when it is
-// earlier than t by less than a sixteenth of the time to t.
+// earlier than t by less than a sixteenth of the time it gave when it was set (the callers ask
+// for a deadline a fixed time ahead, so that is a sixteenth of the time to t, without reading
+// the clock again).
 func (lc *leanConn) setWriteDeadline(t time.Time) {
-	if cur := lc.writeDeadline; !t.IsZero() && !cur.IsZero() && !cur.After(t) && t.Sub(cur) < time.Until(t)/16 {
+	if cur := lc.writeDeadline; !t.IsZero() && !cur.IsZero() && !cur.After(t) && t.Sub(cur) < lc.writeSpan/16 {
 		return
 	}
 	lc.writeDeadline = t
+	if !t.IsZero() {
+		lc.writeSpan = time.Until(t)
+	}
 	_ = lc.c.SetWriteDeadline(t)
 }

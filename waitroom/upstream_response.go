@@ -17,10 +17,13 @@ import (
 // three allocations instead of a dozen. Anything else is left, nothing consumed, to
 // http.ReadResponse, which reads it from its first byte as if this had not looked.
 
-// leanResponse is an upstream connection's reusable response and body.
+// leanResponse is an upstream connection's reusable response, body and header map. The map is
+// only read while the answer is copied to the client (copyResponse moves its values, not the
+// map), so the connection's next answer can reuse it; the values are fresh for each answer.
 type leanResponse struct {
-	res  http.Response
-	body leanBody
+	res    http.Response
+	body   leanBody
+	header http.Header
 }
 
 // leanBody is a response body of a known length read from the connection's buffer.
@@ -75,7 +78,12 @@ func (lr *leanResponse) readLean(br *bufio.Reader, in *http.Request) (*http.Resp
 	if lines > maxLeanResponseFields {
 		return nil, false
 	}
-	h := make(http.Header, lines)
+	h := lr.header
+	if h == nil {
+		h = make(http.Header, lines)
+		lr.header = h
+	}
+	clear(h)
 	values := make([]string, 0, lines) // one array for every field's value
 	length, lengths, closing := int64(-1), 0, false
 	for rest != "" {
