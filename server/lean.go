@@ -110,8 +110,7 @@ func (l *leanPublic) ServeLean(w http.ResponseWriter, r *http.Request) (served b
 			}
 		}()
 	}
-	sw, _ := l.s.startAnswer(w, r) // the proxy reads no httpapi.RequestState: none is made
-	sw.forProxy()
+	sw, _ := l.s.startAnswer(w, r, true) // the proxy reads no httpapi.RequestState: none is made
 	l.inflight.Inc()
 	defer l.inflight.Dec()
 	defer l.s.finishLean(sw, r, start, &served)

@@ -267,7 +267,7 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 // begin is the start of wrap's work on a request: startAnswer's, and the request's state
 // (httpapi.RequestState) for the API's handlers.
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, errs httpapi.ErrorMap) (*statusWriter, *http.Request) {
-	sw, https := s.startAnswer(w, r)
+	sw, https := s.startAnswer(w, r, false)
 	st := &httpapi.RequestState{ID: sw.id[0], Log: s.log, OnUnavailable: s.onUnavailable, Errors: errs, Guard: s.guard,
 		Client: sw.client, HTTPS: https}
 	return sw, r.WithContext(httpapi.WithState(r.Context(), st))
@@ -275,14 +275,20 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, errs httpapi.Erro
 
 // startAnswer is what every request gets, a room proxy's too: its id (X-Request-Id, kept when
 // sane), the writer that bounds and records the answer, and the body limit. https reports
-// whether the client came over TLS (proxies.client).
-func (s *Server) startAnswer(w http.ResponseWriter, r *http.Request) (sw *statusWriter, https bool) {
+// whether the client came over TLS (proxies.client). proxied starts a room proxy's answer (see
+// forProxy), whose client address nothing reads.
+func (s *Server) startAnswer(w http.ResponseWriter, r *http.Request, proxied bool) (sw *statusWriter, https bool) {
 	id := r.Header.Get("X-Request-Id")
 	if !saneRequestID(id) {
 		id = s.requestIDs.next()
 	}
-	client, https := s.proxies.client(r)
-	sw = &statusWriter{ResponseWriter: w, rcv: *http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout, large: s.large, client: client}
+	sw = &statusWriter{ResponseWriter: w, rcv: *http.NewResponseController(w), writeTimeout: s.cfg.WriteTimeout}
+	if proxied {
+		sw.forProxy()
+	} else {
+		sw.large = s.large
+		sw.client, https = s.proxies.client(r)
+	}
 	sw.rc = &sw.rcv
 	sw.id[0] = id
 	w.Header()["X-Request-Id"] = sw.id[:] // the header's value slice is sw's: one allocation less
