@@ -16,9 +16,10 @@ import (
 
 // leanConn is one client connection in the lean loop.
 type leanConn struct {
-	s      *ProxyServer
-	c      net.Conn
-	cancel context.CancelFunc
+	s         *ProxyServer
+	c         net.Conn
+	cancel    context.CancelFunc // ends the connection's context: call end instead
+	interrupt upstreamInterrupt  // ends a request's wait on its upstream with the context
 	// idle is true while the connection waits for a request with nothing read: Shutdown may
 	// close it then.
 	idle atomic.Bool
@@ -54,7 +55,15 @@ type leanConn struct {
 // bounds, only for a request that needs it.
 const leanBufSize = 4 << 10
 
+// end ends the connection's context, and the wait of a request on its upstream.
+func (lc *leanConn) end() {
+	lc.cancel()
+	lc.interrupt.fire()
+}
+
 func (lc *leanConn) init(ctx context.Context) {
+	ctx = context.WithValue(ctx, interruptKey{}, &lc.interrupt)
+	lc.interrupt.stopFn = lc.interrupt.stop
 	lc.buf = make([]byte, leanBufSize)
 	lc.out = bufio.NewWriterSize(lc.c, leanBufSize)
 	lc.parsed.header = make(http.Header, 16)
@@ -80,7 +89,7 @@ func (lc *leanConn) date() string {
 func (lc *leanConn) serve() {
 	handedOff := false
 	defer func() {
-		lc.cancel()
+		lc.end()
 		lc.s.forget(lc)
 		if !handedOff {
 			_ = lc.c.Close()
@@ -271,7 +280,7 @@ func (lc *leanConn) watchClient() {
 		lc.watchN = n
 		var ne net.Error
 		if n == 0 && err != nil && (!errors.As(err, &ne) || !ne.Timeout()) {
-			lc.cancel() // the client went away
+			lc.end() // the client went away
 		}
 	}()
 }

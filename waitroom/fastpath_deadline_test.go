@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/testkit/redistest"
+	"github.com/sluicehq/sluice/internal/testkit/testwait"
 	"github.com/sluicehq/sluice/waitroom"
 )
 
@@ -20,7 +21,8 @@ import (
 // /stream in three parts wait apart, with the given timeouts.
 func deadlineSite(t *testing.T, wait time.Duration, hs *http.Server) (addr, cookie string, site *proxySite, ended chan struct{}) {
 	t.Helper()
-	ended = make(chan struct{}, 1)
+	ended = make(chan struct{}, 2)
+	quit := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/slow":
@@ -33,6 +35,14 @@ func deadlineSite(t *testing.T, wait time.Duration, hs *http.Server) (addr, cook
 			case <-r.Context().Done():
 				ended <- struct{}{}
 			case <-time.After(20 * time.Second):
+			}
+			return
+		case "/hang": // no answer until the request ends; ended hears of its start and its end
+			ended <- struct{}{}
+			select {
+			case <-r.Context().Done():
+				ended <- struct{}{}
+			case <-quit: // the test is over
 			}
 			return
 		case "/stream":
@@ -49,6 +59,7 @@ func deadlineSite(t *testing.T, wait time.Duration, hs *http.Server) (addr, cook
 		_, _ = io.WriteString(w, "ok "+r.URL.Path)
 	}))
 	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(quit) }) // before up.Close, which waits for the handlers
 	c := newClient(t, redistest.New(t), waitroom.Config{})
 	room := newRoom(t, c, waitroom.RoomConfig{MaxActive: 10, Upstream: up.URL})
 	site = serveProxy(t, room, hs)
@@ -132,4 +143,26 @@ func TestLeanStreamNoticesTheClientLeavingAfterTheIdleDeadline(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the upstream request went on after the visitor left")
 	}
+}
+
+// Close ends a lean request that waits for its upstream's answer: the proxy's upstream
+// connection is cut, so the upstream sees its request end.
+func TestLeanCloseEndsTheWaitForTheUpstream(t *testing.T) {
+	t.Parallel()
+	addr, cookie, site, ended := deadlineSite(t, 0, &http.Server{IdleTimeout: time.Minute, ReadHeaderTimeout: time.Second})
+	conn := dialLean(t, addr, cookie, "/first")
+	lean0 := site.Server.Stats().LeanRequests
+	if _, err := io.WriteString(conn, "GET /hang HTTP/1.1\r\nHost: shop\r\nCookie: "+cookie+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-ended // the request reached the upstream
+	_ = site.Server.Close()
+	select {
+	case <-ended:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the upstream request went on after Close")
+	}
+	testwait.Until(t, 10*time.Second, "the lean loop to count the request", func() bool {
+		return site.Server.Stats().LeanRequests == lean0+1
+	})
 }

@@ -147,13 +147,20 @@ func (s *ProxyServer) newConn(base context.Context, c net.Conn) *leanConn {
 	if s.hs.ConnContext != nil {
 		ctx = s.hs.ConnContext(ctx, c)
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	lc := &leanConn{s: s, c: c, cancel: cancel}
 	lc.init(ctx)
+	if parent.Done() != nil {
+		// A context of the caller's that can end (BaseContext, ConnContext) ends the upstream
+		// waits too: one AfterFunc for the connection, not one per request.
+		stop := context.AfterFunc(parent, lc.interrupt.fire)
+		lc.cancel = func() { stop(); cancel() }
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inShutdown.Load() {
-		cancel()
+		lc.end()
 		return nil
 	}
 	s.conns[lc] = struct{}{}
@@ -200,7 +207,7 @@ func (s *ProxyServer) Close() error {
 	err := s.hs.Close()
 	s.mu.Lock()
 	for lc := range s.conns {
-		lc.cancel()
+		lc.end()
 		_ = lc.c.Close()
 	}
 	s.mu.Unlock()

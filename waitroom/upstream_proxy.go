@@ -166,6 +166,19 @@ func (p *upstreamProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.put(c)
 }
 
+// interruptible makes ctx's end (the client gone) end c's wait for the upstream, until the
+// returned stop is called (which reports false when ctx ended meanwhile). On the lean loop the
+// client's connection does it (upstreamInterrupt); nil: it has ended already.
+func (p *upstreamProxy) interruptible(ctx context.Context, c *upstreamConn) (stop func() bool) {
+	if u := interruptOf(ctx); u != nil {
+		if !u.watch(c.Conn) {
+			return nil
+		}
+		return u.stopFn
+	}
+	return context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+}
+
 // errBeforeResponse marks a failure before any byte of a response was read: on a pooled
 // connection that the upstream had closed meanwhile, the request can be sent again.
 type errBeforeResponse struct{ err error }
@@ -189,8 +202,11 @@ func (p *upstreamProxy) roundTrip(ctx context.Context, w http.ResponseWriter, in
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		conn := c
-		stop = context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		stop = p.interruptible(ctx, c)
+		if stop == nil {
+			_ = c.Close()
+			return nil, nil, nil, context.Canceled // the client's connection ended
+		}
 		res, err = p.exchange(ctx, w, c, in)
 		if err == nil {
 			return res, c, stop, nil
@@ -404,7 +420,11 @@ var hopHeaders = []string{
 func removeHopByHop(h http.Header) {
 	for _, f := range h["Connection"] {
 		for sf := range strings.SplitSeq(f, ",") {
-			if sf = textproto.TrimString(sf); sf != "" {
+			switch sf = textproto.TrimString(sf); {
+			case sf == "":
+			case strings.EqualFold(sf, "keep-alive"): // the common one, without canonicalizing it
+				delete(h, "Keep-Alive")
+			default:
 				h.Del(sf)
 			}
 		}
