@@ -189,9 +189,8 @@ func TestRoomProxyLeanRequestsAreLoggedAndCounted(t *testing.T) {
 	if !mapsEqual(leanLine, handedLine) || leanLine["route"] != "/" || leanLine["status"] != float64(200) || leanLine["listener"] != "public" {
 		t.Fatalf("log lines differ or lack fields\nlean loop: %v\nnet/http:  %v", leanLine, handedLine)
 	}
-	var g dto.Metric
-	if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&g); err != nil || g.GetGauge().GetValue() != 0 {
-		t.Fatalf("requests in flight after all answered: %v (%v)", g.GetGauge().GetValue(), err)
+	if n := publicInFlight(t, ts); n != 0 {
+		t.Fatalf("requests in flight after all answered: %v", n)
 	}
 }
 
@@ -278,15 +277,8 @@ func TestRoomProxyLeanSlowReaderIsCut(t *testing.T) {
 	leanBefore := ts.srv.leanStats().LeanRequests
 	conn := dialSmallBuffer(t, ts)
 	fmt.Fprintf(conn, "GET /big HTTP/1.1\r\nHost: shop\r\nCookie: %s\r\n\r\n", cookie)
-	inflight := func() float64 {
-		var m dto.Metric
-		if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetGauge().GetValue()
-	}
-	testwait.Until(t, 30*time.Second, "the request to start", func() bool { return inflight() > 0 })
-	testwait.Until(t, 30*time.Second, "the request of the unread answer to end", func() bool { return inflight() == 0 })
+	testwait.Until(t, 30*time.Second, "the request to start", func() bool { return publicInFlight(t, ts) > 0 })
+	testwait.Until(t, 30*time.Second, "the request of the unread answer to end", func() bool { return publicInFlight(t, ts) == 0 })
 	testwait.Until(t, 10*time.Second, "the lean loop to count the request", func() bool { return ts.srv.leanStats().LeanRequests > leanBefore })
 	got, _ := io.Copy(io.Discard, conn)
 	if got >= size {
@@ -383,11 +375,7 @@ func TestRoomProxyLargeAnswersAreNotRefused(t *testing.T) {
 			}()
 		}
 	}
-	testwait.Until(t, 10*time.Second, "every answer to start", func() bool {
-		var g dto.Metric
-		_ = ts.srv.metrics.inflight.WithLabelValues("public").Write(&g)
-		return g.GetGauge().GetValue() == 2*each
-	})
+	testwait.Until(t, 10*time.Second, "every answer to start", func() bool { return publicInFlight(t, ts) == 2*each })
 	close(release)
 	for range 2 * each {
 		if r := <-answers; r.Status != http.StatusOK || len(r.Body) != size {

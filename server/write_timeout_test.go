@@ -32,15 +32,8 @@ func TestSlowReaderIsCutAtTheWriteTimeout(t *testing.T) {
 	token := ts.token(t, "slow")
 
 	conn := askAndDoNotRead(t, ts, "/v1/ns/slow/queues/big/jobs/"+res.ID, token)
-	inflight := func() float64 {
-		var m dto.Metric
-		if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetGauge().GetValue()
-	}
-	testwait.Until(t, 30*time.Second, "the request to start", func() bool { return inflight() > 0 })
-	testwait.Until(t, 30*time.Second, "the handler of the unread answer to end", func() bool { return inflight() == 0 })
+	testwait.Until(t, 30*time.Second, "the request to start", func() bool { return publicInFlight(t, ts) > 0 })
+	testwait.Until(t, 30*time.Second, "the handler of the unread answer to end", func() bool { return publicInFlight(t, ts) == 0 })
 
 	got, _ := io.Copy(io.Discard, conn) // what the kernel had taken in, then the close
 	if want := int64(len(payload)) * 4 / 3; got >= want {
@@ -97,4 +90,14 @@ func TestLongPollOutlastsTheWriteTimeout(t *testing.T) {
 	if r.Status != http.StatusNotFound || !strings.Contains(string(r.Body), "no job") {
 		t.Fatalf("lmstfy consume waiting 3 s with a 1 s write timeout: %d %s, want lmstfy's 404 no job", r.Status, r.Body)
 	}
+}
+
+// publicInFlight reads sluice_http_requests_in_flight of ts's public listener.
+func publicInFlight(t *testing.T, ts *testServer) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := ts.srv.metrics.inflight.WithLabelValues("public").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
 }

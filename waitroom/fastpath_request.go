@@ -189,7 +189,13 @@ func leanHost(h string) bool {
 
 // leanContentLength reads a Content-Length of digits only, at most leanMaxBody.
 func leanContentLength(v string) (int64, bool) {
-	if v == "" || len(v) > 7 {
+	n, ok := parseDigits(v, 7)
+	return n, ok && n <= leanMaxBody
+}
+
+// parseDigits reads v, 1 to most ASCII digits and nothing else (no sign, no space), as a number.
+func parseDigits(v string, most int) (int64, bool) {
+	if v == "" || len(v) > most {
 		return 0, false
 	}
 	var n int64
@@ -199,7 +205,7 @@ func leanContentLength(v string) (int64, bool) {
 		}
 		n = n*10 + int64(v[i]-'0')
 	}
-	return n, n <= leanMaxBody
+	return n, true
 }
 
 // leanURL parses the request target as net/http's server does.

@@ -98,7 +98,7 @@ func (lr *leanResponse) readLean(br *bufio.Reader, in *http.Request) (*http.Resp
 		switch key {
 		case "Content-Length":
 			lengths++
-			n, ok := upstreamContentLength(value)
+			n, ok := parseDigits(value, 18) // at most 18 digits: no overflow
 			if !ok || lengths > 1 {
 				return nil, false
 			}
@@ -156,21 +156,6 @@ func leanStatusLine(line string) (int, bool) {
 		return 0, false
 	}
 	return code, true
-}
-
-// upstreamContentLength reads a Content-Length of at most 18 digits.
-func upstreamContentLength(v string) (int64, bool) {
-	if v == "" || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(v[i]-'0')
-	}
-	return n, true
 }
 
 // hasToken reports whether the comma-separated list v holds token (any case).
