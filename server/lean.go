@@ -51,24 +51,24 @@ func (s *Server) leanStats() waitroom.ProxyServerStats {
 	return waitroom.ProxyServerStats{}
 }
 
-// roomProxy is a room's proxy as the mux holds it (waitroom.Proxy's handler).
+// roomProxy is a room's proxy (waitroom.Proxy's handler).
 type roomProxy interface {
 	http.Handler
 	waitroom.LeanHandler
 }
 
-// roomProxyRoute returns the room proxy r goes to and its pattern, or nil when r's route is not a
-// room's proxy (always on the admin listener, and when there are no proxy_rooms).
-func (s *Server) roomProxyRoute(mux *http.ServeMux, r *http.Request, admin bool) (roomProxy, string) {
-	if admin || !s.hasRoomProxies {
-		return nil, ""
+// proxyRoute is a room's proxy as the public mux holds it. Served by net/http (through wrap), it
+// first makes its writer a proxy's (statusWriter.forProxy: the upstream's redirects are not the
+// mux's, its large answers not bounded); on the lean loop, leanPublic does that itself.
+type proxyRoute struct{ roomProxy }
+
+func newProxyRoute(proxy http.Handler) http.Handler { return proxyRoute{proxy.(roomProxy)} }
+
+func (p proxyRoute) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.forProxy()
 	}
-	h, pattern := mux.Handler(r)
-	proxy, ok := h.(roomProxy)
-	if !ok {
-		return nil, ""
-	}
-	return proxy, pattern
+	p.roomProxy.ServeHTTP(w, r)
 }
 
 // leanPublic is the public listener's waitroom.LeanHandler.

@@ -238,12 +238,6 @@ func (s *Server) wrap(listener string, mux *http.ServeMux, admin bool) http.Hand
 				return
 			}
 		}
-		if proxy, pattern := s.roomProxyRoute(mux, r, admin); proxy != nil {
-			r.Pattern = pattern // the proxy's answers are the upstream's: none is the mux's own
-			sw.forProxy()
-			proxy.ServeHTTP(sw, r)
-			return
-		}
 		sw.req = r
 		mux.ServeHTTP(sw, r)
 		sw.req = nil

@@ -105,11 +105,10 @@ type Server struct {
 
 	public http.Handler
 	admin  http.Handler
-	// hasRoomProxies is set when proxy_rooms mounts a room's proxy on the public listener;
-	// publicLean then serves the proxies' requests on the lean loop (lean.go).
-	hasRoomProxies bool
-	publicLean     *leanPublic
-	leanServer     atomic.Pointer[waitroom.ProxyServer] // the public listener's, once Serve made it
+	// publicLean serves the requests of proxy_rooms on the lean loop (lean.go); nil without
+	// proxy_rooms.
+	publicLean *leanPublic
+	leanServer atomic.Pointer[waitroom.ProxyServer] // the public listener's, once Serve made it
 	// publicAddr is the public listener's address once Serve has it (the dashboard's hints show
 	// it).
 	publicAddr atomic.Pointer[string]
@@ -243,7 +242,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.public = s.traced(s.wrap("public", pub, false))
-	if s.hasRoomProxies = s.rooms.HasProxies(); s.hasRoomProxies {
+	if s.rooms.HasProxies() {
 		s.publicLean = s.newLeanPublic(pub)
 	}
 	s.admin = s.wrap("admin", s.adminMux(), true)
@@ -321,7 +320,7 @@ func (s *Server) publicMux() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	s.mount(mux, s.publicRoutes())
 	s.lmstfy.MountPublic(mux)
-	if err := s.rooms.MountProxies(mux); err != nil {
+	if err := s.rooms.MountProxies(mux, newProxyRoute); err != nil {
 		return nil, fmt.Errorf("server: proxy_rooms: %w", err)
 	}
 	return mux, nil

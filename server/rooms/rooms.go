@@ -72,8 +72,8 @@ func (a *API) wait(w http.ResponseWriter, r *http.Request) error    { return a.p
 func (a *API) jwks(w http.ResponseWriter, r *http.Request) error    { return a.public.JWKS(w, r) }
 
 // MountProxies mounts the reverse proxy of each room in ProxyHosts on mux, for its host (or, for
-// "*", for every request no other pattern takes).
-func (a *API) MountProxies(mux *http.ServeMux) error {
+// "*", for every request no other pattern takes), as route makes it of waitroom.Proxy's handler.
+func (a *API) MountProxies(mux *http.ServeMux, route func(proxy http.Handler) http.Handler) error {
 	for host, name := range a.cfg.ProxyHosts {
 		room, err := a.client.Room(name)
 		if err != nil {
@@ -83,7 +83,7 @@ func (a *API) MountProxies(mux *http.ServeMux) error {
 		if host == "*" {
 			pattern = "/"
 		}
-		mux.Handle(pattern, waitroom.Proxy(room))
+		mux.Handle(pattern, route(waitroom.Proxy(room)))
 	}
 	return nil
 }
