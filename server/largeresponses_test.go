@@ -23,11 +23,23 @@ func (g *largeResponses) largeInFlight(client netip.Addr) int {
 // A client address receiving its bound of large answers (two clients that ask for a large job
 // and do not read it) gets 429 too_many_large_responses with Retry-After for the next large one,
 // while its small answers and another address's large ones go on; once those connections close,
-// it gets large answers again.
+// it gets large answers again. The same holds with proxy_rooms, where the public listener starts
+// every connection in the room proxies' lean loop: an API route is not a proxy's, whose answers
+// are the only ones left unbounded.
 func TestConcurrentLargeResponsesPerClientAddress(t *testing.T) {
 	t.Parallel()
+	for _, proxyRooms := range []string{"", "*=shop"} {
+		t.Run("proxy_rooms="+proxyRooms, func(t *testing.T) {
+			t.Parallel()
+			testConcurrentLargeResponses(t, proxyRooms)
+		})
+	}
+}
+
+func testConcurrentLargeResponses(t *testing.T, proxyRooms string) {
 	ts := newTestServer(t, func(c *Config) {
 		c.MaxBodyBytes, c.LargeResponseBytes, c.MaxLargeResponsesPerClient = 16<<20, 64<<10, 2
+		c.ProxyRooms = proxyRooms
 	})
 	payload := bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 12<<20/3) // about 12 MiB, sent as base64
 	res, err := ts.Queue.Publish(ctxT(t), queue.PublishParams{Namespace: "big", Queue: "q", Payload: payload})
